@@ -1,0 +1,176 @@
+"""Token accounting in the OpenAI chat format.
+
+A provider bills (and limits) what it receives, not just ``message.content``: each
+message is framed by special tokens, carries its role, and an assistant message
+carries its tool calls as function names plus JSON arguments. We follow the rules
+of OpenAI's cookbook ("How to count tokens with tiktoken"), whose example
+conversations reproduce the API-reported prompt tokens exactly:
+
+- 3 tokens of framing per message (+1 when it has a ``name``),
+- every string field as sent: role, content, name, ``tool_call_id``,
+- 3 tokens priming the reply, once per request.
+
+What the cookbook does not publish we estimate on the safe side and say so:
+tool calls cost their function name, their JSON arguments and 3 framing tokens each;
+an image block costs :data:`IMAGE_TOKENS` (OpenAI's price of a high-detail
+512x512-tiled 1024px image: 85 + 4 x 170); other non-text blocks their JSON.
+
+Per-message counts are memoised by content (an LRU keyed by what the provider
+would receive), so re-counting a long history costs dictionary look-ups: message
+objects rebuilt from a checkpoint hit the cache just like the originals.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any
+
+import tiktoken
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from .tokenizer import DEFAULT_ENCODING, get_encoding
+
+log = logging.getLogger(__name__)
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING_TOKENS = 3
+TOKENS_PER_TOOL_CALL = 3
+IMAGE_TOKENS = 765
+TOOL_FALLBACK_TOKENS = 1000
+
+_ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+_IMAGE_BLOCKS = {"image_url", "image", "input_image"}
+
+
+def role_of(message: BaseMessage) -> str:
+    """The OpenAI role a LangChain message is sent as."""
+    role = _ROLES.get(message.type)
+    if role is None:
+        role = getattr(message, "role", None) or ("assistant" if isinstance(message, AIMessage) else message.type)
+    return str(role)
+
+
+def _json(value: Any) -> str:
+    """Serialise like the OpenAI clients do (UTF-8 kept, default separators)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _block_text(block: Any) -> str | None:
+    """The text of a content block, or None when it is not a text block."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, Mapping) and block.get("type") in ("text", "input_text", "output_text"):
+        return str(block.get("text", ""))
+    return None
+
+
+def content_text(content: str | Sequence[Any]) -> str:
+    """All text of a message content (string or list of blocks), blocks joined."""
+    if isinstance(content, str):
+        return content
+    return "".join(t for t in (_block_text(b) for b in content) if t is not None)
+
+
+def _tool_calls(message: BaseMessage) -> list[tuple[str, str]]:
+    """(name, JSON arguments) of every call the provider will receive, invalid ones too."""
+    if not isinstance(message, AIMessage):
+        return []
+    calls = [(str(c.get("name") or ""), _json(c.get("args", {}))) for c in message.tool_calls]
+    calls += [(str(c.get("name") or ""), str(c.get("args") or "")) for c in message.invalid_tool_calls]
+    return calls
+
+
+def _content_key(content: str | Sequence[Any]) -> Hashable:
+    return content if isinstance(content, str) else ("blocks", _json(content))
+
+
+def message_key(message: BaseMessage) -> Hashable:
+    """A hashable fingerprint of what a message sends (not its object identity)."""
+    return (
+        role_of(message),
+        _content_key(message.content),
+        message.name,
+        tuple(_tool_calls(message)),
+        getattr(message, "tool_call_id", None),
+    )
+
+
+class TokenCounter:
+    """Counts tokens of text, messages and tool schemas for one encoding."""
+
+    def __init__(self, encoding: str | tiktoken.Encoding = DEFAULT_ENCODING, cache_size: int = 50_000) -> None:
+        self.encoding = get_encoding(encoding) if isinstance(encoding, str) else encoding
+        self._cache: OrderedDict[Hashable, int] = OrderedDict()
+        self._cache_size = cache_size
+
+    @property
+    def encoding_name(self) -> str:
+        return self.encoding.name
+
+    def text(self, text: str) -> int:
+        """Tokens of plain text; special-token look-alikes count as ordinary text."""
+        return len(self.encoding.encode_ordinary(text)) if text else 0
+
+    def content(self, content: str | Sequence[Any]) -> int:
+        """Tokens of a message content: a string or a list of content blocks."""
+        if isinstance(content, str):
+            return self.text(content)
+        total = 0
+        for block in content:
+            text = _block_text(block)
+            if text is not None:
+                total += self.text(text)
+            elif isinstance(block, Mapping) and block.get("type") in _IMAGE_BLOCKS:
+                total += IMAGE_TOKENS
+            else:
+                total += self.text(_json(block))
+        return total
+
+    def _count_uncached(self, message: BaseMessage) -> int:
+        total = TOKENS_PER_MESSAGE + self.text(role_of(message)) + self.content(message.content)
+        if message.name:
+            total += TOKENS_PER_NAME + self.text(message.name)
+        tool_call_id = getattr(message, "tool_call_id", None)
+        if tool_call_id:
+            total += self.text(str(tool_call_id))
+        for name, arguments in _tool_calls(message):
+            total += TOKENS_PER_TOOL_CALL + self.text(name) + self.text(arguments)
+        return total
+
+    def message(self, message: BaseMessage) -> int:
+        """Tokens one message costs in a request (framing included), memoised by content."""
+        key = message_key(message)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        count = self._count_uncached(message)
+        self._cache[key] = count
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return count
+
+    def messages(self, messages: Iterable[BaseMessage]) -> int:
+        """Tokens of a whole request's messages, reply priming included."""
+        return sum(self.message(m) for m in messages) + REPLY_PRIMING_TOKENS
+
+    def tool(self, tool: Any) -> int:
+        """Tokens of one tool definition as the provider gets it (its JSON schema)."""
+        return self.text(_json(convert_to_openai_tool(tool)))
+
+    def tools(self, tools: Iterable[Any]) -> int:
+        """Tokens of all tool definitions; a tool we cannot convert counts as 1000."""
+        total = 0
+        for tool in tools:
+            try:
+                total += self.tool(tool)
+            except Exception as exc:  # any foreign schema error: estimate, never fail a call
+                name = getattr(tool, "name", None) or type(tool).__name__
+                log.warning("Cannot estimate tokens of tool %s (%s); assuming %d", name, exc, TOOL_FALLBACK_TOKENS)
+                total += TOOL_FALLBACK_TOKENS
+        return total

@@ -1,0 +1,262 @@
+"""Fitting a conversation history into a token budget without breaking provider rules.
+
+Providers reject a request whose assistant tool call is not answered by a tool
+message right after it, or whose tool message has no call; some reject a history
+that does not start with a user message. A history saved by a crashed or aborted
+run can break those rules, and naive trimming breaks them too (it can cut between
+a call and its result). So we work on *units* and *turns*:
+
+- a unit is a user message, or an assistant message together with the answers to
+  its tool calls (never split);
+- a turn is a user message and the units that follow it until the next one.
+
+:func:`repair` builds units from raw messages, answering unanswered calls with a
+short synthetic result and dropping results that have no call. :func:`fit_history`
+then keeps the latest user message always, the units of the latest turn newest
+first, and older turns whole, newest first, while they fit. An item too large
+for what is left is cut head-and-tail with a visible marker instead of vanishing.
+Everything happens on copies: the input messages are never modified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from .counting import TokenCounter, content_text, role_of
+
+INTERRUPTED_TOOL_RESULT = "[interrupted: no result was recorded for this tool call]"
+NO_USER_MESSAGE = "[No user message was recorded; continue from the context above.]"
+TRUNCATION_MARKER = "\n[... {cut} tokens cut here by GNS3 Copilot to fit the context window ...]\n"
+# The smallest piece of an item's text worth keeping when it has to be cut.
+MIN_KEPT_TOKENS = 32
+
+Unit = list[BaseMessage]
+
+
+@dataclass
+class RepairStats:
+    """What :func:`repair` changed in the prepared copy."""
+
+    interrupted_calls: int = 0
+    orphan_results: int = 0
+    dropped_other: int = 0
+
+
+@dataclass
+class Turn:
+    human: BaseMessage | None
+    units: list[Unit] = field(default_factory=list)
+
+
+@dataclass
+class FitResult:
+    """The kept history (system message excluded) and how it was obtained."""
+
+    messages: list[BaseMessage]
+    tokens: int
+    truncated: list[dict[str, Any]]
+    over_budget: bool
+    synthetic_question: bool
+
+
+def _call_ids(message: AIMessage) -> list[tuple[str, str]]:
+    """(id, name) of every call the provider expects an answer to."""
+    calls = [*message.tool_calls, *message.invalid_tool_calls]
+    return [(str(c.get("id") or ""), str(c.get("name") or "")) for c in calls]
+
+
+def _is_empty(message: BaseMessage) -> bool:
+    return not message.content or (isinstance(message.content, str) and not message.content.strip())
+
+
+def repair(messages: Sequence[BaseMessage]) -> tuple[list[Unit], RepairStats]:
+    """Group messages into units, mending broken tool-call pairing on the way."""
+    stats = RepairStats()
+    units: list[Unit] = []
+    i, n = 0, len(messages)
+    while i < n:
+        message = messages[i]
+        i += 1
+        if isinstance(message, HumanMessage):
+            units.append([message])
+        elif isinstance(message, AIMessage):
+            calls = _call_ids(message)
+            if not calls:
+                if _is_empty(message):
+                    stats.dropped_other += 1  # nothing to send; some providers reject it
+                else:
+                    units.append([message])
+                continue
+            answers: dict[str, BaseMessage] = {}
+            while i < n and isinstance(messages[i], ToolMessage):
+                result = messages[i]
+                i += 1
+                if result.tool_call_id in dict(calls) and result.tool_call_id not in answers:
+                    answers[result.tool_call_id] = result
+                else:
+                    stats.orphan_results += 1
+            unit: Unit = [message]
+            for call_id, name in calls:
+                answer = answers.get(call_id)
+                if answer is None:
+                    stats.interrupted_calls += 1
+                    answer = ToolMessage(
+                        content=INTERRUPTED_TOOL_RESULT, tool_call_id=call_id, name=name or None, status="error"
+                    )
+                unit.append(answer)
+            units.append(unit)
+        elif isinstance(message, ToolMessage):
+            stats.orphan_results += 1  # not right after its call: providers reject it
+        else:
+            stats.dropped_other += 1  # system messages (we send our own) and legacy types
+    return units, stats
+
+
+def split_turns(units: Sequence[Unit]) -> list[Turn]:
+    """Group units into turns, each starting at a user message (the first may not)."""
+    turns: list[Turn] = []
+    current = Turn(human=None)
+    for unit in units:
+        if isinstance(unit[0], HumanMessage):
+            if current.human is not None or current.units:
+                turns.append(current)
+            current = Turn(human=unit[0])
+        else:
+            current.units.append(unit)
+    if current.human is not None or current.units:
+        turns.append(current)
+    return turns
+
+
+def truncate_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """Keep the head and tail of ``text`` within ``max_tokens``, marking the cut."""
+    encoding = counter.encoding
+    tokens = encoding.encode_ordinary(text)
+    if len(tokens) <= max_tokens:
+        return text
+    keep = max(0, max_tokens - counter.text(TRUNCATION_MARKER.format(cut=len(tokens))))
+    while True:
+        head = (keep + 1) // 2
+        tail = keep - head
+        cut = len(tokens) - head - tail
+        result = (
+            encoding.decode_bytes(tokens[:head]).decode("utf-8", errors="ignore")
+            + TRUNCATION_MARKER.format(cut=cut)
+            + (encoding.decode_bytes(tokens[-tail:]).decode("utf-8", errors="ignore") if tail else "")
+        )
+        excess = counter.text(result) - max_tokens
+        if excess <= 0 or keep == 0:
+            return result
+        keep = max(0, keep - excess)
+
+
+def _overhead(message: BaseMessage, counter: TokenCounter) -> int:
+    """Tokens of a message other than its content."""
+    return counter.message(message) - counter.content(message.content)
+
+
+def min_cost(message: BaseMessage, counter: TokenCounter) -> int:
+    """What a message costs once cut to nothing but the marker."""
+    return _overhead(message, counter) + counter.text(TRUNCATION_MARKER.format(cut=10**6))
+
+
+def truncate_message(message: BaseMessage, max_tokens: int, counter: TokenCounter) -> BaseMessage:
+    """A copy of ``message`` whose cost is at most ``max_tokens`` (content cut head-and-tail)."""
+    budget = max(0, max_tokens - _overhead(message, counter))
+    return message.model_copy(update={"content": truncate_text(content_text(message.content), budget, counter)})
+
+
+def _describe(before: BaseMessage, after: BaseMessage, counter: TokenCounter) -> dict[str, Any]:
+    return {
+        "role": role_of(before),
+        "name": before.name,
+        "tokens_before": counter.message(before),
+        "tokens_after": counter.message(after),
+    }
+
+
+def _unit_cost(unit: Unit, counter: TokenCounter) -> int:
+    return sum(counter.message(m) for m in unit)
+
+
+def _shrink_unit(unit: Unit, room: int, counter: TokenCounter) -> Unit | None:
+    """Cut the texts of a unit so that it fits ``room``, or None if that leaves too little."""
+    sizes = {i: counter.content(m.content) for i, m in enumerate(unit)}
+    cuttable = [i for i, m in enumerate(unit) if sizes[i] > MIN_KEPT_TOKENS]
+    if not cuttable:
+        return None
+    fixed = sum(counter.message(m) for i, m in enumerate(unit) if i not in cuttable)
+    fixed += sum(min_cost(unit[i], counter) for i in cuttable)
+    spare = room - fixed
+    if spare < MIN_KEPT_TOKENS * len(cuttable):
+        return None
+    # Water-filling: small items keep all they have, big ones share what remains.
+    allowance: dict[int, int] = {}
+    left = list(sorted(cuttable, key=sizes.__getitem__))
+    while left:
+        i = left.pop(0)
+        allowance[i] = min(sizes[i], spare // (len(left) + 1))
+        spare -= allowance[i]
+    shrunk = list(unit)
+    for i, allowed in allowance.items():
+        if allowed < sizes[i]:
+            shrunk[i] = truncate_message(unit[i], min_cost(unit[i], counter) + allowed, counter)
+    return shrunk
+
+
+def fit_history(units: Sequence[Unit], available: int, counter: TokenCounter) -> FitResult:
+    """Keep what fits in ``available`` tokens, by the rules in the module docstring."""
+    turns = split_turns(units)
+    latest = turns[-1] if turns else Turn(human=None)
+    synthetic = latest.human is None
+    question = HumanMessage(content=NO_USER_MESSAGE) if synthetic else latest.human
+    assert question is not None
+    truncated: list[dict[str, Any]] = []
+
+    cost = counter.message(question)
+    if cost > available:
+        if min_cost(question, counter) > available:
+            # Not even the question fits beside the system message: send it whole (seed).
+            return FitResult([question], cost, truncated, over_budget=True, synthetic_question=synthetic)
+        cut = truncate_message(question, available, counter)
+        truncated.append(_describe(question, cut, counter))
+        question, cost = cut, counter.message(cut)
+    room = available - cost
+
+    newest_units: list[Unit] = []
+    complete = True
+    for unit in reversed(latest.units):
+        unit_cost = _unit_cost(unit, counter)
+        if unit_cost > room:
+            complete = False
+            shrunk = _shrink_unit(unit, room, counter)
+            if shrunk is None:
+                break
+            truncated.extend(_describe(a, b, counter) for a, b in zip(unit, shrunk) if a is not b)
+            unit, unit_cost = shrunk, _unit_cost(shrunk, counter)
+        newest_units.append(unit)
+        room -= unit_cost
+        if not complete:
+            break
+
+    older: list[Turn] = []
+    if complete:
+        for turn in reversed(turns[:-1]):
+            turn_cost = sum(_unit_cost(u, counter) for u in turn.units)
+            turn_cost += counter.message(turn.human) if turn.human is not None else 0
+            if turn_cost > room or turn.human is None:
+                break
+            older.append(turn)
+            room -= turn_cost
+
+    kept: list[BaseMessage] = []
+    for turn in reversed(older):
+        kept.append(turn.human)  # type: ignore[arg-type]  # checked above
+        kept.extend(m for u in turn.units for m in u)
+    kept.append(question)
+    kept.extend(m for u in reversed(newest_units) for m in u)
+    return FitResult(kept, available - room, truncated, over_budget=False, synthetic_question=synthetic)

@@ -1,0 +1,99 @@
+"""Putting the live topology into the system prompt, within its own token share.
+
+The topology is the one part of the prompt that grows with the lab, so it gets a
+fixed share of the message budget (:data:`TOPOLOGY_SHARE`) instead of squeezing
+out the conversation. A topology dict (as GNS3's REST API returns it) is rendered
+compactly and, when too big, reduced level by level (see ``topology.py``); past
+the last level, or for a pre-rendered string, whole lines are dropped from the
+end. Each reduction adds a note telling the model that the topology tool has the
+rest, so nothing is cut silently and nothing is cut mid-line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .counting import TokenCounter
+from .topology import TOPOLOGY_LEVELS, render_topology
+
+log = logging.getLogger(__name__)
+
+TOPOLOGY_PLACEHOLDER = "{{topology_info}}"
+NO_TOPOLOGY_TEXT = "(No topology information available)"
+TOPOLOGY_HEADING = "### CURRENT TOPOLOGY"
+# Fraction of the message budget (input budget minus tools) the topology may use.
+TOPOLOGY_SHARE = 0.25
+REDUCED_NOTE = "(Topology reduced to fit the context window: {what}. Call the topology tool for full details.)"
+_LEVEL_NAMES = {
+    1: "positions and unlinked ports left out",
+    2: "one line per node",
+    3: "node counts and links only",
+}
+
+
+@dataclass(frozen=True)
+class TopologyText:
+    """The topology as injected, and how it was obtained."""
+
+    text: str
+    tokens: int
+    level: int | None  # rendering level for a dict, None for a string or no topology
+    reduced: bool
+    node_names: list[str]
+    available: bool
+
+
+def _node_names(topology: Mapping[str, Any]) -> list[str]:
+    return [str(n.get("name", "?")) for n in topology.get("nodes") or [] if isinstance(n, Mapping)]
+
+
+def _cut_lines(text: str, max_tokens: int, counter: TokenCounter, what: str) -> str:
+    """Drop whole lines from the end until the text and its note fit ``max_tokens``."""
+    lines = text.splitlines()
+    lo, hi = 0, len(lines)  # invariant: keeping `lo` lines fits
+    def build(keep: int) -> str:
+        omitted = len(lines) - keep
+        note = REDUCED_NOTE.format(what=f"{what}, {omitted} more line(s) left out")
+        return "\n".join([*lines[:keep], note])
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if counter.text(build(mid)) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return build(lo)
+
+
+def fit_topology(topology: Any, max_tokens: int, counter: TokenCounter) -> TopologyText:
+    """Render ``topology`` (None, a string or a REST-shaped dict) within ``max_tokens``."""
+    if topology is None:
+        return TopologyText(NO_TOPOLOGY_TEXT, counter.text(NO_TOPOLOGY_TEXT), None, False, [], False)
+    if isinstance(topology, Mapping):
+        names = _node_names(topology)
+        text = ""
+        for level in range(TOPOLOGY_LEVELS):
+            text = render_topology(topology, level)
+            if level:
+                text = f"{text}\n{REDUCED_NOTE.format(what=_LEVEL_NAMES.get(level, f'level {level}'))}"
+            tokens = counter.text(text)
+            if tokens <= max_tokens:
+                return TopologyText(text, tokens, level, level > 0, names, True)
+        last = TOPOLOGY_LEVELS - 1
+        text = _cut_lines(render_topology(topology, last), max_tokens, counter, _LEVEL_NAMES.get(last, "reduced"))
+        return TopologyText(text, counter.text(text), last, True, names, True)
+    text = str(topology)
+    tokens = counter.text(text)
+    if tokens <= max_tokens:
+        return TopologyText(text, tokens, None, False, [], True)
+    text = _cut_lines(text, max_tokens, counter, "text cut")
+    return TopologyText(text, counter.text(text), None, True, [], True)
+
+
+def inject(system_prompt: str, topology_text: str) -> str:
+    """Replace the placeholder; a prompt without one gets a topology section appended."""
+    if TOPOLOGY_PLACEHOLDER in system_prompt:
+        return system_prompt.replace(TOPOLOGY_PLACEHOLDER, topology_text)
+    return f"{system_prompt.rstrip()}\n\n{TOPOLOGY_HEADING}\n{topology_text}"

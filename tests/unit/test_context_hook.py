@@ -1,0 +1,347 @@
+"""The pre-model hook: budgets, topology injection, trimming rules, logs and report."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+
+from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
+from gns3server.agent.gns3_copilot.agent.context.history import INTERRUPTED_TOOL_RESULT, NO_USER_MESSAGE
+from gns3server.agent.gns3_copilot.agent.context.injection import NO_TOPOLOGY_TEXT
+from gns3server.agent.gns3_copilot.agent.context_manager import (
+    CONTEXT_STRATEGY_RATIOS,
+    DEFAULT_CONTEXT_STRATEGY,
+    count_tokens,
+    create_pre_model_hook,
+    resolve_budget,
+)
+
+PROMPT = "You are GNS3 Copilot.\n### CURRENT TOPOLOGY\n{{topology_info}}\nAnswer briefly."
+CURRENT = re.compile(r"\[\.\.\. \d+ tokens cut here by GNS3 Copilot")
+
+
+@tool
+def gns3_topology(project_id: str) -> str:
+    """Read the topology of a GNS3 project."""
+    return project_id
+
+
+def make_hook(limit=8, strategy="balanced", tools=(), prompt=PROMPT, **extra):
+    config = {"context_limit": limit, "context_strategy": strategy, **extra}
+    return create_pre_model_hook(
+        system_prompt=prompt,
+        get_topology_func=lambda s: s.get("topology_info"),
+        get_llm_config_func=lambda: config,
+        get_tools_func=lambda: list(tools),
+    )
+
+
+def words(n: int, word: str = "interface") -> str:
+    return " ".join([word] * n)  # one token per word in cl100k_base
+
+
+def tool_turn(i: int, output_words: int = 20) -> list:
+    call_id = f"call_{i}"
+    return [
+        HumanMessage(f"question {i}"),
+        AIMessage("", tool_calls=[{"name": "gns3_topology", "args": {"project_id": "p"}, "id": call_id}]),
+        ToolMessage(words(output_words), tool_call_id=call_id, name="gns3_topology"),
+        AIMessage(f"answer {i}"),
+    ]
+
+
+def request_tokens(messages) -> int:
+    return TokenCounter().messages(messages)
+
+
+# --- configuration -----------------------------------------------------------
+
+
+def test_strategies_and_default():
+    assert CONTEXT_STRATEGY_RATIOS == {"conservative": 0.60, "balanced": 0.75, "aggressive": 0.85}
+    assert DEFAULT_CONTEXT_STRATEGY == "balanced"
+    assert resolve_budget({"context_limit": 128})["budget"] == 96_000
+    assert resolve_budget({"context_limit": 128, "context_strategy": "conservative"})["budget"] == 76_800
+    assert resolve_budget({"context_limit": 128, "context_strategy": "aggressive"})["budget"] == 108_800
+
+
+def test_missing_context_limit():
+    with pytest.raises(ValueError, match="^context_limit is required in LLM config$"):
+        create_pre_model_hook(PROMPT, lambda s: None, lambda: {}, lambda: [])({"messages": []})
+    with pytest.raises(ValueError, match="^context_limit is required in LLM config$"):
+        create_pre_model_hook(PROMPT, lambda s: None, lambda: None, lambda: [])({"messages": []})
+
+
+@pytest.mark.parametrize("bad", [0, -1, "128", 1.5, True, None, [128]])
+def test_invalid_context_limit(bad):
+    with pytest.raises(ValueError, match=re.escape(f"Invalid context_limit: {bad}")):
+        make_hook(limit=bad)({"messages": [HumanMessage("hi")]})
+
+
+@pytest.mark.parametrize("bad", ["fast", "Balanced", 1])
+def test_invalid_strategy_names_the_allowed_ones(bad):
+    with pytest.raises(ValueError, match="Invalid context_strategy.*allowed: aggressive, balanced, conservative"):
+        make_hook(strategy=bad)({"messages": [HumanMessage("hi")]})
+
+
+def test_strategy_defaults_to_balanced_when_absent():
+    hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: {"context_limit": 4}, lambda: [])
+    assert hook({"messages": [HumanMessage("hi")]})["context_report"]["budget"] == 3000
+
+
+# --- topology ----------------------------------------------------------------
+
+
+def test_no_topology_injects_placeholder_and_warns(caplog):
+    caplog.set_level(logging.INFO)
+    out = make_hook()({"messages": [HumanMessage("hi")]})
+    system = out["messages"][0]
+    assert isinstance(system, SystemMessage)
+    assert "### CURRENT TOPOLOGY\n(No topology information available)\nAnswer" in system.content
+    assert "✗ Topology data is None, injecting placeholder" in caplog.text
+    assert out["context_report"]["topology_available"] is False
+
+
+def test_string_topology_is_injected_and_logged(caplog):
+    caplog.set_level(logging.INFO)
+    topo = "PC1 vpcs started console telnet 127.0.0.1:5000\nlinks: PC1 e0 <-> PC2 e0"
+    out = make_hook()({"messages": [HumanMessage("hi")], "topology_info": topo})
+    assert out["messages"][0].content == PROMPT.replace("{{topology_info}}", topo)
+    assert f"✓ Topology injected: {len(topo)} chars, nodes: []" in caplog.text
+    report = out["context_report"]
+    assert report["topology_tokens"] == count_tokens(topo)
+    assert report["topology_reduced"] is False
+
+
+def test_prompt_without_placeholder_gets_a_section():
+    out = make_hook(prompt="Be brief.")({"messages": [HumanMessage("hi")], "topology_info": "PC1 vpcs"})
+    assert out["messages"][0].content == "Be brief.\n\n### CURRENT TOPOLOGY\nPC1 vpcs"
+
+
+def test_big_string_topology_is_cut_at_lines_with_a_note():
+    lines = [f"PC{i} vpcs stopped console telnet 127.0.0.1:{5000 + i}" for i in range(2000)]
+    topo = "\n".join(lines)
+    out = make_hook(limit=8)({"messages": [HumanMessage("hi")], "topology_info": topo})
+    report = out["context_report"]
+    assert report["topology_reduced"] is True
+    assert report["topology_tokens"] <= int(report["message_budget"] * 0.25)
+    injected = out["messages"][0].content.split("### CURRENT TOPOLOGY\n")[1].split("\nAnswer briefly.")[0]
+    *kept, note = injected.splitlines()
+    assert kept == lines[: len(kept)] and kept  # whole lines, from the start
+    assert "Call the topology tool for full details" in note and f"{2000 - len(kept)} more line(s)" in note
+
+
+def test_dict_topology_is_rendered_and_node_names_logged(caplog):
+    caplog.set_level(logging.INFO)
+    topo = {
+        "name": "lab",
+        "nodes": [
+            {"name": "PC1", "node_id": "a", "node_type": "vpcs", "status": "stopped", "ports": []},
+            {"name": "PC2", "node_id": "b", "node_type": "vpcs", "status": "stopped", "ports": []},
+        ],
+        "links": [],
+    }
+    out = make_hook()({"messages": [HumanMessage("hi")], "topology_info": topo})
+    assert "PC1" in out["messages"][0].content and "PC2" in out["messages"][0].content
+    assert "nodes: ['PC1', 'PC2']" in caplog.text
+    assert out["context_report"]["topology_level"] == 0
+
+
+def test_dict_topology_is_reduced_step_by_step():
+    nodes = [
+        {"name": f"R{i}", "node_id": f"id{i}", "node_type": "qemu", "status": "started", "ports": []}
+        for i in range(300)
+    ]
+    topo = {"name": "big", "nodes": nodes, "links": []}
+    levels = []
+    for limit in (64, 16, 8, 4, 2):
+        report = make_hook(limit=limit)({"messages": [HumanMessage("hi")], "topology_info": topo})["context_report"]
+        assert report["topology_tokens"] <= int(report["message_budget"] * 0.25)
+        levels.append(report["topology_level"])
+    assert levels == sorted(levels) and levels[-1] > levels[0]
+
+
+# --- trimming ----------------------------------------------------------------
+
+
+def test_everything_fits_logs_context_ready(caplog):
+    caplog.set_level(logging.INFO)
+    msgs = [*tool_turn(1), HumanMessage("and now?")]
+    out = make_hook(limit=32, tools=[gns3_topology])({"messages": msgs})
+    assert out["messages"][1:] == msgs
+    report = out["context_report"]
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("Context ready"))
+    expected_total = report["total_tokens"]
+    assert line == (
+        f"Context ready: 6 msgs, ~{expected_total - report['tools_tokens']} tokens + {report['tools_tokens']} tools"
+        f" = {expected_total} / 32K ({100 * expected_total / 32000:.1f}%), strategy=balanced"
+    )
+    assert report["total_tokens"] == request_tokens(out["messages"]) + report["tools_tokens"]
+    assert report["messages_dropped"] == 0 and report["truncated"] == []
+
+
+def test_old_turns_dropped_whole_oldest_first(caplog):
+    caplog.set_level(logging.INFO)
+    msgs = [m for i in range(40) for m in tool_turn(i, 100)] + [HumanMessage("latest question")]
+    out = make_hook(limit=2)({"messages": msgs})
+    prepared = out["messages"]
+    assert isinstance(prepared[1], HumanMessage)
+    assert prepared[-1].content == "latest question"
+    # what was kept is a suffix of the input made of whole turns
+    assert prepared[1:] == msgs[len(msgs) - len(prepared) + 1 :]
+    report = out["context_report"]
+    assert report["messages_dropped"] == len(msgs) - (len(prepared) - 1) > 0
+    assert report["total_tokens"] <= report["budget"]
+    assert any(r.getMessage().startswith(f"Messages trimmed: {len(msgs)} → {len(prepared)} msgs. Total: ~")
+               for r in caplog.records)
+
+
+def test_all_history_trimmed_keeps_last_user_message():
+    msgs = [*tool_turn(1, 1500), HumanMessage("what now?")]
+    out = make_hook(limit=2)({"messages": msgs})
+    assert [m.content for m in out["messages"][1:]] == ["what now?"]
+
+
+def test_giant_tool_output_in_current_turn_is_cut_head_and_tail():
+    output = "HEAD " + words(20_000) + " TAIL"
+    msgs = [
+        HumanMessage("show me R1's config"),
+        AIMessage("", tool_calls=[{"name": "gns3_topology", "args": {"project_id": "p"}, "id": "c1"}]),
+        ToolMessage(output, tool_call_id="c1", name="gns3_topology"),
+    ]
+    original = copy.deepcopy(msgs)
+    out = make_hook(limit=8)({"messages": msgs})
+    prepared = out["messages"]
+    assert [type(m) for m in prepared] == [SystemMessage, HumanMessage, AIMessage, ToolMessage]
+    cut = prepared[3].content
+    assert cut.startswith("HEAD interface") and cut.endswith("interface TAIL") and CURRENT.search(cut)
+    assert prepared[3].tool_call_id == "c1"
+    report = out["context_report"]
+    assert report["total_tokens"] <= report["budget"]
+    assert report["truncated"][0]["role"] == "tool" and report["truncated"][0]["tokens_before"] > 20_000
+    assert msgs == original  # the stored history keeps the original
+
+
+def test_giant_paste_is_cut_never_dropped():
+    paste = "BEGIN " + words(50_000, "line") + " END"
+    out = make_hook(limit=4)({"messages": [*tool_turn(1), HumanMessage(paste)]})
+    last = out["messages"][-1]
+    assert isinstance(last, HumanMessage) and last.content.startswith("BEGIN") and last.content.endswith("END")
+    assert CURRENT.search(last.content)
+    assert out["context_report"]["total_tokens"] <= out["context_report"]["budget"]
+
+
+def test_interrupted_tool_call_is_answered_in_the_copy():
+    msgs = [
+        HumanMessage("start R1 and R2"),
+        AIMessage("", tool_calls=[
+            {"name": "start_node", "args": {"node": "R1"}, "id": "a"},
+            {"name": "start_node", "args": {"node": "R2"}, "id": "b"},
+        ]),
+        ToolMessage("R1 started", tool_call_id="a"),
+        HumanMessage("are they up?"),
+    ]
+    out = make_hook(limit=8)({"messages": msgs})
+    prepared = out["messages"]
+    assert [type(m).__name__ for m in prepared] == [
+        "SystemMessage", "HumanMessage", "AIMessage", "ToolMessage", "ToolMessage", "HumanMessage"
+    ]
+    assert prepared[3] is msgs[2]
+    assert prepared[4].tool_call_id == "b" and prepared[4].content == INTERRUPTED_TOOL_RESULT
+    assert out["context_report"]["interrupted_calls"] == 1
+    assert len(msgs) == 4
+
+
+def test_orphan_tool_results_and_stray_system_messages_are_dropped():
+    msgs = [
+        ToolMessage("lost", tool_call_id="zzz"),
+        SystemMessage("old system prompt"),
+        HumanMessage("hi"),
+        ToolMessage("also lost", tool_call_id="yyy"),
+        AIMessage("hello"),
+    ]
+    out = make_hook()({"messages": msgs})
+    assert [m.content for m in out["messages"][1:]] == ["hi", "hello"]
+    assert sum(isinstance(m, SystemMessage) for m in out["messages"]) == 1
+    assert out["context_report"]["orphan_results"] == 2
+
+
+def test_no_human_message_gets_a_synthetic_question():
+    msgs = [AIMessage("I was saying...")]
+    out = make_hook()({"messages": msgs})
+    assert isinstance(out["messages"][1], HumanMessage)
+    assert out["messages"][1].content == NO_USER_MESSAGE
+    out = make_hook()({"messages": []})
+    assert [type(m) for m in out["messages"]] == [SystemMessage, HumanMessage]
+
+
+def test_system_over_budget_keeps_system_and_question(caplog):
+    caplog.set_level(logging.INFO)
+    prompt = words(5000, "policy") + "\n{{topology_info}}"
+    out = make_hook(limit=2, prompt=prompt)({"messages": [*tool_turn(1), HumanMessage("q?")]})
+    assert [m.content for m in out["messages"][1:]] == ["q?"]
+    assert out["messages"][0].content.startswith("policy policy")
+    assert out["context_report"]["over_budget"] is True
+    assert "exceed the message budget" in caplog.text
+
+
+def test_tools_over_budget_logs_error(caplog):
+    caplog.set_level(logging.INFO)
+    many = [object()] * 5  # 5 x 1000 tokens of fallback estimates
+    out = make_hook(limit=4, tools=many)({"messages": [HumanMessage("hi")]})
+    assert "Tool definitions (5000 tokens) exceed the input budget (3000 tokens)" in caplog.text
+    assert "increase context_limit or reduce the number of tools" in caplog.text
+    assert [m.content for m in out["messages"][1:]] == ["hi"]
+    assert out["context_report"]["over_budget"] is True
+
+
+def test_trimming_failure_falls_back_to_original(caplog):
+    caplog.set_level(logging.INFO)
+    bad = [HumanMessage("hi"), 42]
+    out = make_hook()({"messages": bad})
+    assert out["messages"][1:] == bad
+    assert "Failed to trim messages:" in caplog.text
+    assert "Returning original messages due to trimming error" in caplog.text
+    assert out["context_report"]["fallback"] is True
+
+
+def test_dict_messages_are_accepted():
+    out = make_hook()({"messages": [{"role": "user", "content": "hi"}]})
+    assert isinstance(out["messages"][1], HumanMessage)
+
+
+def test_o200k_models_count_with_o200k():
+    report = make_hook(model="gpt-4o")({"messages": [HumanMessage("hi")]})["context_report"]
+    assert report["encoding"] == "o200k_base"
+    report = make_hook(model="gpt-4o", tokenizer="cl100k_base")({"messages": [HumanMessage("hi")]})["context_report"]
+    assert report["encoding"] == "cl100k_base"
+
+
+def test_report_adds_up():
+    msgs = [m for i in range(5) for m in tool_turn(i)] + [HumanMessage("q")]
+    out = make_hook(limit=16, tools=[gns3_topology])({"messages": msgs, "topology_info": "PC1 vpcs"})
+    r = out["context_report"]
+    assert r["system_tokens"] + r["topology_tokens"] + r["history_tokens"] + r["tools_tokens"] == r["total_tokens"]
+    assert r["total_tokens"] == request_tokens(out["messages"]) + r["tools_tokens"]
+    assert r["limit_tokens"] == 16_000 and r["budget"] == 12_000
+    assert r["message_budget"] == 12_000 - r["tools_tokens"]
+    assert r["messages_in"] == len(msgs) and r["messages_out"] == len(out["messages"]) - 1
+    assert r["percent"] == round(100 * r["total_tokens"] / 16_000, 1)
+
+
+def test_steady_state_only_counts_new_messages(monkeypatch):
+    hook = make_hook(limit=128)
+    msgs = [m for i in range(50) for m in tool_turn(i)] + [HumanMessage("q")]
+    hook({"messages": msgs})
+    counted = []
+    real = TokenCounter._count_uncached
+    monkeypatch.setattr(TokenCounter, "_count_uncached", lambda self, m: counted.append(m) or real(self, m))
+    rebuilt = [m.model_copy() for m in msgs] + [AIMessage("new answer"), HumanMessage("next")]
+    hook({"messages": rebuilt})
+    # the system message (same topology) and the two new messages only
+    assert sorted(m.content for m in counted) == ["new answer", "next"]
