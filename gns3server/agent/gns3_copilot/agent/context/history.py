@@ -132,21 +132,25 @@ def split_turns(units: Sequence[Unit]) -> list[Turn]:
     return turns
 
 
-def truncate_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
-    """Keep the head and tail of ``text`` within ``max_tokens``, marking the cut."""
+def truncate_text(text: str, max_tokens: int, counter: TokenCounter, original_tokens: int | None = None) -> str:
+    """Keep the head and tail of ``text`` within ``max_tokens``, marking the cut.
+
+    ``original_tokens`` is the size of what ``text`` stands for when that was more
+    than its text (say, a message with an image): then the marker is always added.
+    """
     encoding = counter.encoding
     tokens = encoding.encode_ordinary(text)
-    if len(tokens) <= max_tokens:
+    original = max(len(tokens), original_tokens or 0)
+    if original <= max_tokens:
         return text
-    keep = max(0, max_tokens - counter.text(TRUNCATION_MARKER.format(cut=len(tokens))))
+    keep = min(len(tokens), max(0, max_tokens - counter.text(TRUNCATION_MARKER.format(cut=original))))
     while True:
         head = (keep + 1) // 2
         tail = keep - head
-        cut = len(tokens) - head - tail
         result = (
             encoding.decode_bytes(tokens[:head]).decode("utf-8", errors="ignore")
-            + TRUNCATION_MARKER.format(cut=cut)
-            + (encoding.decode_bytes(tokens[-tail:]).decode("utf-8", errors="ignore") if tail else "")
+            + TRUNCATION_MARKER.format(cut=original - keep)
+            + (encoding.decode_bytes(tokens[len(tokens) - tail :]).decode("utf-8", errors="ignore") if tail else "")
         )
         excess = counter.text(result) - max_tokens
         if excess <= 0 or keep == 0:
@@ -167,7 +171,8 @@ def min_cost(message: BaseMessage, counter: TokenCounter) -> int:
 def truncate_message(message: BaseMessage, max_tokens: int, counter: TokenCounter) -> BaseMessage:
     """A copy of ``message`` whose cost is at most ``max_tokens`` (content cut head-and-tail)."""
     budget = max(0, max_tokens - _overhead(message, counter))
-    return message.model_copy(update={"content": truncate_text(content_text(message.content), budget, counter)})
+    text = truncate_text(content_text(message.content), budget, counter, counter.content(message.content))
+    return message.model_copy(update={"content": text})
 
 
 def _describe(before: BaseMessage, after: BaseMessage, counter: TokenCounter) -> dict[str, Any]:
