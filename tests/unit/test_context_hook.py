@@ -345,3 +345,17 @@ def test_steady_state_only_counts_new_messages(monkeypatch):
     hook({"messages": rebuilt})
     # the system message (same topology) and the two new messages only
     assert sorted(m.content for m in counted) == ["new answer", "next"]
+
+
+@pytest.mark.parametrize(("scale", "expected"), [(None, 1.0), (1.5, 1.5), (10, 2.0), (0.1, 0.75), (-1, 1.0), ("x", 1.0), (float("nan"), 1.0)])
+def test_token_scale_tightens_the_budget_within_bounds(scale, expected):
+    report = make_hook(limit=8)({"messages": [HumanMessage("hi")], "token_scale": scale})["context_report"]
+    assert report["token_scale"] == expected
+    assert report["budget"] == int(6000 / expected)
+
+
+def test_shared_counters_outlive_a_hook():
+    counters = {}
+    msgs = [HumanMessage("hello")]
+    create_pre_model_hook(PROMPT, lambda s: None, lambda: {"context_limit": 4}, lambda: [], counters=counters)({"messages": msgs})
+    assert set(counters) == {"cl100k_base"} and counters["cl100k_base"]._cache

@@ -18,7 +18,7 @@ synchronous: no I/O, nothing imported from the rest of the copilot. See
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
@@ -36,6 +36,8 @@ CONTEXT_STRATEGY_RATIOS: dict[str, float] = {
     "aggressive": 0.85,
 }
 DEFAULT_CONTEXT_STRATEGY = "balanced"
+# How far a provider's reported token counts may correct our estimate.
+TOKEN_SCALE_BOUNDS = (0.75, 2.0)
 
 __all__ = [
     "CONTEXT_STRATEGY_RATIOS",
@@ -45,6 +47,7 @@ __all__ = [
     "count_tokens",
     "create_pre_model_hook",
     "estimate_tool_tokens",
+    "clamp_token_scale",
     "resolve_budget",
 ]
 
@@ -66,6 +69,14 @@ class ContextBudget(TypedDict):
     limit_tokens: int
     budget: int
     encoding: str
+
+
+def clamp_token_scale(scale: Any) -> float:
+    """A usable correction factor: 1.0 when unknown, else within the bounds."""
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale != scale or scale <= 0:
+        return 1.0
+    low, high = TOKEN_SCALE_BOUNDS
+    return min(high, max(low, float(scale)))
 
 
 def resolve_budget(llm_config: Mapping[str, Any] | None) -> ContextBudget:
@@ -117,6 +128,7 @@ class ContextReport(TypedDict):
     orphan_results: int
     over_budget: bool
     fallback: bool
+    token_scale: float
 
 
 def _report(
@@ -155,6 +167,7 @@ def _report(
         orphan_results=0,
         over_budget=False,
         fallback=False,
+        token_scale=1.0,
     )
     report.update(extra)  # type: ignore[typeddict-item]
     return report
@@ -171,13 +184,21 @@ def create_pre_model_hook(
     get_topology_func: Callable[[Mapping[str, Any]], Any],
     get_llm_config_func: Callable[[], Mapping[str, Any] | None],
     get_tools_func: Callable[[], Iterable[Any] | None],
+    *,
+    counters: MutableMapping[str, TokenCounter] | None = None,
 ) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     """Build ``hook(state) -> {"messages": prepared, "context_report": report}``.
 
-    Create the hook once and reuse it: it keeps per-encoding token counters whose
-    caches make a call on a long conversation cost about its new messages.
+    The hook keeps per-encoding token counters whose caches make a call on a long
+    conversation cost about its new messages: reuse the hook, or pass the same
+    ``counters`` mapping to hooks built for different runs.
+
+    ``state["token_scale"]`` (optional, default 1.0) is how many tokens the provider
+    reported per token we estimated on an earlier call; the budget is divided by it
+    (clamped to :data:`TOKEN_SCALE_BOUNDS`), so a model whose tokenizer differs from
+    ours still gets a request that fits.
     """
-    counters: dict[str, TokenCounter] = {}
+    counters = {} if counters is None else counters
 
     def counter_for(encoding: str) -> TokenCounter:
         if encoding not in counters:
@@ -186,6 +207,8 @@ def create_pre_model_hook(
 
     def hook(state: Mapping[str, Any]) -> dict[str, Any]:
         budget = resolve_budget(get_llm_config_func())
+        scale = clamp_token_scale(state.get("token_scale"))
+        budget["budget"] = int(budget["budget"] / scale)
         counter = counter_for(budget["encoding"])
         tools_tokens = counter.tools(get_tools_func() or [])
         message_budget = budget["budget"] - tools_tokens
@@ -225,6 +248,7 @@ def create_pre_model_hook(
                 messages_in=len(raw),
                 messages_out=len(raw),
                 fallback=True,
+                token_scale=scale,
             )
             return {"messages": fallback, "context_report": report}
 
@@ -243,6 +267,7 @@ def create_pre_model_hook(
             interrupted_calls=repaired.interrupted_calls,
             orphan_results=repaired.orphan_results,
             over_budget=fitted.over_budget,
+            token_scale=scale,
         )
         if report["over_budget"]:
             logger.error(
