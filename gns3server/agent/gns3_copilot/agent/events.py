@@ -1,0 +1,57 @@
+"""The typed events a copilot run streams to its client.
+
+Each event is a JSON-able dict with a ``type``; the HTTP layer sends one per
+``data:`` line. The graph emits the run's own events (content, tool calls, the
+context report); the service adds the lifecycle ones (error, abort, done,
+heartbeat). Shapes follow GNS3 3.1's copilot chat API, plus our ``context``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+EventType = Literal[
+    "content", "tool_call", "tool_start", "tool_end", "context", "error", "done", "heartbeat", "abort"
+]
+Event = dict[str, Any]
+
+# Tool output shown to the user is capped; the model gets the whole output.
+DISPLAY_OUTPUT_CHARS = 4000
+
+
+def content(text: str) -> Event:
+    return {"type": "content", "content": text}
+
+
+def tool_call(call_id: str, name: str, args: Mapping[str, Any]) -> Event:
+    return {"type": "tool_call", "tool_call_id": call_id, "name": name, "args": dict(args)}
+
+
+def tool_start(call_id: str, name: str, args: Mapping[str, Any]) -> Event:
+    return {"type": "tool_start", "tool_call_id": call_id, "name": name, "args": dict(args)}
+
+
+def tool_end(call_id: str, name: str, output: str, status: str) -> Event:
+    shown = output if len(output) <= DISPLAY_OUTPUT_CHARS else output[:DISPLAY_OUTPUT_CHARS] + "\n[... output truncated for display ...]"
+    return {"type": "tool_end", "tool_call_id": call_id, "name": name, "output": shown, "status": status}
+
+
+def context(report: Mapping[str, Any]) -> Event:
+    return {"type": "context", "report": dict(report)}
+
+
+def error(message: str, code: str = "error") -> Event:
+    return {"type": "error", "message": message, "code": code}
+
+
+def abort(reason: str = "aborted by user") -> Event:
+    return {"type": "abort", "message": reason}
+
+
+def heartbeat() -> Event:
+    return {"type": "heartbeat"}
+
+
+def done(session_id: str, usage: Mapping[str, int], status: str) -> Event:
+    return {"type": "done", "session_id": session_id, "usage": dict(usage), "status": status}

@@ -1,0 +1,242 @@
+"""The copilot agent: a custom LangGraph ``StateGraph`` looping llm_call <-> tools.
+
+It is custom (not ``create_react_agent``) for the reasons the design document
+gives and a few more: ``llm_call`` fetches the live topology and calls the
+pre-model hook itself before every model call, streams its own typed events
+(context report, content deltas, tool calls), learns from the provider's usage
+report, and retries once with a tighter budget when the provider says the
+request is too long. The ``tools`` node enforces the mode's tool set and turns
+every failure into an error ``ToolMessage`` so that no tool call is ever left
+without an answer.
+
+:func:`build_copilot_graph` compiles the graph from closures over one run's
+settings (model, tools, mode, hook); compiling is cheap, and state lives in the
+checkpointer, so the service builds one per run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypedDict
+
+import pydantic
+from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages.utils import message_chunk_to_message
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, ToolException
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+
+from ..gns3_client.exceptions import GNS3Error
+from . import events
+from .context.counting import content_text
+from .context_manager import clamp_token_scale
+
+logger = logging.getLogger(__name__)
+
+MODES = ("teaching", "lab_automation")
+DEFAULT_MODE = "lab_automation"
+DEFAULT_MAX_LLM_CALLS = 25
+# On a provider's context-length rejection the budget is divided by this, once.
+CONTEXT_RETRY_TIGHTENING = 1.5
+STEP_LIMIT_MESSAGE = (
+    "I stopped after {n} model calls without reaching an answer, to avoid an endless loop. "
+    "Here is where things stand; ask me to continue, or narrow the request."
+)
+
+
+class CopilotState(TypedDict, total=False):
+    """Graph state: the conversation plus what one run learns about its budget."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    context_report: dict[str, Any]
+    token_scale: float
+    llm_calls: int
+    usage: dict[str, int]
+
+
+def is_read_only(tool: BaseTool) -> bool:
+    """Tools declare themselves safe for teaching mode with ``metadata={"read_only": True}``."""
+    return bool((tool.metadata or {}).get("read_only"))
+
+
+def tools_for_mode(tools: Sequence[BaseTool], mode: str) -> list[BaseTool]:
+    """The tools a mode may use: all in lab automation, read-only ones in teaching."""
+    if mode not in MODES:
+        raise ValueError(f"Invalid mode: {mode!r} (allowed: {', '.join(MODES)})")
+    return [t for t in tools if mode == "lab_automation" or is_read_only(t)]
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Everything one run of the graph needs besides its state.
+
+    ``bind_tools`` turns the allowed tools into a model with tools bound (the model
+    factory's ``create_base_model_with_tools`` with the run's LLM config);
+    ``pre_model_hook`` must count the same tools; ``load_topology`` returns the
+    project's REST-shaped topology or None, and must not raise.
+    """
+
+    tools: Sequence[BaseTool]
+    mode: str
+    bind_tools: Callable[[Sequence[BaseTool]], Any]
+    pre_model_hook: Callable[[Mapping[str, Any]], dict[str, Any]]
+    load_topology: Callable[[str], Awaitable[Any]]
+    is_context_length_error: Callable[[BaseException], bool]
+    max_llm_calls: int = DEFAULT_MAX_LLM_CALLS
+
+
+def _stringify(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    if isinstance(result, BaseMessage):
+        return content_text(result.content)
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+def _validation_summary(exc: pydantic.ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+
+
+def _add_usage(total: Mapping[str, int] | None, message: AIMessage) -> dict[str, int]:
+    usage = dict(total or {})
+    for key, value in (message.usage_metadata or {}).items():
+        if key in ("input_tokens", "output_tokens", "total_tokens") and isinstance(value, int):
+            usage[key] = usage.get(key, 0) + value
+    return usage
+
+
+async def _stream_model(model: Any, prepared: list[BaseMessage], config: RunnableConfig) -> AIMessage:
+    """Stream one model call, forwarding text deltas as ``content`` events."""
+    writer = get_stream_writer()
+    merged: AIMessageChunk | None = None
+    async for chunk in model.astream(prepared, config):
+        text = content_text(chunk.content)
+        if text:
+            writer(events.content(text))
+        merged = chunk if merged is None else merged + chunk
+    if merged is None:
+        return AIMessage(content="")
+    message = message_chunk_to_message(merged)
+    return message if isinstance(message, AIMessage) else AIMessage(content=content_text(message.content))
+
+
+def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+    """Compile the llm_call <-> tools graph for one run's settings."""
+    allowed = tools_for_mode(settings.tools, settings.mode)
+    allowed_names = {t.name for t in allowed}
+    by_name = {t.name: t for t in settings.tools}
+    model = settings.bind_tools(allowed)
+
+    async def llm_call(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
+        messages = state["messages"]
+        calls = state.get("llm_calls", 0)
+        if calls >= settings.max_llm_calls:
+            logger.warning("Run stopped after %d LLM calls (limit reached)", calls)
+            return {"messages": [AIMessage(content=STEP_LIMIT_MESSAGE.format(n=calls))]}
+        project_id = (config.get("configurable") or {}).get("project_id")
+        topology = await settings.load_topology(project_id) if project_id else None
+        writer = get_stream_writer()
+        scale = clamp_token_scale(state.get("token_scale"))
+        for attempt in (1, 2):
+            logger.info("Calling pre_hook to prepare %d messages", len(messages))
+            prepared_state = settings.pre_model_hook(
+                {"messages": messages, "topology_info": topology, "token_scale": scale}
+            )
+            prepared, report = prepared_state["messages"], prepared_state["context_report"]
+            logger.info("Messages prepared: %d → %d", len(messages), len(prepared))
+            writer(events.context(report))
+            try:
+                response = await _stream_model(model, prepared, config)
+                break
+            except Exception as exc:
+                if attempt == 2 or not settings.is_context_length_error(exc):
+                    raise
+                scale = clamp_token_scale(max(scale, 1.0) * CONTEXT_RETRY_TIGHTENING)
+                logger.warning("Provider rejected the request as too long; retrying once with token scale %.2f", scale)
+        logger.info("LLM call completed: tool_calls=%d", len(response.tool_calls))
+        for call in response.tool_calls:
+            writer(events.tool_call(call["id"] or "", call["name"], call["args"]))
+        reported = (response.usage_metadata or {}).get("input_tokens")
+        if isinstance(reported, int) and reported > 0 and report["total_tokens"] > 0:
+            scale = clamp_token_scale(reported / report["total_tokens"])
+        return {
+            "messages": [response],
+            "context_report": report,
+            "token_scale": scale,
+            "llm_calls": calls + 1,
+            "usage": _add_usage(state.get("usage"), response),
+        }
+
+    async def run_tool(call: Mapping[str, Any], config: RunnableConfig) -> ToolMessage:
+        writer = get_stream_writer()
+        name, args, call_id = call["name"], call.get("args") or {}, call.get("id") or ""
+        writer(events.tool_start(call_id, name, args))
+        status = "error"
+        tool = by_name.get(name)
+        if tool is None:
+            output = f"Error: unknown tool {name!r}. Available tools: {', '.join(sorted(allowed_names))}."
+        elif name not in allowed_names:
+            output = f"Error: tool {name!r} is not allowed in {settings.mode} mode (read-only tools only)."
+        else:
+            try:
+                result = await tool.ainvoke(args, config)
+            except pydantic.ValidationError as exc:
+                output = f"Error: invalid arguments for {name}: {_validation_summary(exc)}"
+            except (ToolException, GNS3Error, ValueError) as exc:
+                output = f"Error: {exc}"
+            except Exception:  # a bug in a tool must not leave the call unanswered
+                logger.exception("Tool %s failed", name)
+                output = f"Error: {name} failed unexpectedly; the details are in the GNS3 server log."
+            else:
+                output = _stringify(result)
+                status = "error" if isinstance(result, Mapping) and "error" in result else "success"
+        writer(events.tool_end(call_id, name, output, status))
+        return ToolMessage(content=output, tool_call_id=call_id, name=name, status=status)
+
+    async def tools(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
+        last = state["messages"][-1]
+        assert isinstance(last, AIMessage)
+        answers = list(await asyncio.gather(*(run_tool(call, config) for call in last.tool_calls)))
+        for bad in last.invalid_tool_calls:
+            answers.append(
+                ToolMessage(
+                    content=f"Error: the arguments of {bad.get('name')} are not valid JSON: {bad.get('error') or bad.get('args')}",
+                    tool_call_id=bad.get("id") or "",
+                    name=bad.get("name") or None,
+                    status="error",
+                )
+            )
+        return {"messages": answers}
+
+    def after_llm(state: CopilotState) -> Literal["tools", "__end__"]:
+        last = state["messages"][-1]
+        if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+            return "tools"
+        return END
+
+    builder = StateGraph(CopilotState)
+    builder.add_node("llm_call", llm_call)
+    builder.add_node("tools", tools)
+    builder.add_edge(START, "llm_call")
+    builder.add_conditional_edges("llm_call", after_llm, ["tools", END])
+    builder.add_edge("tools", "llm_call")
+    return builder.compile(checkpointer=checkpointer)
+
+
+__all__ = [
+    "AgentSettings",
+    "CopilotState",
+    "DEFAULT_MODE",
+    "MODES",
+    "build_copilot_graph",
+    "is_read_only",
+    "tools_for_mode",
+]

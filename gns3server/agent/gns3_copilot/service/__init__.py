@@ -1,0 +1,1 @@
+"""Sessions, runs, streaming, cancellation and persistence of the copilot."""

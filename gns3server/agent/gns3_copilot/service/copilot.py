@@ -1,0 +1,324 @@
+"""The copilot service: sessions owned by users, and runs that stream events.
+
+One :class:`CopilotService` lives as long as the server. A chat request becomes
+a *run*: an asyncio task that drives the agent graph for one session and puts
+typed events on a queue that the caller iterates. A session has at most one run
+at a time; :meth:`CopilotService.abort` (or the caller walking away) cancels it
+at once, even in the middle of an LLM call or a tool. On cancellation the text
+streamed so far is saved as the assistant's answer and any tool call left
+without a result gets one, so the next run starts from a valid history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+
+from ..agent import events
+from ..agent.context.counting import TokenCounter, content_text
+from ..agent.context_manager import create_pre_model_hook
+from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, MODES, AgentSettings, build_copilot_graph, tools_for_mode
+from ..agent.prompts import system_prompt_for
+from ..gns3_client.client import GNS3Client
+from ..gns3_client.exceptions import GNS3Error
+from ..gns3_client.topology import fetch_topology
+from .errors import NoRunningRunError, SessionBusyError, SessionNotFoundError, public_message
+from .storage import Storage
+from .store import SessionRecord
+
+log = logging.getLogger(__name__)
+
+ABORTED_TOOL_RESULT = "[aborted by the user before this tool call finished]"
+HEARTBEAT_SECONDS = 15.0
+Event = events.Event
+
+
+@dataclass(frozen=True)
+class User:
+    """The GNS3 identity a request acts as (its token reaches GNS3 for tools)."""
+
+    user_id: str
+    username: str
+    token: str
+    is_superadmin: bool = False
+
+
+@dataclass
+class _Run:
+    session_id: str
+    queue: asyncio.Queue[Event] = field(default_factory=asyncio.Queue)
+    partial: list[str] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+    finished: bool = False
+
+
+def message_to_dict(message: BaseMessage) -> dict[str, Any]:
+    """A stored message as the history API returns it."""
+    role = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}.get(message.type, message.type)
+    data: dict[str, Any] = {"role": role, "content": content_text(message.content)}
+    if isinstance(message, AIMessage) and message.tool_calls:
+        data["tool_calls"] = [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in message.tool_calls]
+    if isinstance(message, ToolMessage):
+        data.update(tool_call_id=message.tool_call_id, name=message.name, status=message.status)
+    if message.id:
+        data["id"] = message.id
+    return data
+
+
+async def rest_topology(client: GNS3Client, project_id: str) -> dict[str, Any]:
+    """The project's topology in the REST shape the context manager renders."""
+    return (await fetch_topology(client, project_id)).as_rest()
+
+
+def _unanswered_calls(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
+    """Results to store for the calls of the last assistant message that have none."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AIMessage):
+            answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
+            return [
+                ToolMessage(ABORTED_TOOL_RESULT, tool_call_id=c["id"] or "", name=c["name"], status="error")
+                for c in message.tool_calls
+                if c["id"] not in answered
+            ]
+        if isinstance(message, HumanMessage):
+            return []
+    return []
+
+
+class CopilotService:
+    """Sessions, history and runs of the copilot for every user of one server."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        tools: Sequence[BaseTool],
+        bind_tools: Callable[[Sequence[BaseTool], Mapping[str, Any]], Any],
+        is_context_length_error: Callable[[BaseException], bool],
+        client_factory: Callable[[str], GNS3Client],
+        load_topology: Callable[[GNS3Client, str], Awaitable[Any]] | None = None,
+        max_llm_calls: int = DEFAULT_MAX_LLM_CALLS,
+        heartbeat_seconds: float = HEARTBEAT_SECONDS,
+    ) -> None:
+        self._storage = storage
+        self._tools = list(tools)
+        self._bind_tools = bind_tools
+        self._is_context_length_error = is_context_length_error
+        self._client_factory = client_factory
+        self._load_topology = load_topology or rest_topology
+        self._max_llm_calls = max_llm_calls
+        self._heartbeat_seconds = heartbeat_seconds
+        self._runs: dict[str, _Run] = {}
+        self._counters: MutableMapping[str, TokenCounter] = {}
+
+    # -- sessions -------------------------------------------------------------
+
+    async def session(self, user: User, session_id: str) -> SessionRecord:
+        """The session if ``user`` owns it (or is superadmin), else SessionNotFoundError."""
+        record = await self._storage.sessions.get(session_id)
+        if record is None or (record.user_id != user.user_id and not user.is_superadmin):
+            raise SessionNotFoundError(f"Session {session_id} not found")
+        return record
+
+    async def create_session(self, user: User, project_id: str, title: str = "New conversation") -> SessionRecord:
+        return await self._storage.sessions.create(user.user_id, project_id, title)
+
+    async def list_sessions(self, user: User, project_id: str) -> list[SessionRecord]:
+        return await self._storage.sessions.list(user.user_id, project_id)
+
+    async def rename(self, user: User, session_id: str, title: str) -> SessionRecord:
+        await self.session(user, session_id)
+        record = await self._storage.sessions.rename(session_id, title)
+        if record is None:
+            raise SessionNotFoundError(f"Session {session_id} not found")
+        return record
+
+    async def delete(self, user: User, session_id: str) -> None:
+        """Delete the session and every checkpoint of it (aborting a run first)."""
+        await self.session(user, session_id)
+        run = self._runs.get(session_id)
+        if run is not None and run.task is not None:
+            run.task.cancel()
+            await asyncio.gather(run.task, return_exceptions=True)
+        await self._storage.checkpointer.adelete_thread(session_id)
+        await self._storage.sessions.delete(session_id)
+
+    async def messages(self, user: User, session_id: str) -> list[BaseMessage]:
+        await self.session(user, session_id)
+        snapshot = await self._storage.checkpointer.aget_tuple(self._thread(session_id))
+        if snapshot is None:
+            return []
+        return list(snapshot.checkpoint["channel_values"].get("messages", []))
+
+    async def history(self, user: User, session_id: str) -> list[dict[str, Any]]:
+        return [message_to_dict(m) for m in await self.messages(user, session_id)]
+
+    def is_running(self, session_id: str) -> bool:
+        return session_id in self._runs
+
+    # -- runs -----------------------------------------------------------------
+
+    async def chat(
+        self,
+        user: User,
+        project_id: str,
+        message: str,
+        *,
+        llm_config: Mapping[str, Any],
+        session_id: str | None = None,
+        mode: str = "lab_automation",
+    ) -> tuple[SessionRecord, AsyncIterator[Event]]:
+        """Start a run; returns the session and its events (ending with ``done``).
+
+        Closing the event iterator early cancels the run, as a disconnect should.
+        """
+        if mode not in MODES:
+            raise ValueError(f"Invalid mode: {mode!r} (allowed: {', '.join(MODES)})")
+        if session_id is None:
+            record = await self.create_session(user, project_id, message)
+        else:
+            record = await self.session(user, session_id)
+            if record.project_id != project_id:
+                raise SessionNotFoundError(f"Session {session_id} not found in project {project_id}")
+        if record.session_id in self._runs:
+            raise SessionBusyError(f"Session {record.session_id} is busy with another request")
+        run = _Run(record.session_id)
+        self._runs[record.session_id] = run
+        run.task = asyncio.create_task(self._execute(run, user, project_id, message, dict(llm_config), mode))
+        run.task.add_done_callback(lambda _: self._ensure_finished(run))
+        return record, self._events(run)
+
+    def _ensure_finished(self, run: _Run) -> None:
+        """A run cancelled before it started never ran its own clean-up: do it here."""
+        if not run.finished:
+            run.finished = True
+            self._runs.pop(run.session_id, None)
+            run.queue.put_nowait(events.abort())
+            run.queue.put_nowait(events.done(run.session_id, {}, "aborted"))
+
+    async def abort(self, user: User, session_id: str) -> None:
+        await self.session(user, session_id)
+        run = self._runs.get(session_id)
+        if run is None or run.task is None:
+            raise NoRunningRunError(f"Session {session_id} has no run in progress")
+        run.task.cancel()
+
+    async def close(self) -> None:
+        """Cancel every run and wait for them to save their state."""
+        tasks = [run.task for run in self._runs.values() if run.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _events(self, run: _Run) -> AsyncIterator[Event]:
+        try:
+            while True:
+                try:
+                    event = await asyncio.wait_for(run.queue.get(), self._heartbeat_seconds)
+                except asyncio.TimeoutError:
+                    yield events.heartbeat()
+                    continue
+                yield event
+                if event["type"] == "done":
+                    return
+        finally:
+            if run.task is not None and not run.task.done():
+                log.info("Client left session %s; cancelling its run", run.session_id)
+                run.task.cancel()
+                await asyncio.gather(run.task, return_exceptions=True)  # let it save its state
+
+    @staticmethod
+    def _thread(session_id: str) -> RunnableConfig:
+        return {"configurable": {"thread_id": session_id}}
+
+    def _settings(self, client: GNS3Client, llm_config: Mapping[str, Any], mode: str) -> AgentSettings:
+        allowed = tools_for_mode(self._tools, mode)
+
+        async def load_topology(project_id: str) -> Any:
+            try:
+                return await self._load_topology(client, project_id)
+            except GNS3Error as exc:
+                log.warning("Topology of project %s unavailable: %s", project_id, exc)
+                return None
+
+        hook = create_pre_model_hook(
+            system_prompt_for(mode),
+            get_topology_func=lambda state: state.get("topology_info"),
+            get_llm_config_func=lambda: llm_config,
+            get_tools_func=lambda: allowed,
+            counters=self._counters,
+        )
+        return AgentSettings(
+            tools=self._tools,
+            mode=mode,
+            bind_tools=lambda tools: self._bind_tools(tools, llm_config),
+            pre_model_hook=hook,
+            load_topology=load_topology,
+            is_context_length_error=self._is_context_length_error,
+            max_llm_calls=self._max_llm_calls,
+        )
+
+    async def _execute(
+        self, run: _Run, user: User, project_id: str, message: str, llm_config: dict[str, Any], mode: str
+    ) -> None:
+        session_id = run.session_id
+        config: RunnableConfig = {
+            "configurable": {"thread_id": session_id, "project_id": project_id},
+            "recursion_limit": 2 * self._max_llm_calls + 10,
+        }
+        status, usage = "completed", {}
+        graph = None
+        try:
+            async with self._client_factory(user.token) as client:
+                config["configurable"]["gns3_client"] = client
+                graph = build_copilot_graph(self._settings(client, llm_config, mode), self._storage.checkpointer)
+                start = {"messages": [HumanMessage(message)], "llm_calls": 0, "usage": {}}
+                async for event in graph.astream(start, config, stream_mode="custom"):
+                    if event["type"] == "context":
+                        run.partial.clear()  # a new model call starts
+                    elif event["type"] == "content":
+                        run.partial.append(event["content"])
+                    await run.queue.put(event)
+                state = await graph.aget_state(config)
+                usage = dict(state.values.get("usage") or {})
+        except asyncio.CancelledError:
+            status = "aborted"
+            if graph is not None:
+                await self._save_interrupted(graph, config, "".join(run.partial))
+            run.queue.put_nowait(events.abort())
+        except Exception as exc:
+            status = "error"
+            code, text = public_message(exc)
+            log.error("Copilot run of session %s failed: %s", session_id, text, exc_info=exc)
+            if graph is not None:
+                await self._save_interrupted(graph, config, "".join(run.partial))
+            run.queue.put_nowait(events.error(text, code))
+        finally:
+            run.finished = True
+            self._runs.pop(session_id, None)
+            try:
+                await self._storage.sessions.record_run(session_id, usage)
+            finally:
+                run.queue.put_nowait(events.done(session_id, usage, status))
+
+    async def _save_interrupted(self, graph: Any, config: RunnableConfig, partial: str) -> None:
+        """Keep the streamed text and answer dangling tool calls so the history stays valid."""
+        thread = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+        try:
+            state = await graph.aget_state(thread)
+            history = list(state.values.get("messages") or [])
+            additions: list[BaseMessage] = _unanswered_calls(history)
+            if partial:
+                additions.append(AIMessage(partial, response_metadata={"finish_reason": "aborted"}))
+            if additions:
+                await graph.aupdate_state(thread, {"messages": additions}, as_node="tools" if not partial else "llm_call")
+        except Exception:  # never let saving the remains hide the original outcome
+            log.exception("Could not save the interrupted state of session %s", thread["configurable"]["thread_id"])

@@ -1,0 +1,219 @@
+"""The agent graph with a scripted model at the model boundary."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
+from gns3server.agent.gns3_copilot.agent.gns3_copilot import (
+    STEP_LIMIT_MESSAGE,
+    AgentSettings,
+    build_copilot_graph,
+    tools_for_mode,
+)
+from gns3server.agent.gns3_copilot.gns3_client.exceptions import GNS3ConflictError
+from tests.support.scripted_model import ScriptedChatModel
+
+
+@tool
+def show_nodes(project_id: str) -> str:
+    """List the nodes of a project."""
+    return f"nodes of {project_id}: PC1, PC2"
+
+
+show_nodes.metadata = {"read_only": True}
+
+
+@tool
+def start_node(node: str, config: RunnableConfig) -> str:
+    """Start a node by name."""
+    if node == "busy":
+        raise GNS3ConflictError("Node busy is locked", status=409, method="POST", url="/v3/x")
+    if node == "boom":
+        raise RuntimeError("internal detail /secret/path")
+    return f"{node} started in project {config['configurable']['project_id']}"
+
+
+TOOLS = [show_nodes, start_node]
+
+
+def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": call_id}
+
+
+def make_graph(model, mode="lab_automation", *, limit=16, topology=None, max_llm_calls=25, context_error=None):
+    allowed = tools_for_mode(TOOLS, mode)
+    hook = create_pre_model_hook(
+        "System. Topology:\n{{topology_info}}",
+        lambda s: s.get("topology_info"),
+        lambda: {"context_limit": limit},
+        lambda: allowed,
+    )
+
+    async def load_topology(project_id: str):
+        return topology
+
+    settings = AgentSettings(
+        tools=TOOLS,
+        mode=mode,
+        bind_tools=lambda tools: model.bind_tools(tools),
+        pre_model_hook=hook,
+        load_topology=load_topology,
+        is_context_length_error=context_error or (lambda exc: False),
+        max_llm_calls=max_llm_calls,
+    )
+    return build_copilot_graph(settings, InMemorySaver())
+
+
+CONFIG = {"configurable": {"thread_id": "t1", "project_id": "p1"}}
+
+
+async def run(graph, text="hello", config=CONFIG):
+    seen = []
+    async for event in graph.astream({"messages": [HumanMessage(text)], "llm_calls": 0}, config, stream_mode="custom"):
+        seen.append(event)
+    state = await graph.aget_state(config)
+    return seen, state.values
+
+
+async def test_plain_answer_streams_content_after_context(caplog):
+    caplog.set_level(logging.INFO)
+    model = ScriptedChatModel()
+    model.enqueue("PC1 and PC2 are both stopped.")
+    seen, state = await run(make_graph(model, topology="PC1 vpcs\nPC2 vpcs"))
+    assert seen[0]["type"] == "context" and seen[0]["report"]["topology_tokens"] > 0
+    texts = [e["content"] for e in seen if e["type"] == "content"]
+    assert len(texts) > 1 and "".join(texts) == "PC1 and PC2 are both stopped."
+    assert [m.type for m in state["messages"]] == ["human", "ai"]
+    assert "PC1 vpcs" in model.calls[0][0].content  # topology injected in the system message
+    assert "Calling pre_hook to prepare 1 messages" in caplog.text
+    assert "Messages prepared: 1 → 2" in caplog.text
+    assert "LLM call completed: tool_calls=0" in caplog.text
+
+
+async def test_tool_round_trip_with_parallel_calls(caplog):
+    caplog.set_level(logging.INFO)
+    model = ScriptedChatModel()
+    model.enqueue(
+        AIMessage("", tool_calls=[call("start_node", {"node": "PC1"}, "a"), call("start_node", {"node": "PC2"}, "b")]),
+        "Both started.",
+    )
+    seen, state = await run(make_graph(model))
+    types = [e["type"] for e in seen]
+    assert types[:3] == ["context", "tool_call", "tool_call"]
+    assert [e["tool_call_id"] for e in seen if e["type"] == "tool_call"] == ["a", "b"]
+    ends = {e["tool_call_id"]: e for e in seen if e["type"] == "tool_end"}
+    assert ends["a"]["output"] == "PC1 started in project p1" and ends["b"]["status"] == "success"
+    assert types.count("tool_start") == 2 and types.count("context") == 2
+    second_call = model.calls[1]
+    assert [m.type for m in second_call] == ["system", "human", "ai", "tool", "tool"]
+    assert [m.tool_call_id for m in second_call[3:]] == ["a", "b"]
+    assert "LLM call completed: tool_calls=2" in caplog.text
+    assert state["messages"][-1].content == "Both started."
+
+
+async def test_tool_failures_become_error_results(caplog):
+    model = ScriptedChatModel()
+    model.enqueue(
+        AIMessage(
+            "",
+            tool_calls=[
+                call("no_such_tool", {}, "u"),
+                call("start_node", {"nodes": "x"}, "v"),
+                call("start_node", {"node": "busy"}, "c"),
+                call("start_node", {"node": "boom"}, "d"),
+            ],
+        ),
+        "I could not do it.",
+    )
+    seen, state = await run(make_graph(model))
+    results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+    assert set(results) == {"u", "v", "c", "d"}
+    assert all(m.status == "error" for m in results.values())
+    assert "unknown tool 'no_such_tool'" in results["u"].content and "show_nodes" in results["u"].content
+    assert "invalid arguments for start_node" in results["v"].content and "node" in results["v"].content
+    assert "Node busy is locked" in results["c"].content
+    assert "failed unexpectedly" in results["d"].content and "/secret/path" not in results["d"].content
+    assert "Tool start_node failed" in caplog.text  # the details go to the log
+
+
+async def test_teaching_mode_binds_and_allows_read_only_tools_only():
+    model = ScriptedChatModel()
+    model.enqueue(AIMessage("", tool_calls=[call("start_node", {"node": "PC1"}, "a")]), "Sorry.")
+    seen, state = await run(make_graph(model, mode="teaching"))
+    assert [t.name for t in model.bound_tools[0]] == ["show_nodes"]
+    result = next(m for m in state["messages"] if isinstance(m, ToolMessage))
+    assert result.status == "error" and "not allowed in teaching mode" in result.content
+
+
+def test_unknown_mode_is_rejected():
+    with pytest.raises(ValueError, match="Invalid mode: 'admin'"):
+        tools_for_mode(TOOLS, "admin")
+
+
+async def test_runaway_loop_ends_politely():
+    model = ScriptedChatModel()
+    model.enqueue(*[AIMessage("", tool_calls=[call("show_nodes", {"project_id": "p"}, f"c{i}")]) for i in range(3)])
+    seen, state = await run(make_graph(model, max_llm_calls=3))
+    assert state["messages"][-1].content == STEP_LIMIT_MESSAGE.format(n=3)
+    assert len(model.calls) == 3 and model.pending == 0
+
+
+async def test_reported_usage_corrects_the_next_budget():
+    model = ScriptedChatModel()
+    usage = {"input_tokens": 100_000, "output_tokens": 5, "total_tokens": 100_005}
+    model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "p"}, "a")], usage_metadata=usage), "done")
+    seen, state = await run(make_graph(model))
+    reports = [e["report"] for e in seen if e["type"] == "context"]
+    assert reports[0]["token_scale"] == 1.0 and reports[1]["token_scale"] == 2.0  # clamped upper bound
+    assert reports[1]["budget"] == reports[0]["budget"] // 2
+    assert state["usage"]["input_tokens"] == 100_000 and state["token_scale"] == 2.0
+
+
+class ContextTooLong(Exception):
+    pass
+
+
+async def test_context_length_rejection_retries_once_tighter(caplog):
+    model = ScriptedChatModel()
+    model.enqueue(ContextTooLong("maximum context length"), "fits now")
+    graph = make_graph(model, context_error=lambda exc: isinstance(exc, ContextTooLong))
+    seen, state = await run(graph)
+    reports = [e["report"] for e in seen if e["type"] == "context"]
+    assert len(reports) == 2 and reports[1]["budget"] < reports[0]["budget"]
+    assert state["messages"][-1].content == "fits now"
+    assert "retrying once" in caplog.text
+
+
+async def test_context_length_rejection_twice_is_raised():
+    model = ScriptedChatModel()
+    model.enqueue(ContextTooLong("1"), ContextTooLong("2"))
+    graph = make_graph(model, context_error=lambda exc: isinstance(exc, ContextTooLong))
+    with pytest.raises(ContextTooLong):
+        await run(graph)
+    assert len(model.calls) == 2
+
+
+async def test_other_model_errors_are_not_retried():
+    model = ScriptedChatModel()
+    model.enqueue(RuntimeError("500 from provider"))
+    with pytest.raises(RuntimeError):
+        await run(make_graph(model, context_error=lambda exc: isinstance(exc, ContextTooLong)))
+    assert len(model.calls) == 1
+
+
+async def test_conversation_continues_across_runs():
+    model = ScriptedChatModel()
+    model.enqueue("first answer", "second answer")
+    graph = make_graph(model)
+    await run(graph, "one")
+    _, state = await run(graph, "two")
+    assert [m.content for m in state["messages"]] == ["one", "first answer", "two", "second answer"]
+    assert [m.type for m in model.calls[1]] == ["system", "human", "ai", "human"]

@@ -1,0 +1,281 @@
+"""The copilot service on real SQLite storage, with a scripted model and fake GNS3 client."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+
+from gns3server.agent.gns3_copilot.service.copilot import ABORTED_TOOL_RESULT, CopilotService, User
+from gns3server.agent.gns3_copilot.service.errors import (
+    NoRunningRunError,
+    SessionBusyError,
+    SessionNotFoundError,
+)
+from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
+from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
+
+LLM = {"context_limit": 16, "model": "scripted"}
+ALICE = User("u-alice", "alice", "token-alice")
+BOB = User("u-bob", "bob", "token-bob")
+ADMIN = User("u-admin", "admin", "token-admin", is_superadmin=True)
+
+
+class Gates:
+    """Events a slow tool waits on, set by the test (no sleeps)."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+
+GATES: dict[str, Gates] = {}
+
+
+@tool
+async def slow_tool(key: str, config: RunnableConfig) -> str:
+    """A tool that waits until the test releases it."""
+    gates = GATES[key]
+    gates.started.set()
+    await gates.release.wait()
+    return f"done as {config['configurable']['gns3_client'].token}"
+
+
+class FakeClient:
+    """Stands in for GNS3Client: records the token it was made with."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    async def __aenter__(self) -> FakeClient:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
+
+
+async def fake_topology(client: FakeClient, project_id: str) -> str:
+    return f"topology of {project_id} seen by {client.token}"
+
+
+@pytest.fixture
+async def storage(tmp_path):
+    store = await open_sqlite_storage(tmp_path / "data")
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+def model():
+    return ScriptedChatModel()
+
+
+def make_service(storage, model, **kwargs) -> CopilotService:
+    return CopilotService(
+        storage,
+        tools=[slow_tool],
+        bind_tools=lambda tools, config: model.bind_tools(tools),
+        is_context_length_error=lambda exc: False,
+        client_factory=FakeClient,
+        load_topology=fake_topology,
+        **kwargs,
+    )
+
+
+async def collect(stream) -> list[dict[str, Any]]:
+    return [event async for event in stream]
+
+
+async def test_chat_creates_a_titled_session_and_streams_until_done(storage, model):
+    service = make_service(storage, model)
+    model.enqueue(AIMessage("Hello there!", usage_metadata={"input_tokens": 50, "output_tokens": 3, "total_tokens": 53}))
+    record, stream = await service.chat(ALICE, "p1", "  Why can't\nPC1 ping PC3?  ", llm_config=LLM)
+    seen = await collect(stream)
+    assert record.title == "Why can't PC1 ping PC3?"
+    assert seen[0]["type"] == "context" and seen[-1]["type"] == "done"
+    assert seen[-1] == {"type": "done", "session_id": record.session_id, "status": "completed",
+                        "usage": {"input_tokens": 50, "output_tokens": 3, "total_tokens": 53}}
+    assert "".join(e["content"] for e in seen if e["type"] == "content") == "Hello there!"
+    assert "topology of p1 seen by token-alice" in model.calls[0][0].content
+    history = await service.history(ALICE, record.session_id)
+    assert [(m["role"], m["content"]) for m in history] == [("user", "  Why can't\nPC1 ping PC3?  "), ("assistant", "Hello there!")]
+    stored = await service.session(ALICE, record.session_id)
+    assert (stored.runs, stored.input_tokens, stored.total_tokens) == (1, 50, 53)
+
+
+async def test_second_request_on_a_running_session_is_busy(storage, model):
+    service = make_service(storage, model)
+    gate = asyncio.Event()
+    (held,) = model.enqueue(ScriptedResponse("slow answer", gate=gate))
+    record, stream = await service.chat(ALICE, "p1", "first", llm_config=LLM)
+    consumer = asyncio.create_task(collect(stream))
+    await held.started.wait()
+    with pytest.raises(SessionBusyError):
+        await service.chat(ALICE, "p1", "second", session_id=record.session_id, llm_config=LLM)
+    gate.set()
+    seen = await consumer
+    assert seen[-1]["status"] == "completed"
+    model.enqueue("now free")
+    _, stream = await service.chat(ALICE, "p1", "second", session_id=record.session_id, llm_config=LLM)
+    assert (await collect(stream))[-1]["status"] == "completed"
+
+
+async def test_abort_mid_answer_keeps_partial_text_and_a_valid_history(storage, model):
+    service = make_service(storage, model)
+    gate = asyncio.Event()
+    (held,) = model.enqueue(ScriptedResponse("The routing table shows a missing route.", gate=gate, gate_after=3))
+    record, stream = await service.chat(ALICE, "p1", "explain", llm_config=LLM)
+    consumer = asyncio.create_task(collect(stream))
+    await held.started.wait()
+    await service.abort(ALICE, record.session_id)
+    seen = await consumer
+    types = [e["type"] for e in seen]
+    assert types[-2:] == ["abort", "done"] and seen[-1]["status"] == "aborted"
+    partial = "".join(e["content"] for e in seen if e["type"] == "content")
+    assert partial and "The routing table shows a missing route.".startswith(partial) and len(partial) < 40
+    history = await service.history(ALICE, record.session_id)
+    assert [(m["role"], m["content"]) for m in history] == [("user", "explain"), ("assistant", partial)]
+    assert not service.is_running(record.session_id)
+    model.enqueue("continuing")
+    _, stream = await service.chat(ALICE, "p1", "go on", session_id=record.session_id, llm_config=LLM)
+    assert (await collect(stream))[-1]["status"] == "completed"
+    assert [m.type for m in model.calls[-1]] == ["system", "human", "ai", "human"]
+
+
+async def test_abort_during_a_tool_answers_the_call(storage, model):
+    service = make_service(storage, model)
+    GATES["abort"] = gates = Gates()
+    model.enqueue(AIMessage("", tool_calls=[{"name": "slow_tool", "args": {"key": "abort"}, "id": "t1"}]))
+    record, stream = await service.chat(ALICE, "p1", "run it", llm_config=LLM)
+    consumer = asyncio.create_task(collect(stream))
+    await gates.started.wait()
+    await service.abort(ALICE, record.session_id)
+    seen = await consumer
+    assert [e["type"] for e in seen if e["type"] in ("tool_call", "tool_start", "abort", "done")] == [
+        "tool_call", "tool_start", "abort", "done"]
+    messages = await service.messages(ALICE, record.session_id)
+    assert isinstance(messages[-1], ToolMessage) and messages[-1].tool_call_id == "t1"
+    assert messages[-1].content == ABORTED_TOOL_RESULT
+    model.enqueue("ok")
+    _, stream = await service.chat(ALICE, "p1", "again", session_id=record.session_id, llm_config=LLM)
+    assert (await collect(stream))[-1]["status"] == "completed"
+    assert [m.type for m in model.calls[-1]] == ["system", "human", "ai", "tool", "human"]
+
+
+async def test_tools_act_with_the_requesting_users_token(storage, model):
+    service = make_service(storage, model)
+    GATES["token"] = gates = Gates()
+    gates.release.set()
+    model.enqueue(AIMessage("", tool_calls=[{"name": "slow_tool", "args": {"key": "token"}, "id": "t1"}]), "fine")
+    _, stream = await service.chat(BOB, "p1", "go", llm_config=LLM)
+    seen = await collect(stream)
+    assert next(e for e in seen if e["type"] == "tool_end")["output"] == "done as token-bob"
+
+
+async def test_leaving_the_stream_cancels_the_run(storage, model):
+    service = make_service(storage, model)
+    gate = asyncio.Event()
+    (held,) = model.enqueue(ScriptedResponse("never finished", gate=gate, gate_after=1))
+    record, stream = await service.chat(ALICE, "p1", "hi", llm_config=LLM)
+    async for event in stream:
+        if event["type"] == "content":
+            break
+    await stream.aclose()  # returns once the cancelled run has saved its state
+    assert not service.is_running(record.session_id)
+    history = await service.history(ALICE, record.session_id)
+    assert history[-1]["role"] == "assistant" and history[-1]["content"]
+
+
+async def test_model_error_ends_with_a_clean_error_event(storage, model, caplog):
+    service = make_service(storage, model)
+    model.enqueue(RuntimeError("secret internal detail"))
+    record, stream = await service.chat(ALICE, "p1", "hi", llm_config=LLM)
+    seen = await collect(stream)
+    assert [e["type"] for e in seen][-2:] == ["error", "done"]
+    assert seen[-2]["code"] == "internal_error" and "secret" not in seen[-2]["message"]
+    assert "secret internal detail" in caplog.text
+    assert seen[-1]["status"] == "error"
+    model.enqueue("recovered")
+    _, stream = await service.chat(ALICE, "p1", "again", session_id=record.session_id, llm_config=LLM)
+    assert (await collect(stream))[-1]["status"] == "completed"
+
+
+async def test_sessions_belong_to_their_user(storage, model):
+    service = make_service(storage, model)
+    mine = await service.create_session(ALICE, "p1", "alice's")
+    await service.create_session(ALICE, "p2", "other project")
+    await service.create_session(BOB, "p1", "bob's")
+    assert [s.title for s in await service.list_sessions(ALICE, "p1")] == ["alice's"]
+    for call in (
+        service.session(BOB, mine.session_id),
+        service.history(BOB, mine.session_id),
+        service.rename(BOB, mine.session_id, "mine now"),
+        service.delete(BOB, mine.session_id),
+        service.abort(BOB, mine.session_id),
+        service.chat(BOB, "p1", "hi", session_id=mine.session_id, llm_config=LLM),
+    ):
+        with pytest.raises(SessionNotFoundError):
+            await call
+    assert (await service.rename(ADMIN, mine.session_id, "renamed by admin")).title == "renamed by admin"
+    with pytest.raises(SessionNotFoundError):
+        await service.chat(ALICE, "p2", "wrong project", session_id=mine.session_id, llm_config=LLM)
+    with pytest.raises(NoRunningRunError):
+        await service.abort(ALICE, mine.session_id)
+
+
+async def test_delete_removes_every_row(storage, model):
+    service = make_service(storage, model)
+    model.enqueue("one")
+    record, stream = await service.chat(ALICE, "p1", "hi", llm_config=LLM)
+    await collect(stream)
+    assert await storage.checkpointer.aget_tuple({"configurable": {"thread_id": record.session_id}}) is not None
+    await service.delete(ALICE, record.session_id)
+    assert await storage.checkpointer.aget_tuple({"configurable": {"thread_id": record.session_id}}) is None
+    assert await storage.sessions.get(record.session_id) is None
+    with pytest.raises(SessionNotFoundError):
+        await service.history(ALICE, record.session_id)
+
+
+async def test_conversation_survives_a_restart(tmp_path, model):
+    first = await open_sqlite_storage(tmp_path / "data")
+    service = make_service(first, model)
+    model.enqueue("before restart")
+    record, stream = await service.chat(ALICE, "p1", "remember R1", llm_config=LLM)
+    await collect(stream)
+    await service.close()
+    await first.close()
+
+    second = await open_sqlite_storage(tmp_path / "data")
+    try:
+        service = make_service(second, model)
+        model.enqueue("after restart")
+        _, stream = await service.chat(ALICE, "p1", "what did I say?", session_id=record.session_id, llm_config=LLM)
+        await collect(stream)
+        assert [m.content for m in model.calls[-1][1:]] == ["remember R1", "before restart", "what did I say?"]
+        assert (await service.session(ALICE, record.session_id)).runs == 2
+    finally:
+        await second.close()
+
+
+async def test_invalid_mode_is_rejected_before_anything_is_stored(storage, model):
+    service = make_service(storage, model)
+    with pytest.raises(ValueError, match="Invalid mode"):
+        await service.chat(ALICE, "p1", "hi", llm_config=LLM, mode="root")
+    assert await service.list_sessions(ALICE, "p1") == []
+
+
+async def test_quiet_runs_send_heartbeats(storage, model):
+    service = make_service(storage, model, heartbeat_seconds=0.01)
+    gate = asyncio.Event()
+    (held,) = model.enqueue(ScriptedResponse("late", gate=gate))
+    _, stream = await service.chat(ALICE, "p1", "hi", llm_config=LLM)
+    seen = []
+    async for event in stream:
+        seen.append(event["type"])
+        if event["type"] == "heartbeat":
+            gate.set()
+    assert "heartbeat" in seen and seen[-1] == "done"
