@@ -1,0 +1,195 @@
+"""Compact text rendering of a GNS3 topology for the system prompt.
+
+Pure and stdlib-only, so that the context manager can import it without pulling
+in the REST client. The input is the REST-shaped dict the topology fetch
+produces: ``{"project_id", "name", "status", "nodes": [...], "links": [...]}``
+with nodes and links exactly as GNS3's REST API returns them.
+
+Levels, from most to least detailed; every level keeps node names, types,
+status, consoles and every link (``PC1 e0 <-> R1 e0``):
+
+0. full: per node its position and every port, linked (``e0 -> R1 e0``) or free;
+1. without positions and free ports;
+2. one line per node;
+3. nodes grouped by type, status and console host (``qemu stopped telnet
+   127.0.0.1: R1:5000 R2:5001``), and the links.
+
+Each level is never longer (in characters) than the one before it.
+
+A link end that names an unknown node is rendered ``?<node_id[:8]> a<adapter>/p<port>``,
+one on an unknown port of a known node ``<node> a<adapter>/p<port>``: reported,
+not dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["TOPOLOGY_LEVELS", "render_topology"]
+
+TOPOLOGY_LEVELS = 4  # 0 full; 1 drop positions (x/y) and unlinked ports; 2 per-node one-liners; 3 counts plus links
+
+_PortKey = tuple[Any, Any, Any]  # (node_id, adapter_number, port_number)
+
+
+def render_topology(topology: Mapping[str, Any], level: int = 0) -> str:
+    """Render ``topology`` at reduction ``level`` (0..TOPOLOGY_LEVELS-1) as compact lines."""
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level < TOPOLOGY_LEVELS:
+        raise ValueError(f"topology level must be an int in 0..{TOPOLOGY_LEVELS - 1}, got {level!r}")
+    nodes = sorted(_mappings(topology.get("nodes")), key=lambda n: (_name(n), str(n.get("node_id", ""))))
+    by_id = {n.get("node_id"): n for n in nodes}
+    links = [_LinkView(link, by_id) for link in _mappings(topology.get("links"))]
+    links.sort(key=lambda link: link.text)
+
+    lines = [_header(topology, len(nodes), len(links))]
+    if level <= 1:
+        peers = _peers(links)
+        lines.append("nodes:")
+        for node in nodes:
+            lines.append(_node_line(node, with_position=level == 0))
+            ports = _ports_line(node, by_id, peers, with_free=level == 0)
+            if ports:
+                lines.append(ports)
+    elif level == 2:
+        lines.append("nodes:")
+        lines.extend(_node_line(node, with_position=False) for node in nodes)
+    else:
+        lines.extend(_grouped_nodes(nodes))
+    lines.append("links:" if links else "links: none")
+    lines.extend(link.text for link in links)
+    return "\n".join(lines)
+
+
+class _LinkView:
+    """A REST link with its endpoints resolved to names where possible."""
+
+    __slots__ = ("ends", "text")
+
+    def __init__(self, link: Mapping[str, Any], by_id: Mapping[Any, Mapping[str, Any]]) -> None:
+        self.ends: list[_PortKey] = [
+            (end.get("node_id"), end.get("adapter_number"), end.get("port_number"))
+            for end in _mappings(link.get("nodes"))
+        ]
+        labels = [_endpoint_label(end, by_id) for end in self.ends]
+        labels += ["?"] * (2 - len(labels))
+        text = " <-> ".join(labels)
+        if link.get("suspend"):
+            text += " [suspended]"
+        filters = link.get("filters")
+        if isinstance(filters, Mapping) and filters:
+            text += " [filters " + " ".join(
+                f"{name}={','.join(str(v) for v in values) if isinstance(values, list) else values}"
+                for name, values in sorted(filters.items())
+            ) + "]"
+        self.text = text
+
+
+def _mappings(value: Any) -> list[Mapping[str, Any]]:
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        return []
+    return [item for item in value if isinstance(item, Mapping)]
+
+
+def _name(node: Mapping[str, Any]) -> str:
+    name = node.get("name")
+    return str(name) if name not in (None, "") else f"?{str(node.get('node_id', ''))[:8]}"
+
+
+def _value(value: Any) -> str:
+    return "?" if value is None or value == "" else str(value)
+
+
+def _header(topology: Mapping[str, Any], node_count: int, link_count: int) -> str:
+    return (
+        f"project {_value(topology.get('name'))} ({_value(topology.get('status'))})"
+        f" id={_value(topology.get('project_id'))}: {node_count} nodes, {link_count} links"
+    )
+
+
+def _console(node: Mapping[str, Any]) -> str:
+    kind = node.get("console_type")
+    if kind in (None, "", "none"):
+        return "no-console"
+    return f"{kind} {_value(node.get('console_host'))}:{_value(node.get('console'))}"
+
+
+def _node_line(node: Mapping[str, Any], *, with_position: bool) -> str:
+    line = f"{_name(node)} {_value(node.get('node_type'))} {_value(node.get('status'))} {_console(node)}"
+    if with_position and ("x" in node or "y" in node):
+        line += f" at {_value(node.get('x'))},{_value(node.get('y'))}"
+    return line
+
+
+def _port_label(node: Mapping[str, Any], adapter: Any, number: Any) -> str:
+    for port in _mappings(node.get("ports")):
+        if port.get("adapter_number") == adapter and port.get("port_number") == number:
+            label = port.get("short_name") or port.get("name")
+            if label:
+                return str(label)
+    return f"a{_value(adapter)}/p{_value(number)}"
+
+
+def _endpoint_label(end: _PortKey, by_id: Mapping[Any, Mapping[str, Any]]) -> str:
+    node_id, adapter, number = end
+    node = by_id.get(node_id)
+    if node is None:
+        return f"?{str(node_id or '')[:8]} a{_value(adapter)}/p{_value(number)}"
+    return f"{_name(node)} {_port_label(node, adapter, number)}"
+
+
+def _peers(links: Sequence[_LinkView]) -> dict[_PortKey, list[str]]:
+    """For each linked port, the labels of the far ends (a port may carry several)."""
+    peers: dict[_PortKey, list[str]] = {}
+    for link in links:
+        if len(link.ends) != 2:
+            continue
+        labels = link.text.split(" <-> ", 1)
+        for here, there in ((0, 1), (1, 0)):
+            peers.setdefault(link.ends[here], []).append(labels[there].split(" [", 1)[0])
+    return peers
+
+
+def _ports_line(
+    node: Mapping[str, Any],
+    by_id: Mapping[Any, Mapping[str, Any]],
+    peers: Mapping[_PortKey, list[str]],
+    *,
+    with_free: bool,
+) -> str:
+    linked, free = [], []
+    for port in _mappings(node.get("ports")):
+        key = (node.get("node_id"), port.get("adapter_number"), port.get("port_number"))
+        label = _port_label(node, key[1], key[2])
+        if key in peers:
+            linked.extend(f"{label} -> {peer}" for peer in peers[key])
+        else:
+            free.append(label)
+    parts = [", ".join(linked)] if linked else []
+    if with_free and free:
+        parts.append("free: " + " ".join(free))
+    return "  " + "; ".join(parts) if parts else ""
+
+
+def _grouped_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Nodes sharing type, status and console host on one line: ``qemu stopped telnet h: R1:5000 R2:5001``.
+
+    A node alone in its group keeps its level-2 line, so that this level is never
+    longer than level 2.
+    """
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for node in nodes:
+        kind = node.get("console_type")
+        has_console = kind not in (None, "", "none")
+        console = f"{kind} {_value(node.get('console_host'))}" if has_console else "no-console"
+        groups.setdefault((_value(node.get("node_type")), _value(node.get("status")), console), []).append(node)
+    lines = ["nodes:"]
+    for (kind, status, console), members in sorted(groups.items()):
+        if len(members) == 1:
+            lines.append(_node_line(members[0], with_position=False))
+            continue
+        names = (
+            f"{_name(n)}:{_value(n.get('console'))}" if console != "no-console" else _name(n) for n in members
+        )
+        lines.append(f"{kind} {status} {console}: {' '.join(names)}")
+    return lines

@@ -1,0 +1,447 @@
+"""Async client for the GNS3 v3 REST API.
+
+:class:`GNS3Client` holds the policy (base URL, authentication, timeouts, error
+translation, re-login) over one ``aiohttp.ClientSession`` that only does I/O.
+Use it as an async context manager::
+
+    async with GNS3Client("http://127.0.0.1:3080", token=user_token) as client:
+        nodes, links = await client.nodes_and_links(project_id)
+
+Authentication is either a bearer token given by the caller (the copilot acts
+with the requesting user's token, so GNS3's own access control applies) or a
+username/password pair, in which case the client logs in on first use and again
+when the token expires or is refused.
+
+GNS3 3.0 does not check the ``exp`` claim of its own tokens (its JWT decoding
+skips claim validation), so the client checks it before sending: an expired token
+raises :class:`GNS3AuthenticationError` (or triggers a re-login when credentials
+are known) instead of acting on a stale login.
+
+Tests inject the transport with ``session_factory`` rather than patching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json as _json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import aiohttp
+
+from .exceptions import (
+    GNS3AuthenticationError,
+    GNS3ConnectionError,
+    GNS3Error,
+    GNS3NotFoundError,
+    GNS3ServerError,
+    GNS3TimeoutError,
+    error_for_status,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["GNS3Client", "NodeAction", "NODE_ACTIONS", "SessionFactory", "gather_cancelling"]
+
+NodeAction = Literal["start", "stop", "suspend", "reload"]
+NODE_ACTIONS: tuple[NodeAction, ...] = ("start", "stop", "suspend", "reload")
+
+SessionFactory = Callable[[], aiohttp.ClientSession]
+
+T = TypeVar("T")
+
+# GNS3 appends the server-side traceback to validation messages; it helps nobody
+# downstream (and leaks server paths), so it is cut at this marker.
+_TRACEBACK_MARKER = '\n\n  File "'
+
+
+async def gather_cancelling(*aws: Awaitable[T]) -> list[T]:
+    """Run awaitables concurrently; on the first failure cancel the rest and re-raise.
+
+    ``asyncio.gather`` alone would leave the siblings of a failed request running
+    against the server after the caller has already given up.
+    """
+    tasks = [asyncio.ensure_future(aw) for aw in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def _token_expiry(token: str) -> float | None:
+    """The ``exp`` claim of a JWT (seconds since the epoch), or None if unreadable."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    payload = parts[1] + "=" * (-len(parts[1]) % 4)
+    try:
+        claims = _json.loads(base64.urlsafe_b64decode(payload))
+    except (binascii.Error, ValueError):
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return float(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else None
+
+
+def _gns3_message(text: str, reason: str | None) -> str:
+    """GNS3's ``message`` (or FastAPI's ``detail``) from an error body, without traceback."""
+    message: Any = None
+    try:
+        body = _json.loads(text) if text else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        message = body.get("message", body.get("detail"))
+    if message is None:
+        message = text.strip()[:500] or reason or "no message"
+    message = str(message)
+    return message.split(_TRACEBACK_MARKER, 1)[0].strip()
+
+
+def _check_id(value: str, what: str) -> str:
+    """Refuse a malformed id before sending: GNS3 would answer 422 with a traceback."""
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        raise GNS3NotFoundError(f"{what} {value!r} is not a GNS3 id (a UUID)") from None
+
+
+def _find_endpoint(nodes: Sequence[Mapping[str, Any]], node_ref: str, port_ref: str) -> dict[str, Any]:
+    """The link endpoint for a node (id or name) and a port (name or short name)."""
+    node = next((n for n in nodes if n.get("node_id") == node_ref), None)
+    if node is None:
+        node = next((n for n in nodes if n.get("name") == node_ref), None)
+    if node is None:
+        raise GNS3NotFoundError(f"no node {node_ref!r} in the project")
+    ports = node.get("ports") or []
+    wanted = port_ref.casefold()
+    for exact in (True, False):
+        for port in ports:
+            names = (port.get("name"), port.get("short_name"))
+            if (port_ref in names) if exact else any(str(n).casefold() == wanted for n in names if n):
+                return {
+                    "node_id": node["node_id"],
+                    "adapter_number": port["adapter_number"],
+                    "port_number": port["port_number"],
+                }
+    available = ", ".join(str(p.get("short_name") or p.get("name")) for p in ports) or "none"
+    raise GNS3NotFoundError(f"node {node.get('name')!r} has no port {port_ref!r} (ports: {available})")
+
+
+class GNS3Client:
+    """A GNS3 v3 API client bound to one server and one identity.
+
+    ``base_url`` is the server root (``http://host:3080``; a trailing ``/v3`` is
+    accepted). ``timeout`` bounds every call as a whole, ``connect_timeout`` the TCP
+    connection. ``session_factory`` builds the ``aiohttp.ClientSession`` when the
+    client is entered (the client owns and closes it).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        timeout: float = 30.0,
+        connect_timeout: float | None = 10.0,
+        session_factory: SessionFactory | None = None,
+    ) -> None:
+        root = base_url.rstrip("/")
+        if root.endswith("/v3"):
+            root = root[: -len("/v3")]
+        self._base_url = root
+        self._token = token
+        self._username = username
+        self._password = password
+        self._timeout_seconds = timeout
+        self._timeout = aiohttp.ClientTimeout(total=timeout, connect=connect_timeout)
+        self._session_factory: SessionFactory = session_factory or aiohttp.ClientSession
+        self._session: aiohttp.ClientSession | None = None
+        self._login_lock = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        return f"<GNS3Client {self._base_url}>"
+
+    @property
+    def base_url(self) -> str:
+        """The server root URL, without the ``/v3`` prefix."""
+        return self._base_url
+
+    @property
+    def token(self) -> str | None:
+        """The bearer token in use (after :meth:`login`, the one GNS3 issued)."""
+        return self._token
+
+    async def __aenter__(self) -> GNS3Client:
+        if self._session is not None:
+            raise RuntimeError("GNS3Client is already open")
+        self._session = self._session_factory()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the HTTP session (idempotent)."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    # -- transport boundary -------------------------------------------------
+
+    async def _send(
+        self, method: str, url: str, json_body: Any, token: str | None
+    ) -> tuple[int, str, str | None]:
+        """One HTTP exchange; every aiohttp/asyncio failure becomes a GNS3Error."""
+        if self._session is None:
+            raise RuntimeError("use 'async with GNS3Client(...)' before making requests")
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        started = time.perf_counter()
+        try:
+            async with self._session.request(
+                method, url, json=json_body, headers=headers, timeout=self._timeout
+            ) as response:
+                text = await response.text()
+                status, reason = response.status, response.reason
+        except asyncio.TimeoutError as exc:
+            raise GNS3TimeoutError(
+                f"GNS3 server at {url} did not answer {method} within {self._timeout_seconds:g} s",
+                url=url,
+                timeout=self._timeout_seconds,
+            ) from exc
+        except aiohttp.ClientConnectionError as exc:
+            raise GNS3ConnectionError(
+                f"cannot reach the GNS3 server at {url} ({type(exc).__name__}: {exc})", url=url
+            ) from exc
+        except aiohttp.ClientError as exc:
+            raise GNS3Error(f"{method} {url} failed ({type(exc).__name__}: {exc})") from exc
+        log.debug("%s %s -> %s in %.1f ms", method, url, status, (time.perf_counter() - started) * 1000)
+        return status, text, reason
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        authenticated: bool = True,
+    ) -> Any:
+        """Call ``/v3{path}`` and return the decoded JSON body (None when empty).
+
+        The public low-level entry point: the typed methods below use it, and so may
+        callers needing a route the client does not wrap yet.
+        """
+        url = f"{self._base_url}/v3{path}"
+        token = await self._valid_token(method, url) if authenticated else None
+        status, text, reason = await self._send(method, url, json, token)
+        if status == 401 and token is not None and self._has_credentials():
+            # The token may have been revoked or the secret rotated: log in once more.
+            log.info("GNS3 refused the token for %s %s, logging in again", method, url)
+            token = await self._relogin(stale=token)
+            status, text, reason = await self._send(method, url, json, token)
+        if status >= 400:
+            raise error_for_status(status, _gns3_message(text, reason), method=method, url=url)
+        if not text:
+            return None
+        try:
+            return _json.loads(text)
+        except ValueError as exc:
+            raise GNS3ServerError(
+                "GNS3 sent a body that is not JSON", status=status, method=method, url=url
+            ) from exc
+
+    # -- authentication -----------------------------------------------------
+
+    def _has_credentials(self) -> bool:
+        return self._username is not None and self._password is not None
+
+    async def _valid_token(self, method: str, url: str) -> str:
+        token = self._token
+        if token is not None:
+            expiry = _token_expiry(token)
+            if expiry is None or expiry > time.time():
+                return token
+        if self._has_credentials():
+            return await self._relogin(stale=token)
+        if token is None:
+            raise GNS3AuthenticationError(
+                "no GNS3 token and no credentials to log in with", method=method, url=url
+            )
+        expired_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(_token_expiry(token) or 0))
+        raise GNS3AuthenticationError(
+            f"the GNS3 token expired at {expired_at}; log in to GNS3 again", method=method, url=url
+        )
+
+    async def _relogin(self, stale: str | None) -> str:
+        """Log in unless another task already replaced ``stale`` (one login for many calls)."""
+        async with self._login_lock:
+            if self._token is not None and self._token != stale:
+                return self._token
+            return await self.login()
+
+    async def login(self, username: str | None = None, password: str | None = None) -> str:
+        """Authenticate with a username and password; keep and return the token.
+
+        Given credentials are remembered so that the client can log in again when
+        the token expires.
+        """
+        if username is not None:
+            self._username = username
+        if password is not None:
+            self._password = password
+        if not self._has_credentials():
+            raise GNS3AuthenticationError("login needs a username and a password")
+        body = await self.request(
+            "POST",
+            "/access/users/authenticate",
+            json={"username": self._username, "password": self._password},
+            authenticated=False,
+        )
+        token = body.get("access_token") if isinstance(body, dict) else None
+        if not isinstance(token, str) or not token:
+            raise GNS3ServerError("GNS3 login answer has no access_token")
+        self._token = token
+        return token
+
+    # -- server, projects, templates -----------------------------------------
+
+    async def version(self) -> dict[str, Any]:
+        """The server version (needs no authentication)."""
+        return await self.request("GET", "/version", authenticated=False)
+
+    async def projects(self) -> list[dict[str, Any]]:
+        """Projects visible to the user."""
+        return await self.request("GET", "/projects")
+
+    async def project(self, project_id: str) -> dict[str, Any]:
+        """One project (raises :class:`GNS3NotFoundError` if unknown)."""
+        return await self.request("GET", f"/projects/{_check_id(project_id, 'project')}")
+
+    async def open_project(self, project_id: str) -> dict[str, Any]:
+        """Open a project (loading its nodes); returns it with its new status."""
+        return await self.request("POST", f"/projects/{_check_id(project_id, 'project')}/open")
+
+    async def close_project(self, project_id: str) -> None:
+        """Close a project."""
+        await self.request("POST", f"/projects/{_check_id(project_id, 'project')}/close")
+
+    async def create_project(self, name: str, **fields: Any) -> dict[str, Any]:
+        """Create (and open) a project."""
+        return await self.request("POST", "/projects", json={"name": name, **fields})
+
+    async def delete_project(self, project_id: str) -> None:
+        """Delete a project and its files."""
+        await self.request("DELETE", f"/projects/{_check_id(project_id, 'project')}")
+
+    async def templates(self) -> list[dict[str, Any]]:
+        """Templates the user may use to create nodes."""
+        return await self.request("GET", "/templates")
+
+    # -- nodes and links ----------------------------------------------------
+
+    async def nodes(self, project_id: str) -> list[dict[str, Any]]:
+        """Nodes of a project, as GNS3 returns them."""
+        return await self.request("GET", f"/projects/{_check_id(project_id, 'project')}/nodes")
+
+    async def node(self, project_id: str, node_id: str) -> dict[str, Any]:
+        """One node of a project."""
+        pid, nid = _check_id(project_id, "project"), _check_id(node_id, "node")
+        return await self.request("GET", f"/projects/{pid}/nodes/{nid}")
+
+    async def links(self, project_id: str) -> list[dict[str, Any]]:
+        """Links of a project, as GNS3 returns them."""
+        return await self.request("GET", f"/projects/{_check_id(project_id, 'project')}/links")
+
+    async def nodes_and_links(self, project_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Nodes and links of a project, fetched concurrently."""
+        nodes, links = await gather_cancelling(self.nodes(project_id), self.links(project_id))
+        return nodes, links
+
+    async def node_action(self, project_id: str, action: NodeAction, node_id: str | None = None) -> None:
+        """Start, stop, suspend or reload one node, or every node when ``node_id`` is None.
+
+        GNS3 answers 409 (:class:`GNS3ConflictError`) when the node cannot do it,
+        e.g. a missing emulator binary.
+        """
+        if action not in NODE_ACTIONS:
+            raise ValueError(f"unknown node action {action!r}; expected one of {', '.join(NODE_ACTIONS)}")
+        pid = _check_id(project_id, "project")
+        if node_id is None:
+            await self.request("POST", f"/projects/{pid}/nodes/{action}")
+        else:
+            # The single-node start route requires a JSON body; {} is accepted by all four.
+            await self.request("POST", f"/projects/{pid}/nodes/{_check_id(node_id, 'node')}/{action}", json={})
+
+    async def create_node(
+        self, project_id: str, *, name: str, node_type: str, compute_id: str = "local", **fields: Any
+    ) -> dict[str, Any]:
+        """Create a node without a template (``fields`` as in GNS3's node schema)."""
+        body = {"name": name, "node_type": node_type, "compute_id": compute_id, **fields}
+        return await self.request("POST", f"/projects/{_check_id(project_id, 'project')}/nodes", json=body)
+
+    async def update_node(self, project_id: str, node_id: str, **fields: Any) -> dict[str, Any]:
+        """Change node settings (name, position, properties, ...)."""
+        pid, nid = _check_id(project_id, "project"), _check_id(node_id, "node")
+        return await self.request("PUT", f"/projects/{pid}/nodes/{nid}", json=fields)
+
+    async def create_node_from_template(
+        self,
+        project_id: str,
+        template_id: str,
+        *,
+        x: int = 0,
+        y: int = 0,
+        name: str | None = None,
+        compute_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Create a node from a template; without ``name`` GNS3 picks one from the template.
+
+        GNS3 3.0 ignores a name in this route, so a wanted name is set afterwards.
+        """
+        pid, tid = _check_id(project_id, "project"), _check_id(template_id, "template")
+        body: dict[str, Any] = {"x": x, "y": y}
+        if compute_id is not None:
+            body["compute_id"] = compute_id
+        node = await self.request("POST", f"/projects/{pid}/templates/{tid}", json=body)
+        if name is not None and node.get("name") != name:
+            node = await self.update_node(pid, node["node_id"], name=name)
+        return node
+
+    async def create_link(
+        self,
+        project_id: str,
+        node_a: str,
+        port_a: str,
+        node_b: str,
+        port_b: str,
+        *,
+        nodes: Sequence[Mapping[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Link two ports named like GNS3 names them (``e0`` or ``Ethernet0``).
+
+        Nodes are given by name or id; pass ``nodes`` (the project's node list) to
+        skip fetching it, e.g. when creating many links. An unknown node or port
+        raises :class:`GNS3NotFoundError`; a port already in use, GNS3's 409.
+        """
+        if nodes is None:
+            nodes = await self.nodes(project_id)
+        endpoints = [_find_endpoint(nodes, node_a, port_a), _find_endpoint(nodes, node_b, port_b)]
+        return await self.request(
+            "POST", f"/projects/{_check_id(project_id, 'project')}/links", json={"nodes": endpoints}
+        )
+

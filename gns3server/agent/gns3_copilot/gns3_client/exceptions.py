@@ -1,0 +1,123 @@
+"""Errors raised by the GNS3 client.
+
+Every error the client raises is a :class:`GNS3Error`; foreign errors (aiohttp,
+asyncio, JSON) are translated at the boundary with ``raise ... from`` so that the
+original stays available as ``__cause__``::
+
+    GNS3Error
+    ├── GNS3ConnectionError       no connection to the server (refused, unreachable,
+    │                             DNS, dropped); the message names the URL
+    ├── GNS3TimeoutError          the server did not answer within the timeout
+    └── GNS3APIError              the request was refused, by GNS3 (``status`` is the
+        │                         HTTP status) or by the client before sending it
+        │                         (``status`` is None: expired token, malformed id,
+        │                         unknown port name)
+        ├── GNS3AuthenticationError   401: wrong password, invalid or expired token
+        ├── GNS3PermissionError       403: the user lacks a GNS3 privilege
+        ├── GNS3NotFoundError         404: no such project, node, template, port
+        ├── GNS3ConflictError         409: GNS3 refused in the current state
+        │                             (port already used, node cannot start, ...)
+        └── GNS3ServerError           5xx: GNS3 failed internally
+
+``GNS3APIError.message`` is GNS3's own ``message`` (without the server-side
+traceback that GNS3 appends to validation errors); ``str(error)`` adds the method,
+URL and status so that a log line or a tool result says what was attempted.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "GNS3Error",
+    "GNS3ConnectionError",
+    "GNS3TimeoutError",
+    "GNS3APIError",
+    "GNS3AuthenticationError",
+    "GNS3PermissionError",
+    "GNS3NotFoundError",
+    "GNS3ConflictError",
+    "GNS3ServerError",
+    "error_for_status",
+]
+
+
+class GNS3Error(Exception):
+    """Base class of every error raised by the GNS3 client."""
+
+
+class GNS3ConnectionError(GNS3Error):
+    """The server could not be reached at all (nothing answered at ``url``)."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class GNS3TimeoutError(GNS3Error):
+    """The server accepted the request but gave no complete answer in time."""
+
+    def __init__(self, message: str, *, url: str, timeout: float | None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.timeout = timeout
+
+
+class GNS3APIError(GNS3Error):
+    """A request refused by GNS3 (``status`` set) or by the client (``status`` None)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        method: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.method = method
+        self.url = url
+
+    def __str__(self) -> str:
+        where = " ".join(part for part in (self.method, self.url) if part)
+        if self.status is not None:
+            return f"GNS3 answered {self.status} to {where}: {self.message}"
+        if where:
+            return f"{self.message} ({where})"
+        return self.message
+
+
+class GNS3AuthenticationError(GNS3APIError):
+    """401: the credentials or the token were not accepted."""
+
+
+class GNS3PermissionError(GNS3APIError):
+    """403: the authenticated user may not do this."""
+
+
+class GNS3NotFoundError(GNS3APIError):
+    """404: the project, node, template or port does not exist."""
+
+
+class GNS3ConflictError(GNS3APIError):
+    """409: GNS3 refused the request in the current state; ``message`` says why."""
+
+
+class GNS3ServerError(GNS3APIError):
+    """5xx: GNS3 failed while handling the request."""
+
+
+_BY_STATUS: dict[int, type[GNS3APIError]] = {
+    401: GNS3AuthenticationError,
+    403: GNS3PermissionError,
+    404: GNS3NotFoundError,
+    409: GNS3ConflictError,
+}
+
+
+def error_for_status(status: int, message: str, *, method: str, url: str) -> GNS3APIError:
+    """The exception for an error status: a subclass where one fits, else the base."""
+    cls = _BY_STATUS.get(status)
+    if cls is None:
+        cls = GNS3ServerError if status >= 500 else GNS3APIError
+    return cls(message, status=status, method=method, url=url)

@@ -1,0 +1,285 @@
+"""The structured topology of a GNS3 project.
+
+:func:`fetch_topology` reads a project, its nodes and its links concurrently and
+builds a :class:`Topology`: nodes with their console and ports, each port with
+the endpoint it is linked to, links named ``nodeA portA <-> nodeB portB``. A link
+endpoint that names an unknown node or port is kept and reported
+(:attr:`Topology.unresolved_links`), never dropped.
+
+The REST data the topology was built from stays available as
+:meth:`Topology.as_rest` (``{"project_id", "name", "status", "nodes", "links"}``),
+which is what the context manager's compact rendering takes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .client import GNS3Client, gather_cancelling
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Endpoint", "Port", "Node", "Link", "Topology", "fetch_topology"]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One end of a link. ``node_name``/``port_name`` are None when unresolved."""
+
+    node_id: str
+    adapter_number: int | None
+    port_number: int | None
+    node_name: str | None = None
+    port_name: str | None = None
+
+    @property
+    def resolved(self) -> bool:
+        return self.node_name is not None and self.port_name is not None
+
+    def label(self) -> str:
+        """``PC1 e0``; ``?1a2b3c4d a0/p0`` for an unknown node; ``PC1 a1/p0`` for an unknown port."""
+        numbers = f"a{_num(self.adapter_number)}/p{_num(self.port_number)}"
+        if self.node_name is None:
+            return f"?{self.node_id[:8]} {numbers}"
+        return f"{self.node_name} {self.port_name if self.port_name is not None else numbers}"
+
+
+@dataclass(frozen=True)
+class Port:
+    """A node port with the far end of its link, if any."""
+
+    name: str
+    short_name: str
+    adapter_number: int
+    port_number: int
+    link_type: str | None = None
+    link_id: str | None = None
+    peer: Endpoint | None = None
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node as the copilot needs it: identity, state, console and ports."""
+
+    node_id: str
+    name: str
+    node_type: str | None
+    status: str | None
+    console_type: str | None
+    console_host: str | None
+    console: int | None
+    x: int | None = None
+    y: int | None = None
+    ports: tuple[Port, ...] = ()
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link; ``text`` is ``nodeA portA <-> nodeB portB`` by names."""
+
+    link_id: str
+    endpoints: tuple[Endpoint, ...]
+    link_type: str | None = None
+    suspended: bool = False
+
+    @property
+    def resolved(self) -> bool:
+        return len(self.endpoints) == 2 and all(e.resolved for e in self.endpoints)
+
+    @property
+    def text(self) -> str:
+        labels = [e.label() for e in self.endpoints] + ["?"] * (2 - len(self.endpoints))
+        return " <-> ".join(labels)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A project's topology, plus the REST payloads it was built from."""
+
+    project_id: str
+    name: str | None
+    status: str | None
+    nodes: tuple[Node, ...]
+    links: tuple[Link, ...]
+    rest_nodes: tuple[Mapping[str, Any], ...] = field(default=(), repr=False, compare=False)
+    rest_links: tuple[Mapping[str, Any], ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def unresolved_links(self) -> tuple[Link, ...]:
+        return tuple(link for link in self.links if not link.resolved)
+
+    def node(self, name: str) -> Node:
+        """The node with this name (KeyError if none)."""
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)
+
+    def as_rest(self) -> dict[str, Any]:
+        """The REST-shaped dict the context manager's topology share accepts."""
+        return {
+            "project_id": self.project_id,
+            "name": self.name,
+            "status": self.status,
+            "nodes": [dict(n) for n in self.rest_nodes],
+            "links": [dict(link) for link in self.rest_links],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict: what the topology tool returns to the model."""
+        return {
+            "project_id": self.project_id,
+            "name": self.name,
+            "status": self.status,
+            "nodes": [_node_dict(n) for n in self.nodes],
+            "links": [
+                {"link_id": link.link_id, "text": link.text, "link_type": link.link_type,
+                 "suspended": link.suspended, "endpoints": [asdict(e) for e in link.endpoints]}
+                for link in self.links
+            ],
+            "unresolved_links": [link.text for link in self.unresolved_links],
+        }
+
+    @classmethod
+    def from_rest(
+        cls,
+        project: Mapping[str, Any],
+        nodes: Sequence[Mapping[str, Any]],
+        links: Sequence[Mapping[str, Any]],
+    ) -> Topology:
+        """Build from GNS3's REST payloads (tolerates missing optional keys)."""
+        by_id = {n.get("node_id"): n for n in nodes}
+        built_links = tuple(
+            sorted((_build_link(link, by_id) for link in links), key=lambda link: (link.text, link.link_id))
+        )
+        peers: dict[tuple[str, int | None, int | None], tuple[str, Endpoint]] = {}
+        for link in built_links:
+            if len(link.endpoints) == 2:
+                a, b = link.endpoints
+                peers[(a.node_id, a.adapter_number, a.port_number)] = (link.link_id, b)
+                peers[(b.node_id, b.adapter_number, b.port_number)] = (link.link_id, a)
+        built_nodes = tuple(
+            sorted((_build_node(n, peers) for n in nodes), key=lambda node: (node.name, node.node_id))
+        )
+        unresolved = [link.text for link in built_links if not link.resolved]
+        if unresolved:
+            log.warning("project %s: %d link endpoint(s) not resolved: %s",
+                        project.get("project_id"), len(unresolved), "; ".join(unresolved))
+        return cls(
+            project_id=str(project.get("project_id", "")),
+            name=project.get("name"),
+            status=project.get("status"),
+            nodes=built_nodes,
+            links=built_links,
+            rest_nodes=tuple(nodes),
+            rest_links=tuple(links),
+        )
+
+
+async def fetch_topology(client: GNS3Client, project_id: str) -> Topology:
+    """Fetch a project, its nodes and its links concurrently and build the topology.
+
+    Reading has no side effect: a closed project is reported as such (GNS3 lists
+    no nodes for it) rather than opened behind the user's back.
+    """
+    project, (nodes, links) = await gather_cancelling(
+        client.project(project_id), client.nodes_and_links(project_id)
+    )
+    return Topology.from_rest(project, nodes, links)
+
+
+def _num(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def _port_label(port: Mapping[str, Any]) -> str | None:
+    label = port.get("short_name") or port.get("name")
+    return str(label) if label is not None else None
+
+
+def _build_link(link: Mapping[str, Any], nodes_by_id: Mapping[Any, Mapping[str, Any]]) -> Link:
+    endpoints = []
+    for end in link.get("nodes") or []:
+        node_id = str(end.get("node_id", ""))
+        adapter, port_number = end.get("adapter_number"), end.get("port_number")
+        node = nodes_by_id.get(node_id)
+        port_name = None
+        if node is not None:
+            port = next(
+                (p for p in node.get("ports") or []
+                 if p.get("adapter_number") == adapter and p.get("port_number") == port_number),
+                None,
+            )
+            port_name = _port_label(port) if port is not None else None
+        endpoints.append(
+            Endpoint(
+                node_id=node_id,
+                adapter_number=adapter,
+                port_number=port_number,
+                node_name=str(node.get("name", node_id)) if node is not None else None,
+                port_name=port_name,
+            )
+        )
+    return Link(
+        link_id=str(link.get("link_id", "")),
+        endpoints=tuple(endpoints),
+        link_type=link.get("link_type"),
+        suspended=bool(link.get("suspend", False)),
+    )
+
+
+def _build_node(node: Mapping[str, Any], peers: Mapping[tuple[str, int | None, int | None], tuple[str, Endpoint]]) -> Node:
+    node_id = str(node.get("node_id", ""))
+    ports = []
+    for port in node.get("ports") or []:
+        adapter, number = port.get("adapter_number"), port.get("port_number")
+        link_id, peer = peers.get((node_id, adapter, number), (None, None))
+        ports.append(
+            Port(
+                name=str(port.get("name", "")),
+                short_name=_port_label(port) or "",
+                adapter_number=adapter,
+                port_number=number,
+                link_type=port.get("link_type"),
+                link_id=link_id,
+                peer=peer,
+            )
+        )
+    return Node(
+        node_id=node_id,
+        name=str(node.get("name", node_id)),
+        node_type=node.get("node_type"),
+        status=node.get("status"),
+        console_type=node.get("console_type"),
+        console_host=node.get("console_host"),
+        console=node.get("console"),
+        x=node.get("x"),
+        y=node.get("y"),
+        ports=tuple(ports),
+    )
+
+
+def _node_dict(node: Node) -> dict[str, Any]:
+    return {
+        "node_id": node.node_id,
+        "name": node.name,
+        "node_type": node.node_type,
+        "status": node.status,
+        "console": {"type": node.console_type, "host": node.console_host, "port": node.console},
+        "x": node.x,
+        "y": node.y,
+        "ports": [
+            {
+                "name": p.name,
+                "short_name": p.short_name,
+                "adapter_number": p.adapter_number,
+                "port_number": p.port_number,
+                "link_id": p.link_id,
+                "linked_to": p.peer.label() if p.peer is not None else None,
+            }
+            for p in node.ports
+        ],
+    }

@@ -1,0 +1,144 @@
+"""Tools that read templates and change the lab: node actions, new nodes, new links.
+
+Each tool is bound to one run: the project the user has open and a factory of
+GNS3 clients carrying that user's token, so GNS3's own access control decides
+what the copilot may do. Nodes, templates and ports are named as the user sees
+them. GNS3's refusals (404, 409 ...) come back as readable error results for the
+model; the agent's tools node turns anything else into an error result too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from langchain_core.tools import BaseTool, ToolException
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..gns3_client import GNS3Client, GNS3Error, NodeAction
+from ..gns3_client.client import gather_cancelling
+
+log = logging.getLogger(__name__)
+
+ClientFactory = Callable[[], GNS3Client]
+ALL_NODES = "all"
+
+
+class ProjectTool(BaseTool):
+    """A tool acting on one project with the requesting user's GNS3 identity."""
+
+    client_factory: ClientFactory = Field(exclude=True)
+    project_id: str
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        raise ToolException(f"{self.name} is asynchronous; call it with ainvoke")
+
+
+def _by_name(items: Sequence[Mapping[str, Any]], wanted: str, what: str) -> Mapping[str, Any]:
+    """Find an item by exact name, then case-insensitively; a clear error otherwise."""
+    for exact in (True, False):
+        for item in items:
+            name = str(item.get("name", ""))
+            if name == wanted if exact else name.casefold() == wanted.casefold():
+                return item
+    available = ", ".join(sorted(str(i.get("name")) for i in items)) or "none"
+    raise ToolException(f"no {what} named {wanted!r} (available: {available})")
+
+
+class TemplatesInput(BaseModel):
+    category: str | None = Field(
+        default=None, description="Only templates of this category (router, switch, guest, firewall)."
+    )
+
+
+class ListTemplatesTool(ProjectTool):
+    name: str = "gns3_list_templates"
+    description: str = "List the templates nodes can be created from: name, type and category."
+    args_schema: type[BaseModel] = TemplatesInput
+    metadata: dict[str, Any] = {"read_only": True}
+
+    async def _arun(self, category: str | None = None, **_: Any) -> list[dict[str, Any]]:
+        async with self.client_factory() as client:
+            templates = await client.templates()
+        return [
+            {"name": t.get("name"), "type": t.get("template_type"), "category": t.get("category")}
+            for t in sorted(templates, key=lambda t: str(t.get("name")))
+            if category is None or t.get("category") == category
+        ]
+
+
+class NodeActionInput(BaseModel):
+    action: Literal["start", "stop", "suspend", "reload"] = Field(description="What to do with the nodes.")
+    nodes: list[str] = Field(
+        min_length=1, description='Node names, or ["all"] for every node of the project.'
+    )
+
+
+class NodeActionTool(ProjectTool):
+    name: str = "gns3_node_action"
+    description: str = (
+        "Start, stop, suspend or reload nodes of the open project, by name (or all of them). "
+        "Returns the outcome per node; GNS3's reason is given when a node cannot do it."
+    )
+    args_schema: type[BaseModel] = NodeActionInput
+
+    async def _arun(self, action: NodeAction, nodes: list[str], **_: Any) -> dict[str, Any]:
+        async with self.client_factory() as client:
+            if [n.casefold() for n in nodes] == [ALL_NODES]:
+                await client.node_action(self.project_id, action)
+                return {"action": action, "nodes": "all", "status": "ok"}
+            known = await client.nodes(self.project_id)
+            targets = [_by_name(known, name, "node") for name in nodes]
+
+            async def act(node: Mapping[str, Any]) -> dict[str, Any]:
+                try:
+                    await client.node_action(self.project_id, action, str(node["node_id"]))
+                except GNS3Error as exc:
+                    return {"node": node["name"], "status": "error", "error": getattr(exc, "message", str(exc))}
+                return {"node": node["name"], "status": "ok"}
+
+            results = await gather_cancelling(*(act(n) for n in targets))
+        failed = sum(r["status"] == "error" for r in results)
+        return {"action": action, "results": results, "failed": failed}
+
+
+class CreateNodeInput(BaseModel):
+    template: str = Field(description="Template name, as gns3_list_templates shows it.")
+    name: str | None = Field(default=None, description="Name for the new node (default: GNS3 picks one).")
+    x: int = Field(default=0, description="Horizontal position on the canvas.")
+    y: int = Field(default=0, description="Vertical position on the canvas.")
+
+
+class CreateNodeTool(ProjectTool):
+    name: str = "gns3_create_node"
+    description: str = "Create a node in the open project from a template, optionally naming and placing it."
+    args_schema: type[BaseModel] = CreateNodeInput
+
+    async def _arun(self, template: str, name: str | None = None, x: int = 0, y: int = 0, **_: Any) -> dict[str, Any]:
+        async with self.client_factory() as client:
+            chosen = _by_name(await client.templates(), template, "template")
+            node = await client.create_node_from_template(
+                self.project_id, str(chosen["template_id"]), x=x, y=y, name=name
+            )
+        ports = [p.get("short_name") or p.get("name") for p in node.get("ports") or []]
+        return {"name": node.get("name"), "node_type": node.get("node_type"), "status": node.get("status"), "ports": ports}
+
+
+class CreateLinkInput(BaseModel):
+    node_a: str = Field(description="First node name.")
+    port_a: str = Field(description="Port of the first node, e.g. e0 or Ethernet0.")
+    node_b: str = Field(description="Second node name.")
+    port_b: str = Field(description="Port of the second node.")
+
+
+class CreateLinkTool(ProjectTool):
+    name: str = "gns3_create_link"
+    description: str = "Link two ports of nodes in the open project, by node and port names."
+    args_schema: type[BaseModel] = CreateLinkInput
+
+    async def _arun(self, node_a: str, port_a: str, node_b: str, port_b: str, **_: Any) -> dict[str, Any]:
+        async with self.client_factory() as client:
+            link = await client.create_link(self.project_id, node_a, port_a, node_b, port_b)
+        return {"link_id": link.get("link_id"), "link": f"{node_a} {port_a} <-> {node_b} {port_b}"}

@@ -1,0 +1,76 @@
+"""The topology tool: the structured topology of a GNS3 project, for the agent.
+
+The tool gets a ``client_factory`` at construction (a callable returning a fresh,
+unopened :class:`GNS3Client` bound to the server and the requesting user's
+token), so GNS3's own access control applies and nothing is global. Every
+failure becomes an ``{"error": ...}`` result: an exception escaping a tool would
+leave the model's tool call unanswered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..gns3_client import GNS3APIError, GNS3Client, GNS3Error, fetch_topology
+
+log = logging.getLogger(__name__)
+
+__all__ = ["GNS3TopologyTool", "TopologyInput"]
+
+ClientFactory = Callable[[], GNS3Client]
+
+
+class TopologyInput(BaseModel):
+    project_id: str = Field(description="UUID of the GNS3 project whose topology to read.")
+
+
+class GNS3TopologyTool(BaseTool):
+    """Read a project's nodes (type, status, console, ports) and links by name."""
+
+    name: str = "gns3_topology"
+    description: str = (
+        "Read the current topology of a GNS3 project: every node with its type, status, "
+        "console (type, host, port) and ports with what each is linked to, and every link "
+        "as 'nodeA portA <-> nodeB portB'. Input: project_id (UUID). Use it for details that "
+        "the topology summary in the system prompt leaves out, or after changing the lab."
+    )
+    args_schema: type[BaseModel] = TopologyInput
+    client_factory: ClientFactory = Field(exclude=True)
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    async def _arun(
+        self, project_id: str, run_manager: AsyncCallbackManagerForToolRun | None = None
+    ) -> dict[str, Any]:
+        try:
+            async with self.client_factory() as client:
+                topology = await fetch_topology(client, project_id)
+        except GNS3Error as exc:
+            log.info("topology of project %s not available: %s", project_id, exc)
+            return _error_result(exc)
+        except Exception as exc:  # a bug of ours must still answer the tool call
+            log.exception("topology tool failed for project %s", project_id)
+            return {"error": f"internal error while reading the topology ({type(exc).__name__})"}
+        return topology.to_dict()
+
+    def _run(self, project_id: str, run_manager: CallbackManagerForToolRun | None = None) -> dict[str, Any]:
+        """Blocking variant for scripts; the agent uses the async one."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._arun(project_id))
+        return {"error": "gns3_topology was called synchronously inside an event loop; use ainvoke"}
+
+
+def _error_result(exc: GNS3Error) -> dict[str, Any]:
+    result: dict[str, Any] = {"error": str(exc), "error_type": type(exc).__name__}
+    if isinstance(exc, GNS3APIError) and exc.status is not None:
+        result["status"] = exc.status
+    return result

@@ -1,0 +1,205 @@
+"""Start and stop a real gns3-server on loopback, for tests and benchmarks.
+
+The server is the one installed next to this package (``sys.executable -m
+gns3server``), run with a temporary HOME, a config file of ours (admin user,
+no crash reports, data dirs and port ranges of its own) and its log in a file.
+:func:`server_command` is the single place that says how it is started, so that
+switching to the copilot's own launcher later is a one-line change.
+
+Readiness is observed, not slept on: the helper polls ``/v3/version`` with a
+bounded deadline, waiting on the process between polls so that a server that
+dies during start-up is reported at once with the tail of its log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from gns3server.agent.gns3_copilot.gns3_client.client import GNS3Client
+
+ADMIN_USERNAME = "admin"
+ADMIN_PASSWORD = "admin"
+
+# Port ranges below Linux's ephemeral range (32768+), where free_port() picks the
+# HTTP port, so a node console never lands on another server's HTTP port.
+_PORT_RANGES = {
+    "console_start_port_range": 20000,
+    "console_end_port_range": 24999,
+    "vnc_console_start_port_range": 25000,
+    "vnc_console_end_port_range": 25999,
+    "udp_start_port_range": 26000,
+    "udp_end_port_range": 31999,
+}
+
+_COMPUTE_CONNECTED = "Connected to compute 'local'"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def server_command(config_file: Path) -> list[str]:
+    """How the server under test is started: the installed gns3-server, our config."""
+    return [sys.executable, "-m", "gns3server", "--config", str(config_file)]
+
+
+def write_config(root: Path, host: str, port: int, jwt_secret_key: str) -> Path:
+    """A gns3_server.conf keeping every file of the server under ``root``."""
+    data = root / "data"
+    server: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "report_errors": False,
+        "projects_path": data / "projects",
+        "images_path": data / "images",
+        "appliances_path": data / "appliances",
+        "symbols_path": data / "symbols",
+        "configs_path": data / "configs",
+        "compute_password": secrets.token_hex(16),
+        **_PORT_RANGES,
+    }
+    controller = {
+        "default_admin_username": ADMIN_USERNAME,
+        "default_admin_password": ADMIN_PASSWORD,
+        "jwt_secret_key": jwt_secret_key,
+    }
+    lines = ["[Server]", *(f"{k} = {v}" for k, v in server.items()),
+             "", "[Controller]", *(f"{k} = {v}" for k, v in controller.items()), ""]
+    config_file = root / "config" / "gns3_server.conf"
+    config_file.parent.mkdir(parents=True, exist_ok=True)
+    config_file.write_text("\n".join(lines))
+    return config_file
+
+
+@dataclass
+class GNS3ServerProcess:
+    """A running gns3-server; use :meth:`start` (or ``with GNS3ServerProcess.start(...)``)."""
+
+    root: Path
+    host: str
+    port: int
+    jwt_secret_key: str
+    process: subprocess.Popen[bytes]
+    log_file: Path
+    username: str = ADMIN_USERNAME
+    password: str = ADMIN_PASSWORD
+    version: str = field(default="")
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @classmethod
+    def start(cls, root: Path, *, host: str = "127.0.0.1", startup_timeout: float = 90.0) -> GNS3ServerProcess:
+        """Start a server with everything under ``root``; return once it answers."""
+        root.mkdir(parents=True, exist_ok=True)
+        home = root / "home"
+        home.mkdir(exist_ok=True)
+        port = free_port(host)
+        jwt_secret_key = secrets.token_hex(32)
+        config_file = write_config(root, host, port, jwt_secret_key)
+        log_file = root / "gns3server.log"
+        env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+               "XDG_DATA_HOME": str(home / ".local" / "share")}
+        with log_file.open("wb") as log:
+            # A file, not a pipe: nobody drains a pipe, and a full one would block the server.
+            process = subprocess.Popen(
+                server_command(config_file), stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=env, cwd=root, start_new_session=True,
+            )
+        server = cls(root=root, host=host, port=port, jwt_secret_key=jwt_secret_key,
+                     process=process, log_file=log_file)
+        try:
+            server.version = server._wait_ready(startup_timeout)
+        except BaseException:
+            server.stop()
+            raise
+        return server
+
+    def _wait_ready(self, deadline_seconds: float) -> str:
+        """Wait until the API answers and the built-in 'local' compute is connected.
+
+        The compute connects a moment after the API is up, and until then GNS3
+        fails node creation from templates that name no compute (500). GNS3 shows
+        that state in no route, only in its log, so the log line is awaited.
+        """
+        deadline = time.monotonic() + deadline_seconds
+        url = f"{self.base_url}/v3/version"
+        version = ""
+        while time.monotonic() < deadline:
+            if not version:
+                try:
+                    with urllib.request.urlopen(url, timeout=2) as response:
+                        version = str(json.load(response)["version"])
+                except (urllib.error.URLError, ConnectionError, TimeoutError):
+                    pass
+            if version and _COMPUTE_CONNECTED in self.log_file.read_text(errors="replace"):
+                return version
+            try:
+                code = self.process.wait(timeout=0.2)  # the pause between polls, and a liveness check
+            except subprocess.TimeoutExpired:
+                continue
+            raise RuntimeError(f"gns3-server exited with {code} during start-up:\n{self.log_tail()}")
+        raise RuntimeError(f"gns3-server at {self.base_url} was not ready within {deadline_seconds:g} s:\n"
+                           f"{self.log_tail()}")
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """Terminate (then kill on timeout) the server and its process group; return its exit code."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=timeout)
+        try:
+            # Anything the server spawned is in its session; none of it may outlive it.
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return int(self.process.returncode)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except OSError as exc:
+            return f"(no log: {exc})"
+
+    def client(self, **kwargs: Any) -> GNS3Client:
+        """A client for this server, logged in as admin unless ``token=`` is given."""
+        if "token" not in kwargs:
+            kwargs.setdefault("username", self.username)
+            kwargs.setdefault("password", self.password)
+        return GNS3Client(self.base_url, **kwargs)
+
+    async def token(self, username: str | None = None, password: str | None = None) -> str:
+        """A fresh bearer token (admin's by default)."""
+        async with GNS3Client(self.base_url) as client:
+            return await client.login(username or self.username, password or self.password)
+
+    def __enter__(self) -> GNS3ServerProcess:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,80 @@
+"""GNS3TopologyTool against a real gns3-server: results, and errors as results."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from gns3_process import GNS3ServerProcess, free_port
+from langchain_core.messages import ToolMessage
+
+from gns3server.agent.gns3_copilot.gns3_client import GNS3Client, fetch_topology
+from gns3server.agent.gns3_copilot.tools import GNS3TopologyTool
+
+pytestmark = pytest.mark.integration
+
+
+def _tool(base_url: str, token: str) -> GNS3TopologyTool:
+    return GNS3TopologyTool(client_factory=lambda: GNS3Client(base_url, token=token, timeout=10))
+
+
+async def test_tool_returns_the_structured_topology(
+    gns3_server: GNS3ServerProcess, gns3_client: GNS3Client, small_lab: dict[str, Any]
+) -> None:
+    pid = small_lab["project_id"]
+    tool = _tool(gns3_server.base_url, await gns3_server.token())
+    result = await tool.ainvoke({"project_id": pid})
+    assert result == (await fetch_topology(gns3_client, pid)).to_dict()
+    assert json.loads(json.dumps(result)) == result
+    assert result["name"] == small_lab["name"] and len(result["nodes"]) == 4
+    assert "PC1 e0 <-> R1 e0" in {link["text"] for link in result["links"]}
+    assert result["unresolved_links"] == []
+
+    # As the agent's tools node calls it: a ToolMessage answering the call.
+    message = await tool.ainvoke(
+        {"type": "tool_call", "id": "call-1", "name": tool.name, "args": {"project_id": pid}})
+    assert isinstance(message, ToolMessage) and message.tool_call_id == "call-1"
+    assert json.loads(message.content)["project_id"] == pid  # type: ignore[arg-type]
+
+
+async def test_sync_run_is_for_scripts(gns3_server: GNS3ServerProcess, small_lab: dict[str, Any]) -> None:
+    pid = small_lab["project_id"]
+    tool = _tool(gns3_server.base_url, await gns3_server.token())
+    from_thread = await asyncio.to_thread(tool._run, project_id=pid)  # a script: no loop running
+    assert from_thread == await tool.ainvoke({"project_id": pid})
+    inside_loop = tool._run(project_id=pid)
+    assert set(inside_loop) == {"error"} and "ainvoke" in inside_loop["error"]
+
+
+@pytest.mark.parametrize(
+    ("case", "status", "error_type"),
+    [
+        ("unknown project", 404, "GNS3NotFoundError"),
+        ("invalid token", 401, "GNS3AuthenticationError"),
+    ],
+)
+async def test_tool_reports_api_errors(
+    gns3_server: GNS3ServerProcess, gns3_project: dict[str, Any], case: str, status: int, error_type: str
+) -> None:
+    token = "invalid" if case == "invalid token" else await gns3_server.token()
+    pid = "00000000-0000-4000-8000-000000000000" if case == "unknown project" else gns3_project["project_id"]
+    result = await _tool(gns3_server.base_url, token).ainvoke({"project_id": pid})
+    assert result["status"] == status and result["error_type"] == error_type
+    assert str(status) in result["error"]
+
+
+async def test_tool_reports_an_unreachable_server() -> None:
+    base_url = f"http://127.0.0.1:{free_port()}"
+    result = await _tool(base_url, "token").ainvoke({"project_id": "00000000-0000-4000-8000-000000000000"})
+    assert result["error_type"] == "GNS3ConnectionError"
+    assert base_url in result["error"]
+
+
+async def test_tool_reports_a_bug_without_raising() -> None:
+    def broken_factory() -> GNS3Client:
+        raise KeyError("settings")
+
+    result = await GNS3TopologyTool(client_factory=broken_factory).ainvoke({"project_id": "x"})
+    assert result == {"error": "internal error while reading the topology (KeyError)"}
