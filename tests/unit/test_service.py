@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 
 from gns3server.agent.gns3_copilot.service.copilot import ABORTED_TOOL_RESULT, CopilotService, User
@@ -36,13 +35,19 @@ class Gates:
 GATES: dict[str, Gates] = {}
 
 
-@tool
-async def slow_tool(key: str, config: RunnableConfig) -> str:
-    """A tool that waits until the test releases it."""
-    gates = GATES[key]
-    gates.started.set()
-    await gates.release.wait()
-    return f"done as {config['configurable']['gns3_client'].token}"
+def make_tools(client_factory, project_id: str) -> list:
+    """The run's tools: one that waits until the test releases it."""
+
+    @tool
+    async def slow_tool(key: str) -> str:
+        """A tool that waits until the test releases it."""
+        gates = GATES[key]
+        gates.started.set()
+        await gates.release.wait()
+        async with client_factory() as client:
+            return f"done as {client.token} in {project_id}"
+
+    return [slow_tool]
 
 
 class FakeClient:
@@ -77,7 +82,7 @@ def model():
 def make_service(storage, model, **kwargs) -> CopilotService:
     return CopilotService(
         storage,
-        tools=[slow_tool],
+        tools_factory=make_tools,
         bind_tools=lambda tools, config: model.bind_tools(tools),
         is_context_length_error=lambda exc: False,
         client_factory=FakeClient,
@@ -173,7 +178,7 @@ async def test_tools_act_with_the_requesting_users_token(storage, model):
     model.enqueue(AIMessage("", tool_calls=[{"name": "slow_tool", "args": {"key": "token"}, "id": "t1"}]), "fine")
     _, stream = await service.chat(BOB, "p1", "go", llm_config=LLM)
     seen = await collect(stream)
-    assert next(e for e in seen if e["type"] == "tool_end")["output"] == "done as token-bob"
+    assert next(e for e in seen if e["type"] == "tool_end")["output"] == "done as token-bob in p1"
 
 
 async def test_leaving_the_stream_cancels_the_run(storage, model):

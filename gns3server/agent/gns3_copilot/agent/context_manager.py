@@ -201,9 +201,10 @@ def create_pre_model_hook(
     counters = {} if counters is None else counters
 
     def counter_for(encoding: str) -> TokenCounter:
-        if encoding not in counters:
-            counters[encoding] = TokenCounter(encoding)
-        return counters[encoding]
+        counter = counters.get(encoding)
+        if counter is None:
+            counter = counters[encoding] = TokenCounter(encoding)
+        return counter
 
     def hook(state: Mapping[str, Any]) -> dict[str, Any]:
         budget = resolve_budget(get_llm_config_func())

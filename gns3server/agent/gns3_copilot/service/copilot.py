@@ -100,7 +100,7 @@ class CopilotService:
         self,
         storage: Storage,
         *,
-        tools: Sequence[BaseTool],
+        tools_factory: Callable[[Callable[[], GNS3Client], str], Sequence[BaseTool]],
         bind_tools: Callable[[Sequence[BaseTool], Mapping[str, Any]], Any],
         is_context_length_error: Callable[[BaseException], bool],
         client_factory: Callable[[str], GNS3Client],
@@ -109,7 +109,7 @@ class CopilotService:
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
     ) -> None:
         self._storage = storage
-        self._tools = list(tools)
+        self._tools_factory = tools_factory
         self._bind_tools = bind_tools
         self._is_context_length_error = is_context_length_error
         self._client_factory = client_factory
@@ -239,12 +239,19 @@ class CopilotService:
     def _thread(session_id: str) -> RunnableConfig:
         return {"configurable": {"thread_id": session_id}}
 
-    def _settings(self, client: GNS3Client, llm_config: Mapping[str, Any], mode: str) -> AgentSettings:
-        allowed = tools_for_mode(self._tools, mode)
+    def _settings(self, user: User, project_id: str, llm_config: Mapping[str, Any], mode: str) -> AgentSettings:
+        """One run's agent settings: tools bound to the project and the user's token."""
+
+        def client_factory() -> GNS3Client:
+            return self._client_factory(user.token)
+
+        tools = list(self._tools_factory(client_factory, project_id))
+        allowed = tools_for_mode(tools, mode)
 
         async def load_topology(project_id: str) -> Any:
             try:
-                return await self._load_topology(client, project_id)
+                async with client_factory() as client:
+                    return await self._load_topology(client, project_id)
             except GNS3Error as exc:
                 log.warning("Topology of project %s unavailable: %s", project_id, exc)
                 return None
@@ -257,7 +264,7 @@ class CopilotService:
             counters=self._counters,
         )
         return AgentSettings(
-            tools=self._tools,
+            tools=tools,
             mode=mode,
             bind_tools=lambda tools: self._bind_tools(tools, llm_config),
             pre_model_hook=hook,
@@ -277,18 +284,16 @@ class CopilotService:
         status, usage = "completed", {}
         graph = None
         try:
-            async with self._client_factory(user.token) as client:
-                config["configurable"]["gns3_client"] = client
-                graph = build_copilot_graph(self._settings(client, llm_config, mode), self._storage.checkpointer)
-                start = {"messages": [HumanMessage(message)], "llm_calls": 0, "usage": {}}
-                async for event in graph.astream(start, config, stream_mode="custom"):
-                    if event["type"] == "context":
-                        run.partial.clear()  # a new model call starts
-                    elif event["type"] == "content":
-                        run.partial.append(event["content"])
-                    await run.queue.put(event)
-                state = await graph.aget_state(config)
-                usage = dict(state.values.get("usage") or {})
+            graph = build_copilot_graph(self._settings(user, project_id, llm_config, mode), self._storage.checkpointer)
+            start = {"messages": [HumanMessage(message)], "llm_calls": 0, "usage": {}}
+            async for event in graph.astream(start, config, stream_mode="custom"):
+                if event["type"] == "context":
+                    run.partial.clear()  # a new model call starts
+                elif event["type"] == "content":
+                    run.partial.append(event["content"])
+                await run.queue.put(event)
+            state = await graph.aget_state(config)
+            usage = dict(state.values.get("usage") or {})
         except asyncio.CancelledError:
             status = "aborted"
             if graph is not None:
@@ -303,10 +308,11 @@ class CopilotService:
             run.queue.put_nowait(events.error(text, code))
         finally:
             run.finished = True
-            self._runs.pop(session_id, None)
             try:
                 await self._storage.sessions.record_run(session_id, usage)
             finally:
+                # No await between these two: whoever sees `done` may start the next run.
+                self._runs.pop(session_id, None)
                 run.queue.put_nowait(events.done(session_id, usage, status))
 
     async def _save_interrupted(self, graph: Any, config: RunnableConfig, partial: str) -> None:

@@ -35,6 +35,7 @@ _COLUMNS = (
     "session_id, user_id, project_id, title, created_at, updated_at, runs, input_tokens, output_tokens, total_tokens"
 )
 TITLE_MAX = 200
+BUSY_TIMEOUT_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -77,10 +78,12 @@ class SQLiteSessionStore:
 
     @classmethod
     async def open(cls, path: str) -> SQLiteSessionStore:
-        connection = await aiosqlite.connect(path)
+        # Autocommit: every statement is its own short transaction, so no write lock
+        # is held across an await while the checkpointer's connection writes too.
+        connection = await aiosqlite.connect(path, isolation_level=None)
         await connection.execute("PRAGMA journal_mode=WAL")
+        await connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         await connection.executescript(_SCHEMA)
-        await connection.commit()
         return cls(connection)
 
     async def close(self) -> None:
@@ -93,7 +96,6 @@ class SQLiteSessionStore:
             f"INSERT INTO copilot_sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             tuple(asdict(record).values()),
         )
-        await self._db.commit()
         return record
 
     async def get(self, session_id: str) -> SessionRecord | None:
@@ -119,12 +121,10 @@ class SQLiteSessionStore:
             "UPDATE copilot_sessions SET title = ?, updated_at = ? WHERE session_id = ?",
             (clean_title(title), time.time(), session_id),
         )
-        await self._db.commit()
         return await self.get(session_id)
 
     async def delete(self, session_id: str) -> bool:
         cursor = await self._db.execute("DELETE FROM copilot_sessions WHERE session_id = ?", (session_id,))
-        await self._db.commit()
         return cursor.rowcount > 0
 
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None:
@@ -140,4 +140,3 @@ class SQLiteSessionStore:
                 session_id,
             ),
         )
-        await self._db.commit()

@@ -1,0 +1,197 @@
+"""Benchmark of the copilot's own per-turn cost, with an instant scripted LLM.
+
+Everything real except the model: the service, the LangGraph graph, the
+pre-model hook, a tool call per turn, and the SQLite checkpointer on disk. The
+scripted model answers instantly, so the time measured is our code's.
+
+1. Per-turn overhead for conversations of 10 / 100 / 500 turns (each turn: a
+   question, a tool call, its ~1,500-token output, an answer: two LLM calls),
+   next to a baseline in the same run that counts tokens the way the design
+   document's code does, afresh on every call (a new hook per call, no cache).
+2. 20 concurrent sessions on one event loop: events per second, and the event
+   loop's longest stall (a 1 ms ticker measures how late it wakes up).
+
+Run: ``.venv/bin/python bench/agent.py`` (``--quick`` for a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter  # noqa: E402
+from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User  # noqa: E402
+from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage  # noqa: E402
+from tests.support.scripted_model import ScriptedChatModel  # noqa: E402
+
+LLM = {"context_limit": 128, "context_strategy": "balanced", "model": "bench"}
+USER = User("u-bench", "bench", "token")
+WORDS = ["interface", "GigabitEthernet0/1", "up", "down", "ospf", "neighbor", "10.0.0.1", "FULL/DR"]
+TOPOLOGY = {
+    "project_id": "p",
+    "name": "bench",
+    "nodes": [
+        {"name": f"R{i}", "node_id": f"n{i}", "node_type": "qemu", "status": "started", "console": 5000 + i,
+         "console_host": "127.0.0.1", "console_type": "telnet", "ports": []}
+        for i in range(30)
+    ],
+    "links": [],
+}
+
+
+class FreshCounters(MutableMapping[str, TokenCounter]):
+    """Baseline: forgets every counter, so each LLM call counts every message again."""
+
+    def __getitem__(self, key: str) -> TokenCounter:
+        raise KeyError(key)
+
+    def __setitem__(self, key: str, value: TokenCounter) -> None:
+        pass
+
+    def __delitem__(self, key: str) -> None:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+class NullClient:
+    async def __aenter__(self) -> NullClient:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
+
+
+def make_tools(client_factory: Any, project_id: str) -> list[Any]:
+    rng = random.Random(project_id)
+
+    @tool
+    async def show_command(node: str, command: str) -> str:
+        """Run a show command."""
+        return " ".join(rng.choice(WORDS) for _ in range(750))
+
+    show_command.metadata = {"read_only": True}
+    return [show_command]
+
+
+async def topology(client: Any, project_id: str) -> dict[str, Any]:
+    return TOPOLOGY
+
+
+def script_turn(model: ScriptedChatModel, turn: int) -> None:
+    model.enqueue(
+        AIMessage("", tool_calls=[{"name": "show_command", "args": {"node": "R1", "command": "show ip ospf"}, "id": f"c{turn}"}]),
+        AIMessage(f"Turn {turn}: OSPF adjacency on R1 is FULL; the route to 10.0.0.0/24 is present. " * 3),
+    )
+
+
+def make_service(storage: Any, model: ScriptedChatModel, baseline: bool) -> CopilotService:
+    service = CopilotService(
+        storage,
+        tools_factory=make_tools,
+        bind_tools=lambda tools, config: model.bind_tools(tools),
+        is_context_length_error=lambda exc: False,
+        client_factory=lambda token: NullClient(),
+        load_topology=topology,
+    )
+    if baseline:
+        service._counters = FreshCounters()
+    return service
+
+
+async def turn_times(turns: int, baseline: bool, data_dir: Path) -> list[float]:
+    storage = await open_sqlite_storage(data_dir)
+    model = ScriptedChatModel(chunk_chars=16)
+    service = make_service(storage, model, baseline)
+    session_id = None
+    times = []
+    try:
+        for turn in range(turns):
+            script_turn(model, turn)
+            start = time.perf_counter()
+            record, stream = await service.chat(USER, "p", f"question {turn}", llm_config=LLM, session_id=session_id)
+            async for event in stream:
+                if event["type"] == "error":
+                    raise RuntimeError(event["message"])
+            times.append((time.perf_counter() - start) * 1000)
+            session_id = record.session_id
+    finally:
+        await service.close()
+        await storage.close()
+    return times
+
+
+async def concurrent(sessions: int, turns: int, data_dir: Path) -> dict[str, float]:
+    storage = await open_sqlite_storage(data_dir)
+    stalls: list[float] = []
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            before = loop.time()
+            await asyncio.sleep(0.001)
+            stalls.append((loop.time() - before - 0.001) * 1000)
+
+    async def one(index: int) -> int:
+        model = ScriptedChatModel(chunk_chars=16)
+        service = make_service(storage, model, baseline=False)
+        session_id, count = None, 0
+        for turn in range(turns):
+            script_turn(model, turn)
+            record, stream = await service.chat(USER, "p", f"q{index}.{turn}", llm_config=LLM, session_id=session_id)
+            async for _ in stream:
+                count += 1
+            session_id = record.session_id
+        return count
+
+    tick = asyncio.create_task(ticker())
+    start = time.perf_counter()
+    counts = await asyncio.gather(*(one(i) for i in range(sessions)))
+    elapsed = time.perf_counter() - start
+    stop.set()
+    await tick
+    await storage.close()
+    return {"events": sum(counts), "seconds": elapsed, "max_stall_ms": max(stalls), "p99_stall_ms": statistics.quantiles(stalls, n=100)[98]}
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    sizes = [10, 50] if args.quick else [10, 100, 500]
+    TokenCounter()  # load the encoding outside the timings
+    print("| turns | ours: ms per turn (last 5) | baseline: ms per turn (last 5) | baseline / ours |")
+    print("|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for turns in sizes:
+            ours = statistics.median((await turn_times(turns, False, Path(tmp) / f"o{turns}"))[-5:])
+            base = statistics.median((await turn_times(turns, True, Path(tmp) / f"b{turns}"))[-5:])
+            print(f"| {turns} | {ours:.1f} | {base:.1f} | {base / ours:.1f}x |")
+        result = await concurrent(20, 3 if args.quick else 10, Path(tmp) / "c")
+    print()
+    print("| concurrent sessions | events | seconds | events/s | longest loop stall ms | p99 stall ms |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    print(f"| 20 | {result['events']} | {result['seconds']:.2f} | {result['events'] / result['seconds']:.0f} "
+          f"| {result['max_stall_ms']:.1f} | {result['p99_stall_ms']:.1f} |")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
