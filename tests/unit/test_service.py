@@ -284,3 +284,17 @@ async def test_quiet_runs_send_heartbeats(storage, model):
         if event["type"] == "heartbeat":
             gate.set()
     assert "heartbeat" in seen and seen[-1] == "done"
+
+
+async def test_preview_context_reports_without_calling_the_model(storage, model):
+    service = make_service(storage, model)
+    model.enqueue("an answer")
+    record, stream = await service.chat(ALICE, "p1", "hello", llm_config=LLM)
+    await collect(stream)
+    calls = len(model.calls)
+    report = await service.preview_context(ALICE, record.session_id, llm_config=LLM)
+    assert len(model.calls) == calls
+    assert report["messages_in"] == 2 and report["context_limit"] == 16
+    assert report["topology_tokens"] > 0 and report["total_tokens"] < report["budget"]
+    with pytest.raises(SessionNotFoundError):
+        await service.preview_context(BOB, record.session_id, llm_config=LLM)

@@ -151,12 +151,25 @@ class CopilotService:
         await self._storage.checkpointer.adelete_thread(session_id)
         await self._storage.sessions.delete(session_id)
 
+    async def _values(self, session_id: str) -> dict[str, Any]:
+        """The session's latest stored graph state (empty before its first run)."""
+        snapshot = await self._storage.checkpointer.aget_tuple(self._thread(session_id))
+        return dict(snapshot.checkpoint["channel_values"]) if snapshot is not None else {}
+
     async def messages(self, user: User, session_id: str) -> list[BaseMessage]:
         await self.session(user, session_id)
-        snapshot = await self._storage.checkpointer.aget_tuple(self._thread(session_id))
-        if snapshot is None:
-            return []
-        return list(snapshot.checkpoint["channel_values"].get("messages", []))
+        return list((await self._values(session_id)).get("messages", []))
+
+    async def preview_context(
+        self, user: User, session_id: str, *, llm_config: Mapping[str, Any], mode: str = "lab_automation"
+    ) -> dict[str, Any]:
+        """The budget report the next model call would start from, without calling the model."""
+        record = await self.session(user, session_id)
+        settings = self._settings(user, record.project_id, llm_config, mode)
+        values = await self._values(session_id)
+        topology = await settings.load_topology(record.project_id)
+        state = {"messages": values.get("messages", []), "topology_info": topology, "token_scale": values.get("token_scale")}
+        return dict(settings.pre_model_hook(state)["context_report"])
 
     async def history(self, user: User, session_id: str) -> list[dict[str, Any]]:
         return [message_to_dict(m) for m in await self.messages(user, session_id)]
