@@ -1,0 +1,561 @@
+"""Model factory: config validation, redaction, and the real ChatOpenAI against the OpenAI stub."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from typing import Any, cast
+
+import openai
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain.chat_models import base as chat_models_base
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
+
+from gns3server.agent.gns3_copilot.agent import model_factory
+from gns3server.agent.gns3_copilot.agent.context.tokenizer import ENCODING_SPECS
+from gns3server.agent.gns3_copilot.agent.context_manager import CONTEXT_STRATEGY_RATIOS, resolve_budget
+from gns3server.agent.gns3_copilot.agent.model_factory import (
+    LLMConfigError,
+    create_base_model_with_tools,
+    create_chat_model,
+    is_context_length_error,
+    llm_config_schema,
+    redact_config,
+    validate_llm_config,
+)
+from tests.support.openai_stub import (
+    OpenAIStub,
+    context_length_exceeded,
+    hang,
+    rate_limited,
+    reply,
+    server_error,
+    tool_call,
+)
+
+SECRET = "sk-proj-SECRETSECRET1234abcd"
+BASE = {"model": "gpt-4o-mini", "context_limit": 128, "api_key": SECRET}
+
+
+@tool
+def get_topology(project_id: str) -> str:
+    """Return the project's topology."""
+    return project_id
+
+
+@tool
+def start_node(name: str, wait: bool = False) -> str:
+    """Start a node by name."""
+    return name
+
+
+# ------------------------------------------------------------------ validation
+
+
+BAD_VALUES = [
+    ("name", ""),
+    ("name", 7),
+    ("provider", "azure"),
+    ("provider", None),
+    ("model", ""),
+    ("model", "   "),
+    ("model", 42),
+    ("base_url", "localhost:11434"),
+    ("base_url", "ftp://example.com/v1"),
+    ("base_url", "http://"),
+    ("base_url", "http://host with space/v1"),
+    ("api_key", ""),
+    ("api_key", 12345),
+    ("temperature", -0.1),
+    ("temperature", 2.5),
+    ("temperature", "0.5"),
+    ("max_tokens", 0),
+    ("max_tokens", 1.5),
+    ("max_tokens", True),
+    ("context_limit", 0),
+    ("context_limit", -8),
+    ("context_limit", 8.0),
+    ("context_limit", "128"),
+    ("context_limit", True),
+    ("context_limit", None),
+    ("context_strategy", "greedy"),
+    ("tokenizer", "p50k_base"),
+    ("timeout", 0),
+    ("timeout", -1),
+    ("timeout", "30"),
+    ("timeout", 7200),
+    ("max_retries", -1),
+    ("max_retries", 1.0),
+    ("max_retries", 11),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_VALUES)
+def test_bad_value_names_field_and_rule(field: str, value: Any) -> None:
+    with pytest.raises(LLMConfigError) as info:
+        validate_llm_config({**BASE, field: value})
+    error = info.value
+    assert isinstance(error, ValueError)
+    assert error.field == field
+    assert error.rule  # the failing JSON Schema keyword
+    assert str(error).startswith(f"{field}: must ")
+    assert SECRET not in str(error) and SECRET not in repr(error.errors)
+
+
+def test_context_limit_message_matches_the_documented_rule() -> None:
+    with pytest.raises(LLMConfigError, match=r"^context_limit: must be an integer greater than 0$") as info:
+        validate_llm_config({**BASE, "context_limit": 0})
+    assert info.value.rule == "minimum"
+
+
+@pytest.mark.parametrize("missing", ["model", "context_limit"])
+def test_missing_required_field(missing: str) -> None:
+    config = {k: v for k, v in BASE.items() if k != missing}
+    with pytest.raises(LLMConfigError, match=rf"^{missing}: is required$") as info:
+        validate_llm_config(config)
+    assert (info.value.field, info.value.rule) == (missing, "required")
+
+
+def test_every_problem_is_listed_once_per_field() -> None:
+    with pytest.raises(LLMConfigError) as info:
+        validate_llm_config({"model": "", "temperature": 9, "apikey": SECRET})
+    fields = [field for field, _, _ in info.value.errors]
+    assert fields == ["model", "temperature", "context_limit", "apikey"]
+    assert SECRET not in str(info.value.errors)
+
+
+def test_unknown_key_is_rejected_without_echoing_its_value() -> None:
+    with pytest.raises(LLMConfigError) as info:
+        validate_llm_config({**BASE, "openai_api_key": SECRET})
+    assert info.value.field == "openai_api_key"
+    assert info.value.rule == "additionalProperties"
+    assert "unknown field" in str(info.value) and "api_key" in str(info.value)
+    assert SECRET not in str(info.value)
+
+
+@pytest.mark.parametrize("config", [None, [], "gpt-4o", 128])
+def test_config_must_be_an_object(config: Any) -> None:
+    with pytest.raises(LLMConfigError, match="must be a JSON object") as info:
+        validate_llm_config(config)
+    assert info.value.field is None
+
+
+def test_defaults_fill_a_normalised_copy() -> None:
+    config = {"model": "qwen2.5:14b", "context_limit": 32}
+    normalised = validate_llm_config(config)
+    assert normalised == {
+        "provider": "openai",
+        "model": "qwen2.5:14b",
+        "context_limit": 32,
+        "context_strategy": "balanced",
+        "timeout": 120,
+        "max_retries": 2,
+    }
+    assert config == {"model": "qwen2.5:14b", "context_limit": 32}  # not mutated
+    assert validate_llm_config(types.MappingProxyType(config)) == normalised  # any mapping
+
+
+def test_full_config_is_kept() -> None:
+    config = {
+        "name": "Lab Ollama",
+        "provider": "openai",
+        "model": "llama3.1:8b",
+        "base_url": "http://192.168.1.10:11434/v1",
+        "api_key": "ollama",
+        "temperature": 0,
+        "max_tokens": 2048,
+        "context_limit": 8,
+        "context_strategy": "conservative",
+        "tokenizer": "o200k_base",
+        "timeout": 30.5,
+        "max_retries": 0,
+    }
+    assert validate_llm_config(config) == config
+
+
+def test_schema_agrees_with_the_context_manager() -> None:
+    properties = llm_config_schema()["properties"]
+    assert set(properties["context_strategy"]["enum"]) == set(CONTEXT_STRATEGY_RATIOS)
+    assert set(properties["tokenizer"]["enum"]) == set(ENCODING_SPECS)
+    assert set(properties["provider"]["enum"]) == {"openai", "anthropic", "google_genai", "ollama"}
+
+
+@given(
+    limit=st.one_of(st.integers(-5, 10**7), st.floats(allow_nan=False), st.booleans(), st.text(max_size=3), st.none()),
+    strategy=st.one_of(st.sampled_from([*CONTEXT_STRATEGY_RATIOS, "greedy", ""]), st.none()),
+)
+def test_schema_accepts_exactly_what_resolve_budget_accepts(limit: Any, strategy: Any) -> None:
+    config: dict[str, Any] = {"model": "m", "context_limit": limit}
+    if strategy is not None:
+        config["context_strategy"] = strategy
+    try:
+        resolve_budget(config)
+        budget_ok = True
+    except ValueError:
+        budget_ok = False
+    # resolve_budget treats an empty strategy as the default; the schema is stricter there.
+    if strategy == "":
+        budget_ok = False
+    try:
+        validate_llm_config(config)
+        schema_ok = True
+    except LLMConfigError:
+        schema_ok = False
+    assert schema_ok == budget_ok
+
+
+def test_importing_does_no_work() -> None:
+    code = (
+        "import sys\n"
+        "from gns3server.agent.gns3_copilot.agent import model_factory as m\n"
+        "assert m._schema_text.cache_info().currsize == 0, 'schema read at import'\n"
+        "assert 'langchain_openai' not in sys.modules, 'provider imported at import'\n"
+        "assert 'langchain.chat_models' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ------------------------------------------------------------------- redaction
+
+
+def test_redact_config_masks_key_and_url_credentials() -> None:
+    config = {**BASE, "base_url": "https://user:pw@proxy.example/v1"}
+    safe = redact_config(config)
+    assert safe["api_key"] == "sk-…abcd"
+    assert safe["base_url"] == "https://***@proxy.example/v1"
+    assert config["api_key"] == SECRET  # a copy
+    assert redact_config({"api_key": "short"})["api_key"] == "…"
+    assert "api_key" not in redact_config({"model": "m"})
+
+
+def test_model_repr_and_logs_never_show_the_key(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG", logger=model_factory.__name__)
+    model = create_chat_model({**BASE, "base_url": "http://127.0.0.1:9/v1"})
+    assert SECRET not in repr(model)
+    assert "Creating chat model" in caplog.text
+    assert SECRET not in caplog.text
+
+
+# -------------------------------------------------------------- model creation
+
+
+def test_openai_model_gets_every_setting() -> None:
+    model = create_chat_model(
+        {
+            **BASE,
+            "base_url": "http://127.0.0.1:9/v1",
+            "temperature": 0.2,
+            "max_tokens": 512,
+            "timeout": 7,
+            "max_retries": 4,
+        }
+    )
+    assert isinstance(model, ChatOpenAI)
+    assert model.model_name == "gpt-4o-mini"
+    assert model.openai_api_base == "http://127.0.0.1:9/v1"
+    assert isinstance(model.openai_api_key, SecretStr) and model.openai_api_key.get_secret_value() == SECRET
+    assert (model.temperature, model.max_tokens, model.request_timeout, model.max_retries) == (0.2, 512, 7, 4)
+    assert model.streaming is True and model.stream_usage is True
+
+
+def test_openai_without_key_or_base_url_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMConfigError) as info:
+        create_chat_model({"model": "gpt-4o-mini", "context_limit": 128})
+    assert (info.value.field, info.value.rule) == ("api_key", "required")
+
+
+def test_create_base_model_with_tools_binds_them() -> None:
+    bound = create_base_model_with_tools([get_topology, start_node], BASE)
+    names = [t["function"]["name"] for t in bound.kwargs["tools"]]  # type: ignore[attr-defined]
+    assert names == ["get_topology", "start_node"]
+    assert isinstance(create_base_model_with_tools([], BASE), ChatOpenAI)
+
+
+def test_invalid_config_is_rejected_before_any_model_is_built() -> None:
+    with pytest.raises(LLMConfigError, match=r"^temperature: "):
+        create_base_model_with_tools([get_topology], {**BASE, "temperature": 3})
+
+
+@pytest.mark.parametrize(
+    ("provider", "module", "extra"),
+    [
+        ("anthropic", "langchain_anthropic", "anthropic"),
+        ("google_genai", "langchain_google_genai", "google"),
+        ("ollama", "langchain_ollama", "ollama"),
+    ],
+)
+def test_missing_extra_names_the_pip_command(
+    monkeypatch: pytest.MonkeyPatch, provider: str, module: str, extra: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # makes the import fail even if installed
+    with pytest.raises(LLMConfigError) as info:
+        create_chat_model({**BASE, "provider": provider, "model": "some-model"})
+    assert (info.value.field, info.value.rule) == ("provider", "extra_missing")
+    assert f"pip install 'gns3server-copilot[{extra}]'" in str(info.value)
+    assert isinstance(info.value.__cause__, ImportError)
+
+
+def test_missing_openai_package_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "langchain_openai", None)
+    with pytest.raises(LLMConfigError, match="pip install langchain-openai"):
+        create_chat_model(BASE)
+
+
+class _FakeChatModel:
+    """Stands in for a provider class so the keyword mapping can be checked without the extra."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+
+
+@pytest.fixture
+def fake_provider(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Install fake provider modules; LangChain caches provider classes, so clear that cache around the test."""
+    cache_clear = chat_models_base._get_chat_model_creator.cache_clear
+
+    def install(module: str, class_name: str) -> None:
+        fake = types.ModuleType(module)
+        setattr(fake, class_name, _FakeChatModel)
+        monkeypatch.setitem(sys.modules, module, fake)
+
+    cache_clear()
+    yield install
+    cache_clear()
+
+
+def test_native_ollama_mapping(fake_provider: Any) -> None:
+    fake_provider("langchain_ollama", "ChatOllama")
+    model = create_chat_model(
+        {
+            **BASE,
+            "provider": "ollama",
+            "model": "qwen2.5:14b",
+            "base_url": "http://10.0.0.5:11434",
+            "max_tokens": 256,
+            "temperature": 0.1,
+            "timeout": 30,
+        }
+    )
+    assert cast(_FakeChatModel, model).kwargs == {
+        "model": "qwen2.5:14b",
+        "base_url": "http://10.0.0.5:11434",
+        "num_predict": 256,
+        "temperature": 0.1,
+        "client_kwargs": {"timeout": 30, "headers": {"Authorization": f"Bearer {SECRET}"}},
+    }
+
+
+def test_anthropic_mapping(fake_provider: Any) -> None:
+    fake_provider("langchain_anthropic", "ChatAnthropic")
+    model = create_chat_model({**BASE, "provider": "anthropic", "model": "claude-sonnet-4-5", "max_tokens": 4096})
+    assert cast(_FakeChatModel, model).kwargs == {
+        "model": "claude-sonnet-4-5",
+        "api_key": SECRET,
+        "max_tokens": 4096,
+        "timeout": 120,
+        "max_retries": 2,
+        "streaming": True,
+    }
+
+
+def test_provider_constructor_failure_is_a_config_error_without_its_text(
+    fake_provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def explode(**kwargs: Any) -> None:
+        raise ValueError(f"bad key {kwargs['api_key']}")
+
+    fake = types.ModuleType("langchain_google_genai")
+    fake.ChatGoogleGenerativeAI = explode  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "langchain_google_genai", fake)
+    with pytest.raises(LLMConfigError) as info:
+        create_chat_model({**BASE, "provider": "google_genai", "model": "gemini-2.5-flash"})
+    assert (info.value.field, info.value.rule) == ("provider", "unusable")
+    assert SECRET not in str(info.value)
+
+
+# ------------------------------------------------------ context-length errors
+
+
+class _CodedError(Exception):
+    def __init__(self, message: str, code: str | None = None, body: Any = None, status_code: int | None = None):
+        super().__init__(message)
+        self.code, self.body, self.status_code = code, body, status_code
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        _CodedError("Bad request", code="context_length_exceeded"),
+        _CodedError("Bad request", body={"error": {"code": "context_length_exceeded"}}),
+        ValueError("This model's maximum context length is 8192 tokens. However, you requested 9000 tokens"),
+        ValueError("prompt is too long: 210000 tokens > 200000 maximum"),
+        ValueError("The input token count (1100000) exceeds the maximum number of tokens allowed (1048576)."),
+        ValueError("the request exceeds the available context size, try increasing it"),
+    ],
+)
+def test_context_length_errors_are_recognised(exc: BaseException) -> None:
+    assert is_context_length_error(exc)
+
+
+def test_context_length_error_found_through_the_cause_chain() -> None:
+    try:
+        try:
+            raise ValueError("maximum context length is 4096 tokens")
+        except ValueError as inner:
+            raise RuntimeError("LLM call failed") from inner
+    except RuntimeError as outer:
+        assert is_context_length_error(outer)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        _CodedError("Rate limit reached for gpt-4o: tokens per min, maximum context length", status_code=429),
+        _CodedError("Invalid 'messages[1].tool_call_id'", code="invalid_value"),
+        TimeoutError("Request timed out."),
+        ValueError("context_limit: must be an integer greater than 0"),
+    ],
+)
+def test_other_errors_are_not_context_length_errors(exc: BaseException) -> None:
+    assert not is_context_length_error(exc)
+
+
+# ----------------------------------------- the real ChatOpenAI against the stub
+
+
+@pytest.fixture
+async def stub() -> Any:
+    async with OpenAIStub(api_key=SECRET) as running:
+        yield running
+
+
+def _config(stub: OpenAIStub, **overrides: Any) -> dict[str, Any]:
+    return {**BASE, "base_url": stub.base_url, "timeout": 10, "max_retries": 0, **overrides}
+
+
+async def test_streamed_text_arrives_in_several_chunks(stub: OpenAIStub) -> None:
+    stub.enqueue(reply("R1 and R2 are both started.", chunk_chars=5))
+    model = create_chat_model(_config(stub))
+    chunks = [chunk async for chunk in model.astream([HumanMessage("status?")])]
+    texts = [str(c.content) for c in chunks if c.content]
+    assert len(texts) >= 5
+    assert "".join(texts) == "R1 and R2 are both started."
+    body = stub.requests[0]
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == [{"role": "user", "content": "status?"}]
+
+
+async def test_parallel_tool_calls_are_parsed(stub: OpenAIStub) -> None:
+    stub.enqueue(
+        reply(
+            "Checking.",
+            tool_calls=[
+                tool_call("get_topology", {"project_id": "p-1"}, id="call_a"),
+                tool_call("start_node", {"name": "R1", "wait": True}, id="call_b"),
+                tool_call("start_node", {"name": "R2"}, id="call_c"),
+            ],
+            chunk_chars=3,  # arguments arrive in many pieces
+        )
+    )
+    model = create_base_model_with_tools([get_topology, start_node], _config(stub))
+    result = await model.ainvoke([HumanMessage("start R1 and R2")])
+    assert isinstance(result, AIMessage)
+    assert result.content == "Checking."
+    assert [(c["id"], c["name"], c["args"]) for c in result.tool_calls] == [
+        ("call_a", "get_topology", {"project_id": "p-1"}),
+        ("call_b", "start_node", {"name": "R1", "wait": True}),
+        ("call_c", "start_node", {"name": "R2"}),
+    ]
+    sent = [t["function"]["name"] for t in stub.requests[0]["tools"]]
+    assert sent == ["get_topology", "start_node"]
+
+
+async def test_streamed_tool_call_chunks_keep_parallel_calls_distinct(stub: OpenAIStub) -> None:
+    stub.enqueue(reply(tool_calls=[tool_call("start_node", {"name": "R1"}), tool_call("start_node", {"name": "R2"})]))
+    model = create_base_model_with_tools([start_node], _config(stub))
+    merged: Any = None
+    async for chunk in model.astream("go"):
+        merged = chunk if merged is None else merged + chunk
+    assert isinstance(merged, AIMessageChunk)
+    assert [c["args"] for c in merged.tool_calls] == [{"name": "R1"}, {"name": "R2"}]
+    assert len({c["id"] for c in merged.tool_calls}) == 2
+
+
+async def test_usage_is_reported_on_the_result(stub: OpenAIStub) -> None:
+    stub.enqueue(reply("ok", usage=(1234, 56)))
+    result = await create_chat_model(_config(stub)).ainvoke("hi")
+    assert result.usage_metadata is not None
+    assert (result.usage_metadata["input_tokens"], result.usage_metadata["output_tokens"]) == (1234, 56)
+
+
+async def test_rate_limit_is_retried(stub: OpenAIStub) -> None:
+    stub.enqueue(rate_limited(), "after the limit")
+    result = await create_chat_model(_config(stub, max_retries=1)).ainvoke("hi")
+    assert result.content == "after the limit"
+    assert len(stub.requests) == 2
+
+
+async def test_rate_limit_surfaces_without_retries(stub: OpenAIStub) -> None:
+    stub.enqueue(rate_limited(), "never sent")
+    with pytest.raises(openai.RateLimitError) as info:
+        await create_chat_model(_config(stub, max_retries=0)).ainvoke("hi")
+    assert not is_context_length_error(info.value)
+    assert len(stub.requests) == 1 and stub.pending == 1
+
+
+async def test_server_error_is_retried_then_surfaces(stub: OpenAIStub) -> None:
+    stub.enqueue(server_error(), "recovered")
+    assert (await create_chat_model(_config(stub, max_retries=1)).ainvoke("hi")).content == "recovered"
+    stub.enqueue(server_error(), server_error())
+    with pytest.raises(openai.InternalServerError):
+        await create_chat_model(_config(stub, max_retries=1)).ainvoke("hi")
+    assert len(stub.requests) == 4
+
+
+async def test_timeout_when_the_server_hangs(stub: OpenAIStub) -> None:
+    stub.enqueue(hang())
+    with pytest.raises(openai.APITimeoutError):
+        await create_chat_model(_config(stub, timeout=0.2)).ainvoke("hi")
+
+
+async def test_timeout_in_the_middle_of_a_stream(stub: OpenAIStub) -> None:
+    stub.enqueue(reply("partial answer that never ends", hold_after=2))
+    received: list[str] = []
+    with pytest.raises(openai.APITimeoutError):
+        async for chunk in create_chat_model(_config(stub, timeout=0.3)).astream("hi"):
+            received.append(str(chunk.content))
+    assert "".join(received) == "partial "  # the two 4-character chunks sent before the hold
+
+
+async def test_context_length_rejection_is_recognised(stub: OpenAIStub) -> None:
+    stub.enqueue(context_length_exceeded(limit=8192, requested=9100))
+    with pytest.raises(openai.BadRequestError) as info:
+        await create_chat_model(_config(stub, max_retries=2)).ainvoke("a very long history")
+    assert is_context_length_error(info.value)
+    assert len(stub.requests) == 1  # a 400 is not retried
+
+
+async def test_api_key_is_sent_as_bearer_token(stub: OpenAIStub) -> None:
+    stub.enqueue("hello")
+    await create_chat_model(_config(stub)).ainvoke("hi")
+    assert stub.received[-1].headers["Authorization"] == f"Bearer {SECRET}"
+    stub.enqueue("not reached")
+    with pytest.raises(openai.AuthenticationError) as info:
+        await create_chat_model(_config(stub, api_key="sk-wrong-key-0000")).ainvoke("hi")
+    assert SECRET not in str(info.value)
+
+
+async def test_base_url_without_key_never_sends_the_environment_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-operator-key-9999")
+    async with OpenAIStub() as keyless:
+        keyless.enqueue("local model here")
+        config = {"model": "llama3.1:8b", "base_url": keyless.base_url, "context_limit": 8, "max_retries": 0}
+        assert (await create_chat_model(config).ainvoke("hi")).content == "local model here"
+        assert keyless.received[-1].headers["Authorization"] == f"Bearer {model_factory.NO_API_KEY_PLACEHOLDER}"
