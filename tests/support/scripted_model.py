@@ -134,6 +134,13 @@ class ScriptedChatModel(BaseChatModel):
             )
         return self._queue.popleft()
 
+    def _next_sync(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ScriptedResponse:
+        item = self._next(messages, kwargs)
+        if item.gate is not None:
+            raise TypeError("a gated ScriptedResponse needs an async call (ainvoke/astream)")
+        item.started.set()
+        return item
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -141,10 +148,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        item = self._next(messages, kwargs)
-        if item.gate is not None:
-            raise TypeError("a gated ScriptedResponse needs an async call (ainvoke/astream)")
-        item.started.set()
+        item = self._next_sync(messages, kwargs)
         return self._result(item.response)
 
     async def _agenerate(
@@ -167,10 +171,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        item = self._next(messages, kwargs)
-        if item.gate is not None:
-            raise TypeError("a gated ScriptedResponse needs an async call (ainvoke/astream)")
-        item.started.set()
+        item = self._next_sync(messages, kwargs)
         for chunk in self._chunks(item.response):
             if run_manager and isinstance(chunk.message.content, str) and chunk.message.content:
                 run_manager.on_llm_new_token(chunk.message.content, chunk=chunk)
