@@ -181,6 +181,7 @@ async def main() -> None:
     print("| turns | ours: ms per turn (last 5) | baseline: ms per turn (last 5) | baseline / ours |")
     print("|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
+        await turn_times(3, False, Path(tmp) / "warm-up")  # imports, graph compilation caches
         for turns in sizes:
             ours = statistics.median((await turn_times(turns, False, Path(tmp) / f"o{turns}"))[-5:])
             base = statistics.median((await turn_times(turns, True, Path(tmp) / f"b{turns}"))[-5:])

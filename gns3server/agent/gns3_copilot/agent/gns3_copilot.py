@@ -147,8 +147,9 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         scale = clamp_token_scale(state.get("token_scale"))
         for attempt in (1, 2):
             logger.info("Calling pre_hook to prepare %d messages", len(messages))
-            prepared_state = settings.pre_model_hook(
-                {"messages": messages, "topology_info": topology, "token_scale": scale}
+            # CPU-bound (tokenising, and loading an encoding the first time): off the loop.
+            prepared_state = await asyncio.to_thread(
+                settings.pre_model_hook, {"messages": messages, "topology_info": topology, "token_scale": scale}
             )
             prepared, report = prepared_state["messages"], prepared_state["context_report"]
             logger.info("Messages prepared: %d → %d", len(messages), len(prepared))

@@ -169,7 +169,7 @@ class CopilotService:
         values = await self._values(session_id)
         topology = await settings.load_topology(record.project_id)
         state = {"messages": values.get("messages", []), "topology_info": topology, "token_scale": values.get("token_scale")}
-        return dict(settings.pre_model_hook(state)["context_report"])
+        return dict((await asyncio.to_thread(settings.pre_model_hook, state))["context_report"])
 
     async def history(self, user: User, session_id: str) -> list[dict[str, Any]]:
         return [message_to_dict(m) for m in await self.messages(user, session_id)]
@@ -297,7 +297,10 @@ class CopilotService:
         status, usage = "completed", {}
         graph = None
         try:
-            graph = build_copilot_graph(self._settings(user, project_id, llm_config, mode), self._storage.checkpointer)
+            # Compiling the graph and creating the provider client (which imports the
+            # provider SDK the first time) are CPU work: keep them off the event loop.
+            settings = self._settings(user, project_id, llm_config, mode)
+            graph = await asyncio.to_thread(build_copilot_graph, settings, self._storage.checkpointer)
             start = {"messages": [HumanMessage(message)], "llm_calls": 0, "usage": {}}
             async for event in graph.astream(start, config, stream_mode="custom"):
                 if event["type"] == "context":

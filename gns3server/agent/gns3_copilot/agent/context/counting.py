@@ -17,13 +17,15 @@ an image block costs :data:`IMAGE_TOKENS` (OpenAI's price of a high-detail
 
 Per-message counts are memoised by content (an LRU keyed by what the provider
 would receive), so re-counting a long history costs dictionary look-ups: message
-objects rebuilt from a checkpoint hit the cache just like the originals.
+objects rebuilt from a checkpoint hit the cache just like the originals. The
+cache is thread-safe: the agent prepares requests in worker threads.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
@@ -107,6 +109,8 @@ class TokenCounter:
         self.encoding = get_encoding(encoding) if isinstance(encoding, str) else encoding
         self._cache: OrderedDict[Hashable, int] = OrderedDict()
         self._cache_size = cache_size
+        # Hooks of concurrent runs share counters and run in worker threads.
+        self._lock = threading.Lock()
 
     @property
     def encoding_name(self) -> str:
@@ -145,14 +149,16 @@ class TokenCounter:
     def message(self, message: BaseMessage) -> int:
         """Tokens one message costs in a request (framing included), memoised by content."""
         key = message_key(message)
-        cached = self._cache.get(key)
-        if cached is not None:
-            self._cache.move_to_end(key)
-            return cached
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
         count = self._count_uncached(message)
-        self._cache[key] = count
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[key] = count
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
         return count
 
     def messages(self, messages: Iterable[BaseMessage]) -> int:
