@@ -297,25 +297,23 @@ class GNS3Client:
     async def login(self, username: str | None = None, password: str | None = None) -> str:
         """Authenticate with a username and password; keep and return the token.
 
-        Given credentials are remembered so that the client can log in again when
-        the token expires.
+        Credentials that worked are remembered so that the client can log in
+        again when the token expires; refused ones are not.
         """
-        if username is not None:
-            self._username = username
-        if password is not None:
-            self._password = password
-        if not self._has_credentials():
+        username = self._username if username is None else username
+        password = self._password if password is None else password
+        if username is None or password is None:
             raise GNS3AuthenticationError("login needs a username and a password")
         body = await self.request(
             "POST",
             "/access/users/authenticate",
-            json={"username": self._username, "password": self._password},
+            json={"username": username, "password": password},
             authenticated=False,
         )
         token = body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(token, str) or not token:
             raise GNS3ServerError("GNS3 login answer has no access_token")
-        self._token = token
+        self._username, self._password, self._token = username, password, token
         return token
 
     # -- server, projects, templates -----------------------------------------

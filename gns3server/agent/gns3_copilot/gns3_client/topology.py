@@ -231,7 +231,10 @@ def _build_link(link: Mapping[str, Any], nodes_by_id: Mapping[Any, Mapping[str, 
     )
 
 
-def _build_node(node: Mapping[str, Any], peers: Mapping[tuple[str, int | None, int | None], tuple[str, Endpoint]]) -> Node:
+_Peers = Mapping[tuple[str, int | None, int | None], tuple[str, Endpoint]]
+
+
+def _build_node(node: Mapping[str, Any], peers: _Peers) -> Node:
     node_id = str(node.get("node_id", ""))
     ports = []
     for port in node.get("ports") or []:

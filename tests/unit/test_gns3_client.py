@@ -1,0 +1,252 @@
+"""GNS3Client policy (errors, re-login, injection) against a scripted loopback HTTP stub.
+
+The real server is exercised in tests/integration; here a tiny aiohttp app plays
+answers GNS3 gives rarely or never on demand (5xx, HTML bodies, revoked tokens).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import socket
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from gns3server.agent.gns3_copilot.gns3_client import (
+    GNS3APIError,
+    GNS3AuthenticationError,
+    GNS3Client,
+    GNS3ConflictError,
+    GNS3ConnectionError,
+    GNS3Error,
+    GNS3NotFoundError,
+    GNS3PermissionError,
+    GNS3ServerError,
+    Topology,
+)
+from gns3server.agent.gns3_copilot.tools import GNS3TopologyTool
+
+PID = "5a1c3f0e-8d2b-4c6a-9e7f-0123456789ab"
+
+
+def _jwt(exp: float) -> str:
+    def part(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+    return f"{part({'alg': 'HS256'})}.{part({'sub': 'admin', 'exp': exp})}.c2ln"
+
+
+@dataclass
+class Stub:
+    """Answers ``answers[(method, path)]`` = (status, body, content_type); records calls."""
+
+    base_url: str = ""
+    answers: dict[tuple[str, str], tuple[int, str, str]] = field(default_factory=dict)
+    calls: list[tuple[str, str, str | None]] = field(default_factory=list)
+    valid_tokens: set[str] = field(default_factory=set)
+    logins: int = 0
+
+    def answer(self, method: str, path: str, status: int, body: Any, content_type: str = "application/json") -> None:
+        text = body if isinstance(body, str) else json.dumps(body)
+        self.answers[(method, path)] = (status, text, content_type)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        auth = request.headers.get("Authorization")
+        self.calls.append((request.method, request.path, auth))
+        if request.path == "/v3/access/users/authenticate":
+            self.logins += 1
+            body = await request.json()
+            if body != {"username": "admin", "password": "admin"}:
+                return web.json_response({"message": "Authentication was unsuccessful."}, status=401)
+            token = _jwt(time.time() + 3600) + str(self.logins)
+            self.valid_tokens.add(token)
+            return web.json_response({"access_token": token, "token_type": "bearer"})
+        if self.valid_tokens and (auth is None or auth[7:] not in self.valid_tokens):
+            return web.json_response({"message": "Could not validate credentials"}, status=401)
+        status, text, content_type = self.answers.get(
+            (request.method, request.path), (404, json.dumps({"message": "no such route"}), "application/json"))
+        return web.Response(status=status, text=text, content_type=content_type)
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[Stub]:
+    stub = Stub()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", stub.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    stub.base_url = f"http://127.0.0.1:{port}"
+    try:
+        yield stub
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(401, GNS3AuthenticationError), (403, GNS3PermissionError), (404, GNS3NotFoundError),
+     (409, GNS3ConflictError), (422, GNS3APIError), (500, GNS3ServerError), (503, GNS3ServerError)],
+)
+async def test_status_maps_to_one_error_class(stub: Stub, status: int, error: type[GNS3APIError]) -> None:
+    stub.answer("GET", f"/v3/projects/{PID}", status, {"message": f"GNS3 says {status}"})
+    async with GNS3Client(stub.base_url, token="t") as client:
+        with pytest.raises(error) as caught:
+            await client.project(PID)
+    assert type(caught.value) is error and isinstance(caught.value, GNS3Error)
+    assert caught.value.status == status and caught.value.message == f"GNS3 says {status}"
+    assert str(caught.value) == f"GNS3 answered {status} to GET {stub.base_url}/v3/projects/{PID}: GNS3 says {status}"
+
+
+async def test_validation_message_loses_the_server_traceback(stub: Stub) -> None:
+    message = ("1 validation error:\n  {'type': 'missing', 'loc': ('body',)}\n\n"
+               '  File "/srv/gns3server/api/routes/controller/nodes.py", line 268, in start_node\n'
+               "    POST /v3/projects/{project_id}/nodes/{node_id}/start")
+    stub.answer("POST", f"/v3/projects/{PID}/nodes/start", 422, {"message": message})
+    async with GNS3Client(stub.base_url, token="t") as client:
+        with pytest.raises(GNS3APIError) as caught:
+            await client.node_action(PID, "start")
+    assert caught.value.message == "1 validation error:\n  {'type': 'missing', 'loc': ('body',)}"
+
+
+async def test_bodies_that_are_not_json(stub: Stub) -> None:
+    stub.answer("GET", "/v3/projects", 200, "<html>proxy</html>", "text/html")
+    stub.answer("GET", "/v3/templates", 502, "<html>Bad Gateway</html>", "text/html")
+    async with GNS3Client(stub.base_url, token="t") as client:
+        with pytest.raises(GNS3ServerError, match="not JSON") as not_json:
+            await client.projects()
+        with pytest.raises(GNS3ServerError) as bad_gateway:
+            await client.templates()
+    assert not_json.value.status == 200
+    assert isinstance(not_json.value.__cause__, ValueError)
+    assert bad_gateway.value.message == "<html>Bad Gateway</html>"
+
+
+async def test_refused_token_is_replaced_by_one_login(stub: Stub) -> None:
+    stub.answer("GET", "/v3/projects", 200, [])
+    stub.valid_tokens.add("never-used")  # the stub now checks tokens
+    async with GNS3Client(stub.base_url, token="revoked", username="admin", password="admin") as client:
+        assert await client.projects() == []
+    assert stub.logins == 1
+    assert [c[:2] for c in stub.calls] == [
+        ("GET", "/v3/projects"), ("POST", "/v3/access/users/authenticate"), ("GET", "/v3/projects")]
+
+
+async def test_expired_token_many_calls_one_login(stub: Stub) -> None:
+    stub.answer("GET", "/v3/projects", 200, [])
+    async with GNS3Client(stub.base_url, token=_jwt(time.time() - 1), username="admin", password="admin") as client:
+        await asyncio.gather(*(client.projects() for _ in range(20)))
+    assert stub.logins == 1
+
+
+async def test_expired_token_without_credentials_is_not_sent(stub: Stub) -> None:
+    async with GNS3Client(stub.base_url, token=_jwt(time.time() - 60)) as client:
+        with pytest.raises(GNS3AuthenticationError, match="expired at"):
+            await client.projects()
+    assert stub.calls == []
+
+
+async def test_wrong_password_raises(stub: Stub) -> None:
+    async with GNS3Client(stub.base_url) as client:
+        with pytest.raises(GNS3AuthenticationError, match="unsuccessful"):
+            await client.login("admin", "nope")
+        with pytest.raises(GNS3AuthenticationError, match="no GNS3 token"):
+            await client.projects()
+    assert [c[1] for c in stub.calls] == ["/v3/access/users/authenticate"]
+
+
+async def test_injected_session_factory_is_used_and_closed(stub: Stub) -> None:
+    stub.answer("GET", "/v3/version", 200, {"version": "3.0.6"})
+    sessions: list[aiohttp.ClientSession] = []
+
+    def factory() -> aiohttp.ClientSession:
+        session = aiohttp.ClientSession(headers={"X-Test": "injected"})
+        sessions.append(session)
+        return session
+
+    async with GNS3Client(stub.base_url, session_factory=factory) as client:
+        assert await client.version() == {"version": "3.0.6"}
+    assert len(sessions) == 1 and sessions[0].closed
+
+
+async def test_client_must_be_entered() -> None:
+    client = GNS3Client("http://127.0.0.1:9", token="t")
+    with pytest.raises(RuntimeError, match="async with"):
+        await client.version()
+    async with client:
+        with pytest.raises(RuntimeError, match="already open"):
+            await client.__aenter__()
+
+
+async def test_refused_connection_names_the_url() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, never listening: connections are refused
+        async with GNS3Client(f"http://127.0.0.1:{port}") as client:
+            with pytest.raises(GNS3ConnectionError) as caught:
+                await client.version()
+    assert caught.value.url == f"http://127.0.0.1:{port}/v3/version"
+    assert f"http://127.0.0.1:{port}/v3/version" in str(caught.value)
+    assert isinstance(caught.value.__cause__, aiohttp.ClientConnectionError)
+
+
+async def test_link_ports_by_name_short_name_or_case(stub: Stub) -> None:
+    nodes = [
+        {"node_id": "11111111-1111-4111-8111-111111111111", "name": "R1",
+         "ports": [{"name": "FastEthernet0/0", "short_name": "f0/0", "adapter_number": 0, "port_number": 0},
+                   {"name": "FastEthernet0/1", "short_name": "f0/1", "adapter_number": 0, "port_number": 1}]},
+        {"node_id": "22222222-2222-4222-8222-222222222222", "name": "PC1",
+         "ports": [{"name": "Ethernet0", "short_name": "e0", "adapter_number": 0, "port_number": 0}]},
+    ]
+    stub.answer("POST", f"/v3/projects/{PID}/links", 201, {"link_id": "l1"})
+    async with GNS3Client(stub.base_url, token="t") as client:
+        for port_a, port_b in (("f0/1", "e0"), ("FastEthernet0/1", "Ethernet0"), ("fastethernet0/1", "E0")):
+            assert await client.create_link(PID, "R1", port_a, "PC1", port_b, nodes=nodes) == {"link_id": "l1"}
+        with pytest.raises(GNS3NotFoundError, match=r"'R1' has no port 'f0/9' \(ports: f0/0, f0/1\)"):
+            await client.create_link(PID, "R1", "f0/9", "PC1", "e0", nodes=nodes)
+    assert len([c for c in stub.calls if c[1].endswith("/links")]) == 3
+
+
+def test_topology_reports_unresolved_endpoints(caplog: pytest.LogCaptureFixture) -> None:
+    nodes = [{"node_id": "n1", "name": "PC1", "node_type": "vpcs", "status": "stopped",
+              "ports": [{"name": "Ethernet0", "short_name": "e0", "adapter_number": 0, "port_number": 0}]}]
+    links = [
+        {"link_id": "a", "nodes": [{"node_id": "n1", "adapter_number": 0, "port_number": 0},
+                                   {"node_id": "deadbeef-gone", "adapter_number": 1, "port_number": 0}]},
+        {"link_id": "b", "nodes": [{"node_id": "n1", "adapter_number": 3, "port_number": 0}]},
+    ]
+    with caplog.at_level(logging.WARNING):
+        topology = Topology.from_rest({"project_id": PID, "name": "p", "status": "opened"}, nodes, links)
+    assert [link.text for link in topology.links] == ["PC1 a3/p0 <-> ?", "PC1 e0 <-> ?deadbeef a1/p0"]
+    assert len(topology.unresolved_links) == 2
+    assert topology.to_dict()["unresolved_links"] == ["PC1 a3/p0 <-> ?", "PC1 e0 <-> ?deadbeef a1/p0"]
+    assert topology.node("PC1").ports[0].peer.label() == "?deadbeef a1/p0"  # type: ignore[union-attr]
+    assert "2 link endpoint(s) not resolved" in caplog.text
+    assert topology.as_rest()["links"] == links
+
+
+async def test_tool_reports_a_bug_without_raising() -> None:
+    def broken_factory() -> GNS3Client:
+        raise KeyError("settings")
+
+    result = await GNS3TopologyTool(client_factory=broken_factory).ainvoke({"project_id": PID})
+    assert result == {"error": "internal error while reading the topology (KeyError)"}
+
+
+async def test_tool_reports_an_unreachable_server() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        tool = GNS3TopologyTool(client_factory=lambda: GNS3Client(base_url, token="t"))
+        result = await tool.ainvoke({"project_id": PID})
+    assert result["error_type"] == "GNS3ConnectionError"
+    assert f"{base_url}/v3/projects/{PID}" in result["error"]
