@@ -244,3 +244,13 @@ async def update_history(service: CopilotService, session_id: str, values: dict[
     )
     graph = build_copilot_graph(settings, service._storage.checkpointer)
     await graph.aupdate_state({"configurable": {"thread_id": session_id}}, values, as_node="llm_call")
+
+
+async def test_unparseable_tool_arguments_get_an_error_result(copilot, stub, admin, gns3_project):
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_list_templates", 'category=router')]), "Sorry, retrying.")
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "templates?", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed"
+    answer = stub.requests[-1]["messages"][-1]
+    assert answer["role"] == "tool" and "not valid JSON" in answer["content"]
+    assert answer["tool_call_id"] == stub.requests[-1]["messages"][-2]["tool_calls"][0]["id"]
