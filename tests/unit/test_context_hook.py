@@ -359,3 +359,11 @@ def test_shared_counters_outlive_a_hook():
     msgs = [HumanMessage("hello")]
     create_pre_model_hook(PROMPT, lambda s: None, lambda: {"context_limit": 4}, lambda: [], counters=counters)({"messages": msgs})
     assert set(counters) == {"cl100k_base"} and counters["cl100k_base"]._cache
+
+
+def test_repairs_are_logged_apart_from_trimming(caplog):
+    caplog.set_level(logging.INFO)
+    msgs = [HumanMessage("go"), AIMessage("", tool_calls=[{"name": "x", "args": {}, "id": "a"}]), HumanMessage("?")]
+    make_hook(limit=8)({"messages": msgs})
+    assert "History repaired: 1 unanswered tool call(s) answered, 0 orphan tool result(s) left out" in caplog.text
+    assert "Context ready: 5 msgs" in caplog.text  # nothing dropped or cut

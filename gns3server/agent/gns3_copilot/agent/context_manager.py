@@ -277,7 +277,13 @@ def create_pre_model_hook(
                 system_tokens,
                 message_budget,
             )
-        trimmed = report["messages_dropped"] or report["truncated"] or report["interrupted_calls"]
+        if repaired.interrupted_calls or repaired.orphan_results:
+            logger.info(
+                "History repaired: %d unanswered tool call(s) answered, %d orphan tool result(s) left out",
+                repaired.interrupted_calls,
+                repaired.orphan_results,
+            )
+        trimmed = report["messages_dropped"] or report["truncated"]
         summary = "~%d tokens + %d tools = %d / %dK (%.1f%%), strategy=%s"
         args = (
             messages_tokens,
