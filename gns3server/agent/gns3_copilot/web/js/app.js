@@ -1,0 +1,809 @@
+// The copilot panel: sign-in, project and conversation choice, streaming chat,
+// tool cards, the context meter and the LLM settings. State lives in `state`;
+// the DOM is updated by the functions below, never from strings of HTML.
+
+import { Api, ApiError, login } from "./api.js";
+import { savedToken, saveToken, signOut, webUiTokens } from "./auth.js";
+import { describeReport, el, markdownFragment, toolCard, updateToolCard } from "./render.js";
+import { openSettings, initSettings } from "./settings.js";
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(window.location.search);
+
+const state = {
+  api: null,
+  user: null,
+  projects: [],
+  projectId: params.get("project_id") || null,
+  sessions: [],
+  sessionId: params.get("session_id") || null,
+  mode: localStorage.getItem("gns3-copilot.mode") || "lab_automation",
+  run: null, // {controller, sessionId, turn, stopped}
+  loadToken: 0, // guards against out-of-order loads when switching quickly
+};
+
+// ---------------------------------------------------------------- utilities
+
+function show(view) {
+  $("boot").hidden = true;
+  $("login-view").hidden = view !== "login";
+  $("main-view").hidden = view !== "main";
+}
+
+function updateUrl() {
+  const url = new URL(window.location.href);
+  if (state.projectId) url.searchParams.set("project_id", state.projectId);
+  else url.searchParams.delete("project_id");
+  if (state.sessionId) url.searchParams.set("session_id", state.sessionId);
+  else url.searchParams.delete("session_id");
+  window.history.replaceState(null, "", url);
+}
+
+/** The notice above the conversation: kind is "error", "warn" or "info". */
+function notify(kind, text, action) {
+  const box = $("notice");
+  box.className = `alert alert-${kind}`;
+  box.dataset.kind = kind;
+  box.dataset.code = action?.code || "";
+  $("notice-text").textContent = text;
+  const button = $("notice-action");
+  button.hidden = !action;
+  button.textContent = action ? action.label : "";
+  noticeAction = action ? action.run : null;
+  box.hidden = false;
+}
+
+let noticeAction = null;
+
+function clearNotice() {
+  $("notice").hidden = true;
+}
+
+const settingsAction = { label: "Open LLM settings", code: "llm_not_configured", run: () => openSettings() };
+
+/** Tell the user what went wrong with a request, in words they can act on. */
+function reportError(error, context) {
+  if (!(error instanceof ApiError)) {
+    notify("error", `${context}: the GNS3 server could not be reached.`);
+    return;
+  }
+  if (error.status === 401) return; // back to the sign-in form already
+  if (error.code === "llm_not_configured") {
+    notify("warn", "No LLM is configured yet. Add one in the LLM settings to start chatting.", settingsAction);
+  } else if (error.code === "session_busy" || error.status === 409) {
+    notify("warn", "This conversation is still answering another request (perhaps in another window). " +
+      "Wait for it to finish, or stop it.", {
+      label: "Stop it", code: "session_busy", run: () => abortRemote(state.sessionId),
+    });
+  } else if (error.code === "api_key_unreadable") {
+    notify("error", `${error.message} Enter the API key again in the LLM settings.`, settingsAction);
+  } else {
+    notify("error", `${context}: ${error.message}`);
+  }
+}
+
+function onUnauthorized() {
+  signOut();
+  state.api = null;
+  $("login-error").textContent = "Your GNS3 session has expired; sign in again.";
+  $("login-error").hidden = false;
+  show("login");
+  $("login-username").focus();
+}
+
+// ---------------------------------------------------------------- sign-in
+
+async function tryToken(token) {
+  const api = new Api(token, onUnauthorized);
+  try {
+    const user = await new Api(token).me();
+    return { api, user };
+  } catch {
+    return null;
+  }
+}
+
+async function boot() {
+  const candidates = [savedToken(), ...webUiTokens(params.get("controller_id"))].filter(Boolean);
+  for (const token of [...new Set(candidates)]) {
+    const found = await tryToken(token);
+    if (found) {
+      saveToken(token);
+      await enter(found);
+      return;
+    }
+  }
+  show("login");
+  $("login-username").focus();
+}
+
+async function onLogin(event) {
+  event.preventDefault();
+  const username = $("login-username").value.trim();
+  const password = $("login-password").value;
+  const error = $("login-error");
+  error.hidden = true;
+  if (!username || !password) {
+    error.textContent = "Enter your GNS3 username and password.";
+    error.hidden = false;
+    return;
+  }
+  $("login-submit").disabled = true;
+  try {
+    const token = await login(username, password);
+    const found = await tryToken(token);
+    if (!found) throw new ApiError(401, null, "The server did not accept the new session.");
+    saveToken(token);
+    $("login-password").value = "";
+    await enter(found);
+  } catch (err) {
+    error.textContent = err instanceof ApiError ? err.message : "The GNS3 server could not be reached.";
+    error.hidden = false;
+  } finally {
+    $("login-submit").disabled = false;
+  }
+}
+
+async function enter({ api, user }) {
+  state.api = api;
+  state.user = user;
+  $("user-name").textContent = user.username || "";
+  $("mode-select").value = state.mode;
+  show("main");
+  await loadProjects();
+  checkLlmConfigured();
+}
+
+function onLogout() {
+  if (state.run) stopRun();
+  signOut();
+  state.api = null;
+  state.user = null;
+  show("login");
+  $("login-username").focus();
+}
+
+// ---------------------------------------------------------------- projects
+
+async function loadProjects() {
+  const select = $("project-select");
+  try {
+    state.projects = (await state.api.projects()).sort((a, b) => String(a.name).localeCompare(String(b.name)));
+  } catch (error) {
+    reportError(error, "Could not list the projects");
+    return;
+  }
+  select.replaceChildren();
+  if (!state.projects.length) {
+    select.append(el("option", null, "No project"));
+    select.disabled = true;
+    setComposerEnabled(false);
+    notify("info", "You have no GNS3 project yet. Create one in GNS3, then reload this panel.");
+    return;
+  }
+  select.disabled = false;
+  const placeholder = el("option", null, "Choose a project…");
+  placeholder.value = "";
+  select.append(placeholder);
+  for (const project of state.projects) {
+    const option = el("option", null, project.status === "closed" ? `${project.name} (closed)` : project.name);
+    option.value = project.project_id;
+    select.append(option);
+  }
+  const known = state.projects.some((p) => p.project_id === state.projectId);
+  if (state.projectId && !known) {
+    notify("warn", "The project in the address is not one you can see; choose another.");
+    state.projectId = null;
+    state.sessionId = null;
+  }
+  select.value = state.projectId || "";
+  await selectProject(state.projectId, { keepSession: true });
+}
+
+async function selectProject(projectId, { keepSession = false } = {}) {
+  state.projectId = projectId || null;
+  if (!keepSession) state.sessionId = null;
+  updateUrl();
+  setComposerEnabled(Boolean(state.projectId));
+  if (!state.projectId) {
+    state.sessions = [];
+    renderSessions();
+    clearConversation();
+    return;
+  }
+  await loadSessions();
+  if (state.sessionId && !state.sessions.some((s) => s.session_id === state.sessionId)) {
+    state.sessionId = null;
+    updateUrl();
+  }
+  await openSession(state.sessionId);
+}
+
+// ---------------------------------------------------------------- sessions
+
+async function loadSessions() {
+  if (!state.projectId) return;
+  try {
+    const sessions = await state.api.sessions(state.projectId);
+    state.sessions = Array.isArray(sessions) ? sessions : sessions.sessions || [];
+  } catch (error) {
+    reportError(error, "Could not list the conversations");
+    state.sessions = [];
+  }
+  renderSessions();
+}
+
+function renderSessions() {
+  const list = $("session-list");
+  list.replaceChildren();
+  $("sessions-empty").hidden = state.sessions.length > 0 || !state.projectId;
+  for (const session of state.sessions) {
+    const item = el("li", "session-item");
+    item.dataset.sessionId = session.session_id;
+    const current = session.session_id === state.sessionId;
+    if (current) item.classList.add("current");
+    const open = el("button", "session-open", session.title || "Untitled");
+    open.type = "button";
+    open.title = session.title || "Untitled";
+    if (current) open.setAttribute("aria-current", "true");
+    open.addEventListener("click", () => switchSession(session.session_id));
+    const rename = el("button", "icon-button session-rename", "\u270E");
+    rename.type = "button";
+    rename.title = "Rename";
+    rename.setAttribute("aria-label", `Rename “${session.title || "Untitled"}”`);
+    rename.addEventListener("click", () => startRename(item, session));
+    const remove = el("button", "icon-button session-delete", "\u{1F5D1}");
+    remove.type = "button";
+    remove.title = "Delete";
+    remove.setAttribute("aria-label", `Delete “${session.title || "Untitled"}”`);
+    remove.addEventListener("click", () => deleteSession(session));
+    item.append(open, rename, remove);
+    list.append(item);
+  }
+}
+
+function busyGuard() {
+  if (!state.run) return false;
+  notify("warn", "Stop the current answer (Esc) before changing conversation.");
+  return true;
+}
+
+async function switchSession(sessionId) {
+  if (busyGuard()) return;
+  state.sessionId = sessionId;
+  updateUrl();
+  renderSessions();
+  closeSidebarOnSmallScreens();
+  await openSession(sessionId);
+  $("prompt").focus();
+}
+
+function newSession() {
+  if (busyGuard() || !state.projectId) return;
+  state.sessionId = null;
+  updateUrl();
+  renderSessions();
+  clearConversation();
+  clearNotice();
+  closeSidebarOnSmallScreens();
+  $("prompt").focus();
+}
+
+function startRename(item, session) {
+  const input = el("input", "session-rename-input");
+  input.value = session.title || "";
+  input.maxLength = 200;
+  input.setAttribute("aria-label", "New title (Enter to save, Esc to cancel)");
+  const open = item.querySelector(".session-open");
+  open.hidden = true;
+  item.insertBefore(input, open);
+  input.focus();
+  input.select();
+  let done = false;
+  const finish = async (save) => {
+    if (done) return;
+    done = true;
+    const title = input.value.trim();
+    if (save && title && title !== session.title) {
+      try {
+        await state.api.rename(state.projectId, session.session_id, title);
+        session.title = title;
+      } catch (error) {
+        reportError(error, "Could not rename the conversation");
+      }
+    }
+    renderSessions();
+    $("session-list").querySelector(`[data-session-id="${CSS.escape(session.session_id)}"] .session-open`)?.focus();
+  };
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      finish(true);
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      event.stopPropagation();
+      finish(false);
+    }
+  });
+  input.addEventListener("blur", () => finish(true));
+}
+
+function confirmDialog(text, okLabel) {
+  const dialog = $("confirm-dialog");
+  $("confirm-text").textContent = text;
+  $("confirm-ok").textContent = okLabel;
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.returnValue = "";
+    dialog.showModal();
+    $("confirm-ok").focus();
+  });
+}
+
+async function deleteSession(session) {
+  if (state.run && state.run.sessionId === session.session_id) {
+    notify("warn", "Stop the current answer before deleting its conversation.");
+    return;
+  }
+  const ok = await confirmDialog(`Delete the conversation “${session.title || "Untitled"}”? This cannot be undone.`,
+    "Delete");
+  if (!ok) return;
+  try {
+    await state.api.deleteSession(state.projectId, session.session_id);
+  } catch (error) {
+    reportError(error, "Could not delete the conversation");
+    return;
+  }
+  if (state.sessionId === session.session_id) {
+    state.sessionId = null;
+    updateUrl();
+    clearConversation();
+  }
+  await loadSessions();
+  $("new-session").focus();
+}
+
+// ---------------------------------------------------------------- conversation view
+
+function clearConversation() {
+  const messages = $("messages");
+  messages.replaceChildren($("empty-chat") || emptyChat());
+  $("empty-chat").hidden = false;
+  resetMeter();
+}
+
+function emptyChat() {
+  const box = el("div", "empty-chat");
+  box.id = "empty-chat";
+  box.append(el("h2", null, "Ask about this project"));
+  return box;
+}
+
+function hideEmpty() {
+  const empty = $("empty-chat");
+  if (empty) empty.hidden = true;
+}
+
+function nearBottom(box) {
+  return box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+}
+
+function scrollDown(force = false) {
+  const box = $("messages");
+  if (force || box.dataset.follow !== "false") box.scrollTop = box.scrollHeight;
+}
+
+function userBubble(text) {
+  const item = el("article", "message message-user");
+  item.setAttribute("aria-label", "You");
+  item.append(el("div", "bubble", text));
+  return item;
+}
+
+/** An assistant turn: text segments and tool cards in the order they happened. */
+class Turn {
+  constructor() {
+    this.node = el("article", "message message-assistant");
+    this.node.setAttribute("aria-label", "Copilot");
+    this.cards = new Map();
+    this.segment = null;
+    this.text = "";
+    this.timer = null;
+  }
+
+  appendText(chunk) {
+    if (!this.segment) {
+      this.segment = el("div", "bubble markdown");
+      this.node.append(this.segment);
+      this.text = "";
+    }
+    this.text += chunk;
+    if (!this.timer) this.timer = setTimeout(() => this.flush(), 40);
+  }
+
+  flush() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.segment) {
+      this.segment.replaceChildren(markdownFragment(this.text));
+      scrollDown();
+    }
+  }
+
+  card(event) {
+    let card = this.cards.get(event.tool_call_id);
+    if (!card) {
+      this.flush();
+      this.segment = null; // text after a tool call starts a new segment
+      card = toolCard({ id: event.tool_call_id, name: event.name, args: event.args });
+      this.cards.set(event.tool_call_id, card);
+      this.node.append(card);
+      scrollDown();
+    }
+    return card;
+  }
+
+  note(kind, text) {
+    this.flush();
+    this.segment = null;
+    const note = el("p", `turn-note turn-note-${kind}`, text);
+    if (kind === "error") note.setAttribute("role", "alert");
+    this.node.append(note);
+    scrollDown();
+  }
+
+  finish(status) {
+    this.flush();
+    for (const card of this.cards.values()) {
+      if (card.dataset.status === "pending" || card.dataset.status === "running") {
+        updateToolCard(card, { status: status === "aborted" ? "aborted" : "error" });
+      }
+    }
+    this.node.dataset.status = status;
+  }
+}
+
+function renderHistory(messages) {
+  const box = $("messages");
+  box.replaceChildren($("empty-chat") || emptyChat());
+  hideEmpty();
+  let turn = null;
+  for (const message of messages) {
+    if (message.role === "user") {
+      turn = null;
+      box.append(userBubble(message.content));
+    } else if (message.role === "assistant") {
+      if (!turn) {
+        turn = new Turn();
+        box.append(turn.node);
+      }
+      if (message.content) {
+        turn.segment = null;
+        turn.appendText(message.content);
+        turn.flush();
+        turn.segment = null;
+      }
+      for (const call of message.tool_calls || []) turn.card({ tool_call_id: call.id, name: call.name, args: call.args });
+    } else if (message.role === "tool") {
+      if (!turn) {
+        turn = new Turn();
+        box.append(turn.node);
+      }
+      const card = turn.card({ tool_call_id: message.tool_call_id, name: message.name, args: undefined });
+      updateToolCard(card, { status: message.status || "success", output: message.content });
+    }
+  }
+  if (!messages.length) $("empty-chat").hidden = false;
+  box.dataset.follow = "true";
+  scrollDown(true);
+}
+
+async function openSession(sessionId) {
+  const token = ++state.loadToken;
+  clearNotice();
+  if (!sessionId) {
+    clearConversation();
+    return;
+  }
+  let history;
+  try {
+    history = await state.api.history(state.projectId, sessionId);
+  } catch (error) {
+    if (token !== state.loadToken) return;
+    reportError(error, "Could not load the conversation");
+    return;
+  }
+  if (token !== state.loadToken) return;
+  renderHistory(Array.isArray(history) ? history : history.messages || []);
+  refreshMeter(sessionId, token);
+}
+
+// ---------------------------------------------------------------- context meter
+
+function resetMeter() {
+  const meter = $("meter");
+  meter.dataset.state = "empty";
+  $("meter-text").textContent = "no model call yet";
+  $("meter-bar").style.width = "0%";
+  $("meter-notes").hidden = true;
+  meter.querySelector(".meter-track").setAttribute("aria-valuenow", "0");
+}
+
+function showReport(report, preview = false) {
+  if (!report || typeof report !== "object") return;
+  const info = describeReport(report);
+  const meter = $("meter");
+  meter.dataset.state = report.over_budget ? "over" : info.percent >= (info.budgetShare ?? 100) * 0.9 ? "high" : "ok";
+  meter.dataset.preview = preview ? "true" : "false";
+  meter.title = info.detail;
+  $("meter-text").textContent = preview ? `${info.headline} (next call)` : info.headline;
+  $("meter-bar").style.width = `${info.percent}%`;
+  meter.querySelector(".meter-track").setAttribute("aria-valuenow", String(Math.round(info.percent)));
+  const notes = $("meter-notes");
+  notes.textContent = info.notes.join(" · ");
+  notes.hidden = info.notes.length === 0;
+}
+
+async function refreshMeter(sessionId, token) {
+  try {
+    const report = await state.api.context(state.projectId, sessionId, state.mode);
+    if (token === state.loadToken && !state.run) showReport(report.report || report, true);
+  } catch {
+    // No LLM configured or the topology is unavailable: the meter waits for the next run.
+  }
+}
+
+// ---------------------------------------------------------------- runs
+
+function setComposerEnabled(enabled) {
+  $("prompt").disabled = !enabled;
+  $("send-button").disabled = !enabled;
+}
+
+function setRunning(running) {
+  $("send-button").hidden = running;
+  $("stop-button").hidden = !running;
+  $("new-session").disabled = running;
+  $("project-select").disabled = running;
+  document.body.classList.toggle("running", running);
+  if (running) $("stop-button").focus({ preventScroll: true });
+}
+
+async function send(text) {
+  if (state.run || !state.projectId) return;
+  const message = text.trim();
+  if (!message) return;
+  clearNotice();
+  hideEmpty();
+  const box = $("messages");
+  box.dataset.follow = "true";
+  box.append(userBubble(message));
+  const turn = new Turn();
+  turn.node.dataset.status = "running";
+  box.append(turn.node);
+  scrollDown(true);
+  $("prompt").value = "";
+
+  const controller = new AbortController();
+  const run = { controller, sessionId: state.sessionId, turn, stopped: false, status: null };
+  state.run = run;
+  setRunning(true);
+  const adopt = (sessionId) => {
+    if (run.sessionId === sessionId) return;
+    run.sessionId = sessionId;
+    if (state.run === run) {
+      state.sessionId = sessionId;
+      updateUrl();
+    }
+  };
+  try {
+    const events = state.api.chat(state.projectId, { message, sessionId: state.sessionId, mode: state.mode },
+      { signal: controller.signal, onSession: adopt });
+    for await (const event of events) {
+      handleEvent(run, event);
+      if (event.type === "done") break;
+    }
+    if (!run.status) {
+      run.status = run.stopped ? "aborted" : "error";
+      if (!run.stopped) turn.note("error", "The connection to the server ended before the answer was complete.");
+    }
+  } catch (error) {
+    if (run.stopped || error?.name === "AbortError") {
+      run.status = "aborted";
+      turn.note("info", "Stopped.");
+    } else {
+      run.status = "error";
+      turn.node.remove();
+      reportError(error, "Could not send the message");
+      if (!(error instanceof ApiError) || error.status >= 500) {
+        // Give the text back so nothing typed is lost.
+        $("prompt").value = message;
+      } else if (error.code === "llm_not_configured" || error.code === "session_busy") {
+        $("prompt").value = message;
+      }
+    }
+  } finally {
+    turn.finish(run.status || "error");
+    state.run = null;
+    setRunning(false);
+    if (run.sessionId && run.sessionId !== state.sessionId) {
+      // A run whose id arrived only at the end.
+      state.sessionId = run.sessionId;
+      updateUrl();
+    }
+    await loadSessions();
+    $("prompt").focus();
+  }
+}
+
+function handleEvent(run, event) {
+  const turn = run.turn;
+  switch (event.type) {
+    case "content":
+      if (typeof event.content === "string") turn.appendText(event.content);
+      break;
+    case "tool_call":
+      turn.card(event);
+      break;
+    case "tool_start":
+      updateToolCard(turn.card(event), { status: "running", args: event.args });
+      break;
+    case "tool_end":
+      updateToolCard(turn.card(event), { status: event.status || "success", output: event.output ?? "" });
+      break;
+    case "context":
+      showReport(event.report);
+      break;
+    case "error":
+      turn.note("error", event.message || "The copilot run failed.");
+      if (event.code === "llm_not_configured") {
+        notify("warn", "No LLM is configured yet. Add one in the LLM settings to start chatting.", settingsAction);
+      } else if (event.code === "session_busy") {
+        reportError(new ApiError(409, event), "");
+      }
+      break;
+    case "abort":
+      run.stopped = true;
+      turn.note("info", "Stopped.");
+      break;
+    case "done":
+      run.status = event.status || "completed";
+      if (event.session_id) run.sessionId = event.session_id;
+      break;
+    default:
+      break; // heartbeat and anything newer
+  }
+}
+
+async function abortRemote(sessionId) {
+  if (!sessionId || !state.projectId) return false;
+  try {
+    await state.api.abort(state.projectId, sessionId);
+    clearNotice();
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 409) {
+      clearNotice(); // nothing running any more
+      return true;
+    }
+    return false;
+  }
+}
+
+async function stopRun() {
+  const run = state.run;
+  if (!run || run.stopped) return;
+  run.stopped = true;
+  $("stop-button").disabled = true;
+  try {
+    // The server's abort keeps the stream open to deliver "abort" and "done";
+    // without a session id yet (or if it fails), closing the stream cancels the run.
+    const aborted = await abortRemote(run.sessionId);
+    if (!aborted) run.controller.abort();
+  } finally {
+    $("stop-button").disabled = false;
+  }
+}
+
+// ---------------------------------------------------------------- LLM check
+
+async function checkLlmConfigured() {
+  try {
+    const data = await state.api.llmConfigs();
+    const configs = Array.isArray(data) ? data : data.configs || [];
+    const serverDefault = !Array.isArray(data) && (data.server_default || data.has_server_default);
+    if (!configs.length && !serverDefault) {
+      notify("warn", "No LLM is configured yet. Add one in the LLM settings to start chatting.", settingsAction);
+    }
+  } catch {
+    // The check is a courtesy; sending a message reports the same problem.
+  }
+}
+
+// ---------------------------------------------------------------- layout and keys
+
+const smallScreen = window.matchMedia("(max-width: 760px)");
+
+function setSidebar(open) {
+  document.body.classList.toggle("sidebar-open", open);
+  $("sessions-toggle").setAttribute("aria-expanded", String(open));
+  if (open) ($("session-list").querySelector(".current .session-open") || $("new-session")).focus();
+}
+
+function closeSidebarOnSmallScreens() {
+  if (smallScreen.matches) setSidebar(false);
+}
+
+function onKeyDown(event) {
+  if (document.querySelector("dialog[open]")) return; // dialogs handle their own keys
+  if ($("main-view").hidden) return;
+  if (event.key === "Escape") {
+    if (state.run) {
+      event.preventDefault();
+      stopRun();
+    } else if (document.body.classList.contains("sidebar-open") && smallScreen.matches) {
+      setSidebar(false);
+      $("sessions-toggle").focus();
+    }
+    return;
+  }
+  if (event.altKey && !event.ctrlKey && !event.metaKey) {
+    const key = event.key.toLowerCase();
+    if (key === "n") {
+      event.preventDefault();
+      newSession();
+    } else if (key === "s") {
+      event.preventDefault();
+      openSettings();
+    } else if (key === "l") {
+      event.preventDefault();
+      if (smallScreen.matches) setSidebar(!document.body.classList.contains("sidebar-open"));
+      else ($("session-list").querySelector(".current .session-open") || $("new-session")).focus();
+    }
+  }
+}
+
+function wire() {
+  $("login-form").addEventListener("submit", onLogin);
+  $("logout-button").addEventListener("click", onLogout);
+  $("project-select").addEventListener("change", (event) => selectProject(event.target.value));
+  $("mode-select").addEventListener("change", (event) => {
+    state.mode = event.target.value;
+    localStorage.setItem("gns3-copilot.mode", state.mode);
+  });
+  $("new-session").addEventListener("click", newSession);
+  $("sessions-toggle").addEventListener("click", () => setSidebar(!document.body.classList.contains("sidebar-open")));
+  $("stop-button").addEventListener("click", stopRun);
+  $("notice-close").addEventListener("click", clearNotice);
+  $("notice-action").addEventListener("click", () => noticeAction?.());
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    send($("prompt").value);
+  });
+  $("prompt").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      send($("prompt").value);
+    }
+  });
+  const messages = $("messages");
+  messages.addEventListener("scroll", () => {
+    messages.dataset.follow = nearBottom(messages) ? "true" : "false";
+  });
+  document.addEventListener("keydown", onKeyDown);
+  initSettings({
+    api: () => state.api,
+    onChange: () => {
+      if (state.projectId && state.sessionId && !state.run) refreshMeter(state.sessionId, state.loadToken);
+      if ($("notice").dataset.code === "llm_not_configured") clearNotice();
+    },
+    onError: reportError,
+  });
+}
+
+wire();
+boot().catch(() => {
+  show("login");
+  $("login-error").textContent = "The GNS3 server could not be reached.";
+  $("login-error").hidden = false;
+});

@@ -1,0 +1,1 @@
+"""Real-browser helpers: headless Chromium driven by Selenium (see chromium.py)."""

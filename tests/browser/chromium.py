@@ -1,0 +1,87 @@
+"""Headless Chromium for the panel's tests: Debian's ``chromium`` and ``chromium-driver``.
+
+Selenium is given both binaries explicitly and ``SE_OFFLINE`` is set, so Selenium
+Manager never looks anything up or downloads a browser or driver. Every driver
+gets a fresh profile directory. Waits are explicit (WebDriverWait on DOM state);
+nothing here sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from selenium import webdriver
+from selenium.common.exceptions import JavascriptException, StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-default-apps",
+    "--password-store=basic",
+    "--lang=en-US",
+)
+WAIT_SECONDS = 20.0
+
+
+def missing_binaries() -> list[str]:
+    return [path for path in (CHROMIUM, CHROMEDRIVER) if shutil.which(path) is None]
+
+
+def start_chromium(profile_dir: Path, *, width: int = 1280, height: int = 800) -> WebDriver:
+    """A headless Chromium with a fresh profile in ``profile_dir`` (created if needed)."""
+    missing = missing_binaries()
+    if missing:
+        raise RuntimeError(
+            f"{', '.join(missing)} not found: install Debian's chromium and chromium-driver "
+            "(scripts/test does it when run as root)"
+        )
+    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager: never reach the network
+    os.environ["SE_AVOID_STATS"] = "true"
+    profile_dir.mkdir(parents=True, exist_ok=True)
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile_dir}")
+    options.add_argument(f"--window-size={width},{height}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(30)
+    return driver
+
+
+def wait_for(driver: WebDriver, condition: Callable[[WebDriver], Any], message: str = "",
+             timeout: float = WAIT_SECONDS) -> Any:
+    """Wait until ``condition(driver)`` is truthy; stale elements and script errors just mean 'not yet'."""
+    wait = WebDriverWait(driver, timeout, poll_frequency=0.05,
+                         ignored_exceptions=(StaleElementReferenceException, JavascriptException))
+    return wait.until(condition, message)
+
+
+def visible(element: WebElement) -> bool:
+    try:
+        return element.is_displayed()
+    except StaleElementReferenceException:
+        return False
+
+
+def console_errors(driver: WebDriver) -> list[str]:
+    """SEVERE messages of the page's console since the last call (Chromium's log buffer)."""
+    return [entry["message"] for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
