@@ -19,10 +19,13 @@ from gns3_process import GNS3ServerProcess
 
 from gns3server.agent.gns3_copilot.gns3_client.client import GNS3Client
 
+COPILOT_SETTINGS = {"heartbeat_seconds": 0.5}
+
 
 @pytest.fixture(scope="session")
 def gns3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GNS3ServerProcess]:
-    server = GNS3ServerProcess.start(tmp_path_factory.mktemp("gns3server"))
+    # A short heartbeat so that copilot tests see one while a scripted LLM is held.
+    server = GNS3ServerProcess.start(tmp_path_factory.mktemp("gns3server"), copilot=COPILOT_SETTINGS)
     try:
         yield server
     finally:

@@ -1,10 +1,11 @@
 """Start and stop a real gns3-server on loopback, for tests and benchmarks.
 
-The server is the one installed next to this package (``sys.executable -m
-gns3server``), run with a temporary HOME, a config file of ours (admin user,
-no crash reports, data dirs and port ranges of its own) and its log in a file.
-:func:`server_command` is the single place that says how it is started, so that
-switching to the copilot's own launcher later is a one-line change.
+The server is the installed gns3-server started through our launcher
+(``gns3server-copilot`` next to ``sys.executable``, so the copilot is mounted),
+run with a temporary HOME, a config file of ours (admin user, no crash reports,
+data dirs and port ranges of its own, optionally a ``[Copilot]`` section) and
+its log in a file. :func:`server_command` is the single place that says how it
+is started.
 
 Readiness is observed, not slept on: the helper polls ``/v3/version`` with a
 bounded deadline, waiting on the process between polls so that a server that
@@ -24,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -54,12 +56,15 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def server_command(config_file: Path) -> list[str]:
-    """How the server under test is started: the installed gns3-server, our config."""
-    return [sys.executable, "-m", "gns3server", "--config", str(config_file)]
+def server_command(config_file: Path, *extra_args: str) -> list[str]:
+    """How the server under test is started: gns3-server through our installed launcher."""
+    launcher = Path(sys.executable).with_name("gns3server-copilot")
+    return [str(launcher), "--config", str(config_file), *extra_args]
 
 
-def write_config(root: Path, host: str, port: int, jwt_secret_key: str) -> Path:
+def write_config(
+    root: Path, host: str, port: int, jwt_secret_key: str, copilot: Mapping[str, Any] | None = None
+) -> Path:
     """A gns3_server.conf keeping every file of the server under ``root``."""
     data = root / "data"
     server: dict[str, Any] = {
@@ -81,6 +86,8 @@ def write_config(root: Path, host: str, port: int, jwt_secret_key: str) -> Path:
     }
     lines = ["[Server]", *(f"{k} = {v}" for k, v in server.items()),
              "", "[Controller]", *(f"{k} = {v}" for k, v in controller.items()), ""]
+    if copilot:
+        lines += ["[Copilot]", *(f"{k} = {v}" for k, v in copilot.items()), ""]
     config_file = root / "config" / "gns3_server.conf"
     config_file.parent.mkdir(parents=True, exist_ok=True)
     config_file.write_text("\n".join(lines))
@@ -106,21 +113,33 @@ class GNS3ServerProcess:
         return f"http://{self.host}:{self.port}"
 
     @classmethod
-    def start(cls, root: Path, *, host: str = "127.0.0.1", startup_timeout: float = 90.0) -> GNS3ServerProcess:
-        """Start a server with everything under ``root``; return once it answers."""
+    def start(
+        cls,
+        root: Path,
+        *,
+        host: str = "127.0.0.1",
+        startup_timeout: float = 90.0,
+        copilot: Mapping[str, Any] | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> GNS3ServerProcess:
+        """Start a server with everything under ``root``; return once it answers.
+
+        ``copilot`` is written as the config's ``[Copilot]`` section. Starting again
+        with the same ``root`` keeps the server's data (users, projects, copilot).
+        """
         root.mkdir(parents=True, exist_ok=True)
         home = root / "home"
         home.mkdir(exist_ok=True)
         port = free_port(host)
         jwt_secret_key = secrets.token_hex(32)
-        config_file = write_config(root, host, port, jwt_secret_key)
+        config_file = write_config(root, host, port, jwt_secret_key, copilot)
         log_file = root / "gns3server.log"
         env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
                "XDG_DATA_HOME": str(home / ".local" / "share")}
         with log_file.open("wb") as log:
             # A file, not a pipe: nobody drains a pipe, and a full one would block the server.
             process = subprocess.Popen(
-                server_command(config_file), stdout=log, stderr=subprocess.STDOUT,
+                server_command(config_file, *extra_args), stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, env=env, cwd=root, start_new_session=True,
             )
         server = cls(root=root, host=host, port=port, jwt_secret_key=jwt_secret_key,

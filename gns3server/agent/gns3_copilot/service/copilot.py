@@ -246,7 +246,9 @@ class CopilotService:
             if run.task is not None and not run.task.done():
                 log.info("Client left session %s; cancelling its run", run.session_id)
                 run.task.cancel()
-                await asyncio.gather(run.task, return_exceptions=True)  # let it save its state
+                # Let it save its state. Not gather(): a consumer cancelled again while
+                # waiting (Starlette's cancel scope re-cancels) would cancel the save too.
+                await asyncio.wait({run.task})
 
     @staticmethod
     def _thread(session_id: str) -> RunnableConfig:

@@ -1,0 +1,74 @@
+"""FastAPI dependencies: the copilot state, the GNS3 user, project access, owned sessions.
+
+Authentication is the host's own (``get_current_active_user``: a GNS3 JWT as
+bearer token or ``?token=``). Project access is asked of GNS3 itself: the
+project is read through the REST API with the user's token, so GNS3's RBAC
+decides and its answer (403, 404) is what the client gets.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import Depends, Query, Request
+from gns3server import schemas as gns3_schemas
+from gns3server.api.routes.controller.dependencies.authentication import get_current_active_user, oauth2_scheme
+
+from ..service.copilot import User
+from ..service.errors import SessionNotFoundError
+from ..service.store import SessionRecord
+from .errors import ServiceUnavailableError
+from .state import CopilotState
+
+
+def copilot_state(request: Request) -> CopilotState:
+    state: CopilotState | None = getattr(request.app.state, "copilot", None)
+    if state is None or state.closing:
+        raise ServiceUnavailableError("The copilot is not running on this server (starting or shutting down).")
+    return state
+
+
+async def current_user(
+    gns3_user: Annotated[gns3_schemas.User, Depends(get_current_active_user)],
+    bearer_token: Annotated[str | None, Depends(oauth2_scheme)],
+    token: Annotated[str | None, Query(include_in_schema=False)] = None,
+) -> User:
+    """The logged-in GNS3 user, with the token the tools will act with."""
+    raw_token = bearer_token or token
+    assert raw_token is not None  # get_current_active_user refused the request otherwise
+    return User(
+        user_id=str(gns3_user.user_id),
+        username=gns3_user.username,
+        token=raw_token,
+        is_superadmin=bool(gns3_user.is_superadmin),
+    )
+
+
+State = Annotated[CopilotState, Depends(copilot_state)]
+CurrentUser = Annotated[User, Depends(current_user)]
+
+
+async def accessible_project(project_id: UUID, user: CurrentUser, state: State) -> str:
+    """The project id, once GNS3 has let this user read the project (else GNS3's 401/403/404)."""
+    async with state.gns3_client(user.token) as client:
+        await client.project(str(project_id))
+    return str(project_id)
+
+
+ProjectId = Annotated[str, Depends(accessible_project)]
+
+
+async def session_in_project(state: CopilotState, user: User, session_id: str, project_id: str) -> SessionRecord:
+    """The session if it is the user's (or the user is superadmin) and in this project, else 404."""
+    record = await state.service.session(user, session_id)
+    if record.project_id != project_id:
+        raise SessionNotFoundError(f"Session {session_id} not found")
+    return record
+
+
+async def owned_session(session_id: str, project_id: ProjectId, user: CurrentUser, state: State) -> SessionRecord:
+    return await session_in_project(state, user, session_id, project_id)
+
+
+OwnedSession = Annotated[SessionRecord, Depends(owned_session)]

@@ -1,0 +1,89 @@
+"""HTTP errors of the copilot API, and the handlers that put them in GNS3's ``{"message": ...}`` shape.
+
+The service raises :class:`CopilotError` subclasses whose ``status`` is the HTTP
+status; the ones below are the API layer's own. LLM config problems become 422
+naming the field and the rule (never the value). GNS3 refusals met while checking
+project access keep GNS3's status (401/403/404) and message.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from ..agent.model_factory import LLMConfigError
+from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3Error, GNS3NotFoundError, GNS3PermissionError
+from ..service.errors import CopilotError
+
+log = logging.getLogger(__name__)
+
+
+class LLMConfigNotFoundError(CopilotError):
+    """No such LLM config for this user (other users' configs look the same)."""
+
+    status = 404
+    code = "llm_config_not_found"
+
+
+class NoLLMConfigError(CopilotError):
+    """The user has no LLM config and the server has no default one."""
+
+    status = 400
+    code = "llm_not_configured"
+
+
+class StoredKeyUnreadableError(CopilotError):
+    """A stored API key no longer decrypts (the server's secret key file was replaced)."""
+
+    status = 409
+    code = "api_key_unreadable"
+
+
+class ModeNotAllowedError(CopilotError):
+    """A mode that this server does not offer."""
+
+    status = 422
+    code = "mode_not_allowed"
+
+
+class ServiceUnavailableError(CopilotError):
+    """The copilot is not started (or is shutting down)."""
+
+    status = 503
+    code = "copilot_unavailable"
+
+
+async def copilot_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, CopilotError)
+    return JSONResponse(status_code=exc.status, content={"message": str(exc), "code": exc.code})
+
+
+async def llm_config_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LLMConfigError)
+    errors = [{"field": f, "rule": r, "message": m} for f, r, m in exc.errors]
+    return JSONResponse(
+        status_code=422,
+        content={"message": str(exc), "field": exc.field, "rule": exc.rule, "errors": errors},
+    )
+
+
+_PASSED_THROUGH = ((GNS3AuthenticationError, 401), (GNS3PermissionError, 403), (GNS3NotFoundError, 404))
+
+
+async def gns3_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """GNS3's answer to the user's own token (401/403/404) passes through; anything else is a 502."""
+    assert isinstance(exc, GNS3Error)
+    for cls, status in _PASSED_THROUGH:
+        if isinstance(exc, cls):
+            return JSONResponse(status_code=status, content={"message": exc.message})
+    log.error("GNS3 request made for %s %s failed: %s", request.method, request.url.path, exc)
+    return JSONResponse(status_code=502, content={"message": "The GNS3 server could not check this request."})
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map our exception types on the host app (GNS3's own handlers stay as they are)."""
+    app.add_exception_handler(CopilotError, copilot_error_handler)
+    app.add_exception_handler(LLMConfigError, llm_config_error_handler)
+    app.add_exception_handler(GNS3Error, gns3_error_handler)

@@ -1,0 +1,101 @@
+"""``gns3server-copilot``: gns3-server with the copilot inside.
+
+gns3-server has no plugin mechanism, so this console script takes exactly the
+arguments of ``gns3server``, adds the copilot to gns3-server's FastAPI app
+(routes under ``/v3/copilot``, the panel at ``/copilot/``, error handlers, a body
+size limit, startup and shutdown hooks) and then runs gns3-server's own
+``main()``. The copilot's state is built in the startup hook, once the server
+has loaded its config, and kept on ``app.state.copilot``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.staticfiles import StaticFiles
+
+from .errors import install_error_handlers
+from .middleware import BodySizeLimitMiddleware
+from .routes import PREFIX, copilot_router
+from .settings import SettingsError, settings_from_gns3
+from .state import CopilotState
+from .webui import WebUIButtonMiddleware  # issue 6 (panel): the Copilot button in GNS3's web UI
+
+log = logging.getLogger(__name__)
+
+PANEL_PATH = "/copilot"
+PANEL_PACKAGE = ("gns3server.agent.gns3_copilot", "web")
+
+
+def _startup(app: FastAPI) -> Callable[[], Awaitable[None]]:
+    async def start_copilot() -> None:
+        try:
+            settings = await asyncio.to_thread(settings_from_gns3)
+        except SettingsError as exc:
+            log.critical("Cannot start the copilot: %s", exc)
+            raise
+        app.state.copilot = await CopilotState.open(settings)
+
+    return start_copilot
+
+
+def _shutdown(app: FastAPI) -> Callable[[], Awaitable[None]]:
+    async def stop_copilot() -> None:
+        state: CopilotState | None = getattr(app.state, "copilot", None)
+        if state is not None:
+            await state.close()
+
+    return stop_copilot
+
+
+def _cancel_runs_on_exit(app: FastAPI) -> None:
+    """Cancel runs as soon as the server is asked to exit.
+
+    uvicorn waits for open responses before running shutdown hooks; a chat stream
+    stays open as long as its run, so runs are cancelled from uvicorn's exit
+    handler (which gns3-server already wraps the same way) and their streams end.
+    """
+    from uvicorn.main import Server as UvicornServer
+
+    previous = UvicornServer.handle_exit
+
+    def handle_exit(server: Any, *args: Any, **kwargs: Any) -> None:
+        state: CopilotState | None = getattr(app.state, "copilot", None)
+        if state is not None:
+            state.begin_shutdown()
+        previous(server, *args, **kwargs)
+
+    UvicornServer.handle_exit = handle_exit  # type: ignore[method-assign]
+
+
+def install(app: FastAPI) -> None:
+    """Add the copilot to gns3-server's ``app`` (once; before the server starts)."""
+    if getattr(app.state, "copilot_installed", False):
+        return
+    app.state.copilot_installed = True
+    app.include_router(copilot_router())
+    app.mount(PANEL_PATH, StaticFiles(packages=[PANEL_PACKAGE], html=True), name="copilot")
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimitMiddleware, prefix=PREFIX + "/")
+    app.add_middleware(WebUIButtonMiddleware)  # issue 6 (panel): adds its script to /static/web-ui/ pages
+    app.router.on_startup.append(_startup(app))
+    # Ours first: runs end (and save) while GNS3's controller and database are still up.
+    app.router.on_shutdown.insert(0, _shutdown(app))
+    _cancel_runs_on_exit(app)
+
+
+def main() -> None:
+    """Console script entry point: same command line as ``gns3server``."""
+    from gns3server import main as gns3_main
+    from gns3server.api.server import app
+
+    install(app)
+    gns3_main.main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""``POST /v3/copilot/projects/{project_id}/chat/stream``: one message, answered as events."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from ..dependencies import CurrentUser, ProjectId, State, session_in_project
+from ..schemas import ChatRequest, ChatResult
+from ..sse import SSE_HEADERS, gather_result, sse_stream
+
+log = logging.getLogger(__name__)
+
+router = APIRouter()
+
+SESSION_HEADER = "X-Copilot-Session-Id"
+
+
+@router.post(
+    "/projects/{project_id}/chat/stream",
+    response_model=ChatResult,
+    responses={
+        200: {
+            "description": "text/event-stream of run events (stream: true), or the gathered answer (stream: false)",
+            "content": {"text/event-stream": {}},
+        },
+        400: {"description": "No LLM is configured"},
+        404: {"description": "No such project, session or LLM config"},
+        409: {"description": "The session is busy with another request"},
+        413: {"description": "Request body too large"},
+        422: {"description": "Invalid body or mode"},
+        502: {"description": "stream: false and the run failed (the message says why)"},
+    },
+)
+async def chat_stream(body: ChatRequest, project_id: ProjectId, user: CurrentUser, state: State) -> object:
+    """Send a message; the answer streams as Server-Sent Events, one ``data: {json}`` per event.
+
+    Everything that can be refused is refused before the stream starts (404, 409,
+    422...); after that, a failure arrives as an ``error`` event followed by
+    ``done``. Closing the connection cancels the run.
+    """
+    if body.session_id is not None:  # someone else's session is a 404 whatever else is wrong
+        await session_in_project(state, user, body.session_id, project_id)
+    mode = state.mode(body.mode)
+    llm_config = await state.llm_config_for(user.user_id, body.llm_config_id)
+    record, events = await state.service.chat(
+        user, project_id, body.message, llm_config=llm_config, session_id=body.session_id, mode=mode
+    )
+    headers = {SESSION_HEADER: record.session_id}
+    if not body.stream:
+        result = await gather_result(record.session_id, events)
+        return JSONResponse(result.model_dump(mode="json"), headers=headers)
+    return StreamingResponse(
+        sse_stream(events), media_type="text/event-stream", headers={**SSE_HEADERS, **headers}
+    )

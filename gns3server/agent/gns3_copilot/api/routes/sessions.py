@@ -1,0 +1,77 @@
+"""Sessions of a project's chat: list, read, history, rename, delete, abort, context report."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, status
+
+from ..dependencies import CurrentUser, OwnedSession, ProjectId, State
+from ..schemas import AbortResult, ContextReport, HistoryMessage, Mode, Session, SessionHistory, SessionUpdate
+
+router = APIRouter()
+
+SESSIONS = "/projects/{project_id}/chat/sessions"
+_NOT_FOUND = {404: {"description": "No such project, or no such session of this user in it"}}
+
+
+@router.get(SESSIONS, response_model=list[Session])
+async def list_sessions(project_id: ProjectId, user: CurrentUser, state: State) -> list[Session]:
+    """The user's sessions of the project, most recently used first."""
+    records = await state.service.list_sessions(user, project_id)
+    return [Session.from_record(r, running=state.service.is_running(r.session_id)) for r in records]
+
+
+@router.get(SESSIONS + "/{session_id}", response_model=Session, responses=_NOT_FOUND)
+async def get_session(session: OwnedSession, state: State) -> Session:
+    return Session.from_record(session, running=state.service.is_running(session.session_id))
+
+
+@router.get(SESSIONS + "/{session_id}/history", response_model=SessionHistory, responses=_NOT_FOUND)
+async def get_history(session: OwnedSession, user: CurrentUser, state: State) -> SessionHistory:
+    """The stored conversation: user, assistant (with tool calls) and tool messages, oldest first."""
+    messages = await state.service.history(user, session.session_id)
+    return SessionHistory(
+        session_id=session.session_id,
+        thread_id=session.session_id,
+        title=session.title,
+        messages=[HistoryMessage.model_validate(m) for m in messages],
+    )
+
+
+@router.patch(SESSIONS + "/{session_id}", response_model=Session, responses=_NOT_FOUND)
+async def rename_session(session: OwnedSession, body: SessionUpdate, user: CurrentUser, state: State) -> Session:
+    record = await state.service.rename(user, session.session_id, body.title)
+    return Session.from_record(record, running=state.service.is_running(record.session_id))
+
+
+@router.delete(SESSIONS + "/{session_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_NOT_FOUND)
+async def delete_session(session: OwnedSession, user: CurrentUser, state: State) -> None:
+    """Delete the session and its conversation (a run in progress is aborted first)."""
+    await state.service.delete(user, session.session_id)
+
+
+@router.post(
+    SESSIONS + "/{session_id}/abort",
+    response_model=AbortResult,
+    responses={**_NOT_FOUND, 409: {"description": "The session has no run in progress"}},
+)
+async def abort_session(session: OwnedSession, user: CurrentUser, state: State) -> AbortResult:
+    """Cancel the session's run; its stream ends with ``abort`` then ``done``."""
+    await state.service.abort(user, session.session_id)
+    return AbortResult(session_id=session.session_id)
+
+
+@router.get(SESSIONS + "/{session_id}/context", response_model=ContextReport, responses=_NOT_FOUND)
+async def preview_context(
+    session: OwnedSession,
+    user: CurrentUser,
+    state: State,
+    mode: Mode | None = None,
+    llm_config_id: str | None = Query(None, description="Budget for this config (default: the user's default)"),
+) -> ContextReport:
+    """The budget report the next model call would start from, without calling the LLM."""
+    llm_config = await state.llm_config_for(user.user_id, llm_config_id)
+    report = await state.service.preview_context(
+        user, session.session_id, llm_config=llm_config, mode=state.mode(mode)
+    )
+    return ContextReport.model_validate(report)
+

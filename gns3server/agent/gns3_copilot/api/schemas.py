@@ -1,0 +1,201 @@
+"""Pydantic schemas of the copilot API (they appear in the server's ``/openapi.json``).
+
+Named like gns3-server's own (``XBase/XCreate/XUpdate/X``); request fields follow
+GNS3 3.1's copilot chat API (``message, session_id, stream, mode``) so that a
+client of one can talk to the other. An LLM config's fields are checked by the
+model factory's JSON Schema, the single source of truth for its 422s, so here a
+config is a plain object.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..service.store import TITLE_MAX, SessionRecord
+
+MAX_MESSAGE_CHARS = 100_000
+"""Longest user message accepted (about 25k tokens); longer ones are a 422."""
+
+Mode = Literal["teaching", "lab_automation", "text"]  # the agent's MODES, plus GNS3 3.1's "text"
+
+
+def _timestamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must contain more than whitespace")
+    return value
+
+
+# ------------------------------------------------------------------------ chat
+
+
+class ChatRequest(BaseModel):
+    """One user message for a new or existing session of the project."""
+
+    message: str = Field(..., min_length=1, max_length=MAX_MESSAGE_CHARS, description="The user's message")
+    session_id: str | None = Field(None, description="Continue this session (a new one is created when absent)")
+    stream: bool = Field(True, description="Stream events (text/event-stream); false: one JSON answer at the end")
+    mode: Mode | None = Field(
+        None,
+        description="teaching (read-only tools) or lab_automation; absent or 'text' (GNS3 3.1): the server default",
+    )
+    llm_config_id: str | None = Field(None, description="One of the user's LLM configs (default: the user's default)")
+
+    _message_not_blank = field_validator("message")(_not_blank)
+
+
+class ToolCallSummary(BaseModel):
+    tool_call_id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    status: str | None = Field(None, description="success or error, once the tool has answered")
+
+
+class ChatResult(BaseModel):
+    """The answer to ``stream: false``: what the stream would have carried, gathered."""
+
+    session_id: str
+    status: Literal["completed", "aborted"]
+    content: str = Field(..., description="The final answer (the text of the run's last model call)")
+    tool_calls: list[ToolCallSummary] = Field(default_factory=list)
+    usage: dict[str, int] = Field(default_factory=dict)
+
+
+# -------------------------------------------------------------------- sessions
+
+
+class SessionBase(BaseModel):
+    title: str = Field(..., min_length=1, max_length=TITLE_MAX)
+
+    _title_not_blank = field_validator("title")(_not_blank)
+
+
+class SessionUpdate(SessionBase):
+    """Rename a session (GNS3 3.1: ``RenameSession``)."""
+
+
+class Session(SessionBase):
+    session_id: str
+    thread_id: str = Field(..., description="Same as session_id (GNS3 3.1 name)")
+    user_id: str
+    project_id: str
+    created_at: datetime
+    updated_at: datetime
+    runs: int = Field(0, description="Chat requests answered in this session")
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    running: bool = Field(False, description="A run is in progress (abort it, or wait for its done event)")
+
+    @classmethod
+    def from_record(cls, record: SessionRecord, *, running: bool) -> Session:
+        return cls(
+            session_id=record.session_id,
+            thread_id=record.session_id,
+            user_id=record.user_id,
+            project_id=record.project_id,
+            title=record.title,
+            created_at=_timestamp(record.created_at),
+            updated_at=_timestamp(record.updated_at),
+            runs=record.runs,
+            input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens,
+            total_tokens=record.total_tokens,
+            running=running,
+        )
+
+
+class HistoryToolCall(BaseModel):
+    id: str | None = None
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class HistoryMessage(BaseModel):
+    role: Literal["user", "assistant", "tool", "system"]
+    content: str
+    id: str | None = None
+    tool_calls: list[HistoryToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: str | None = None
+
+
+class SessionHistory(BaseModel):
+    session_id: str
+    thread_id: str
+    title: str
+    messages: list[HistoryMessage]
+
+
+class AbortResult(BaseModel):
+    status: Literal["ok"] = "ok"
+    session_id: str
+
+
+class ContextReport(BaseModel):
+    """The budget report (tokens of system, topology, tools, history; limit; percent; drops)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    strategy: str
+    context_limit: int
+    limit_tokens: int
+    total_tokens: int
+    percent: float
+
+
+# ----------------------------------------------------------------- LLM configs
+
+
+# A request's ``config`` is typed Any on purpose: pydantic's 422 (and the host's log
+# line for it) would quote the offending input, which may hold an API key. The route
+# checks the shape and the model factory's schema checks the fields, quoting nothing.
+_OBJECT = {"type": "object", "additionalProperties": True}
+
+
+class LLMConfigBase(BaseModel):
+    config: Any = Field(
+        None,
+        description="An LLM config (schema: GET /v3/copilot/llm-configs/schema): model, context_limit, "
+        "provider, base_url, api_key, ...",
+        json_schema_extra=_OBJECT,
+    )
+
+
+class LLMConfigCreate(LLMConfigBase):
+    is_default: bool = Field(False, description="Make it the user's default (the first config always is)")
+
+
+class LLMConfigUpdate(LLMConfigBase):
+    """``config`` holds the fields to change; null removes one; api_key absent keeps the stored key."""
+
+
+class LLMConfig(BaseModel):
+    config: dict[str, Any] = Field(..., description="The config, api_key masked")
+    config_id: str
+    name: str
+    has_api_key: bool
+    is_default: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class LLMConfigList(BaseModel):
+    configs: list[LLMConfig]
+    default_config_id: str | None = Field(None, description="The user's default config, if any")
+    server_default: dict[str, Any] | None = Field(
+        None, description="The server-wide default (used when the user has no default), key masked"
+    )
+
+
+class EffectiveLLMConfig(BaseModel):
+    source: Literal["user", "server"]
+    config_id: str | None = None
+    config: dict[str, Any]

@@ -1,0 +1,103 @@
+"""Run events on the wire: Server-Sent Events, or one JSON answer gathered from them.
+
+Each event is one ``data: {json}`` line followed by a blank line. Events keep the
+service's fields and gain the field names GNS3 3.1's copilot chat API uses
+(``tool_call`` object, ``tool_name``, ``tool_output``, ``error``), so that a client
+written for either server can read them.
+
+A client that disconnects cancels its run: Starlette cancels the response's
+generator, and closing the service's event iterator cancels the run and lets it
+save its state. The service's iterator always ends with ``done`` (after ``error``
+or ``abort`` when the run did not complete), so neither path needs its own.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ..service.copilot import Event
+from ..service.errors import CopilotError
+from .schemas import ChatResult, ToolCallSummary
+
+log = logging.getLogger(__name__)
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
+
+
+class RunFailedError(CopilotError):
+    """A ``stream: false`` run that ended with an error event (the message is already public)."""
+
+    status = 502
+    code = "run_failed"
+
+
+def wire_event(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The event as sent: our fields plus GNS3 3.1's names for the same facts."""
+    data = dict(event)
+    kind = data.get("type")
+    if kind == "tool_call":
+        arguments = json.dumps(data.get("args", {}), ensure_ascii=False, default=str)
+        data["tool_call"] = {"id": data.get("tool_call_id"), "type": "function",
+                             "function": {"name": data.get("name"), "arguments": arguments}}
+    elif kind in ("tool_start", "tool_end"):
+        data["tool_name"] = data.get("name")
+        if kind == "tool_end":
+            data["tool_output"] = data.get("output")
+    elif kind == "error":
+        data["error"] = data.get("message")
+    return data
+
+
+def encode(event: Mapping[str, Any]) -> bytes:
+    """One SSE message."""
+    return b"data: " + json.dumps(wire_event(event), ensure_ascii=False, default=str).encode("utf-8") + b"\n\n"
+
+
+async def sse_stream(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+    """The run's events as SSE; leaving early (disconnect, shutdown) cancels the run."""
+    try:
+        async for event in events:
+            yield encode(event)
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]  # an async generator
+
+
+async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatResult:
+    """Drain the run for ``stream: false``; an error event becomes RunFailedError (502)."""
+    parts: list[str] = []
+    calls: dict[str, ToolCallSummary] = {}
+    error: Mapping[str, Any] | None = None
+    done: Mapping[str, Any] = {}
+    try:
+        async for event in events:
+            kind = event["type"]
+            if kind == "context":
+                parts = []  # a new model call: only the last one's text is the answer
+            elif kind == "content":
+                parts.append(event["content"])
+            elif kind == "tool_call":
+                calls[event["tool_call_id"]] = ToolCallSummary(
+                    tool_call_id=event["tool_call_id"], name=event["name"], args=event.get("args") or {}
+                )
+            elif kind == "tool_end" and event["tool_call_id"] in calls:
+                calls[event["tool_call_id"]].status = event.get("status")
+            elif kind == "error":
+                error = event
+            elif kind == "done":
+                done = event
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    if error is not None or done.get("status") == "error":
+        message = (error or {}).get("message") or "The copilot run failed."
+        raise RunFailedError(f"{message} (session {session_id})")
+    status = "aborted" if done.get("status") == "aborted" else "completed"
+    return ChatResult(
+        session_id=session_id,
+        status=status,
+        content="".join(parts),
+        tool_calls=list(calls.values()),
+        usage=dict(done.get("usage") or {}),
+    )
