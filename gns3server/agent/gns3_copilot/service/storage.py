@@ -1,8 +1,8 @@
 """Where conversations live: a checkpointer plus the session table, behind one object.
 
 The embedded default is one SQLite file in the server's data directory, opened
-with two connections (LangGraph's async SQLite checkpointer and our session
-table) in WAL mode. Anything else (PostgreSQL for several servers) only needs to
+with two connections in WAL mode: LangGraph's SQLite checkpointer, run in worker
+threads (see ``checkpointer.py``), and our session table (aiosqlite). Anything else (PostgreSQL for several servers) only needs to
 provide a ``BaseCheckpointSaver`` with ``adelete_thread`` and a ``SessionStore``.
 """
 
@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 
+from .checkpointer import ThreadedCheckpointer
 from .store import SessionStore, SQLiteSessionStore
 
 log = logging.getLogger(__name__)
@@ -30,23 +31,29 @@ class Storage:
 
     checkpointer: BaseCheckpointSaver
     sessions: SessionStore
-    _connections: tuple[aiosqlite.Connection, ...] = ()
+    _connections: tuple[sqlite3.Connection, ...] = ()
 
     async def close(self) -> None:
         await self.sessions.close()
         for connection in self._connections:
-            await connection.close()
+            await asyncio.to_thread(connection.close)
 
 
 async def open_sqlite_storage(data_dir: str | Path) -> Storage:
     """Open (creating if needed) the copilot database in ``data_dir``."""
     directory = Path(data_dir)
-    await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
     path = str(directory / DATABASE_NAME)
-    connection = await aiosqlite.connect(path)
-    await connection.execute("PRAGMA journal_mode=WAL")
-    checkpointer = AsyncSqliteSaver(connection)
-    await checkpointer.setup()
+
+    def open_checkpointer() -> tuple[sqlite3.Connection, SqliteSaver]:
+        directory.mkdir(parents=True, exist_ok=True)
+        # The saver guards this connection with its own lock; calls come from worker threads.
+        connection = sqlite3.connect(path, check_same_thread=False)
+        connection.execute("PRAGMA journal_mode=WAL")
+        saver = SqliteSaver(connection)
+        saver.setup()
+        return connection, saver
+
+    connection, saver = await asyncio.to_thread(open_checkpointer)
     sessions = await SQLiteSessionStore.open(path)
     log.info("Copilot storage opened at %s", path)
-    return Storage(checkpointer=checkpointer, sessions=sessions, _connections=(connection,))
+    return Storage(checkpointer=ThreadedCheckpointer(saver), sessions=sessions, _connections=(connection,))
