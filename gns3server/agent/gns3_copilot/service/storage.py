@@ -1,8 +1,9 @@
 """Where conversations live: a checkpointer plus the session table, behind one object.
 
 The embedded default is one SQLite file in the server's data directory, opened
-with two connections in WAL mode: LangGraph's SQLite checkpointer, run in worker
-threads (see ``checkpointer.py``), and our session table (aiosqlite). Anything else (PostgreSQL for several servers) only needs to
+with one connection in WAL mode, shared by LangGraph's SQLite checkpointer and
+our session table under the checkpointer's lock; both run in worker threads (see
+``checkpointer.py``), so the event loop never waits on SQLite. Anything else (PostgreSQL for several servers) only needs to
 provide a ``BaseCheckpointSaver`` with ``adelete_thread`` and a ``SessionStore``.
 """
 
@@ -54,6 +55,6 @@ async def open_sqlite_storage(data_dir: str | Path) -> Storage:
         return connection, saver
 
     connection, saver = await asyncio.to_thread(open_checkpointer)
-    sessions = await SQLiteSessionStore.open(path)
+    sessions = await SQLiteSessionStore.open(connection, saver.lock)
     log.info("Copilot storage opened at %s", path)
     return Storage(checkpointer=ThreadedCheckpointer(saver), sessions=sessions, _connections=(connection,))

@@ -8,13 +8,14 @@ uses; :class:`SQLiteSessionStore` is the embedded implementation.
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
-
-import aiosqlite
+from typing import Any, Protocol, TypeVar
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS copilot_sessions (
@@ -35,7 +36,7 @@ _COLUMNS = (
     "session_id, user_id, project_id, title, created_at, updated_at, runs, input_tokens, output_tokens, total_tokens"
 )
 TITLE_MAX = 200
-BUSY_TIMEOUT_MS = 30_000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -71,38 +72,57 @@ def clean_title(title: str) -> str:
 
 
 class SQLiteSessionStore:
-    """Session records in a SQLite table, through one aiosqlite connection."""
+    """Session records in a SQLite table, queried in worker threads.
 
-    def __init__(self, connection: aiosqlite.Connection) -> None:
+    It shares the checkpointer's connection and lock: one connection means no
+    lock contention between two writers on the same file (SQLite can refuse an
+    upgrade from read to write at once, busy timeout or not), and the thread keeps
+    the event loop free.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, lock: threading.Lock) -> None:
         self._db = connection
+        self._lock = lock
 
     @classmethod
-    async def open(cls, path: str) -> SQLiteSessionStore:
-        # Autocommit: every statement is its own short transaction, so no write lock
-        # is held across an await while the checkpointer's connection writes too.
-        connection = await aiosqlite.connect(path, isolation_level=None)
-        await connection.execute("PRAGMA journal_mode=WAL")
-        await connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        await connection.executescript(_SCHEMA)
-        return cls(connection)
+    async def open(cls, connection: sqlite3.Connection, lock: threading.Lock) -> SQLiteSessionStore:
+        store = cls(connection, lock)
+        await store._run(lambda db: db.executescript(_SCHEMA))
+        return store
 
     async def close(self) -> None:
-        await self._db.close()
+        """Nothing to do: the connection belongs to the storage that opened it."""
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        def locked() -> T:
+            with self._lock:
+                try:
+                    result = work(self._db)
+                    self._db.commit()
+                    return result
+                except BaseException:
+                    self._db.rollback()
+                    raise
+
+        return await asyncio.to_thread(locked)
 
     async def create(self, user_id: str, project_id: str, title: str) -> SessionRecord:
         now = time.time()
         record = SessionRecord(str(uuid.uuid4()), user_id, project_id, clean_title(title), now, now)
-        await self._db.execute(
-            f"INSERT INTO copilot_sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            tuple(asdict(record).values()),
+        await self._run(
+            lambda db: db.execute(
+                f"INSERT INTO copilot_sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                tuple(asdict(record).values()),
+            )
         )
         return record
 
     async def get(self, session_id: str) -> SessionRecord | None:
-        async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM copilot_sessions WHERE session_id = ?", (session_id,)
-        ) as cursor:
-            row = await cursor.fetchone()
+        row = await self._run(
+            lambda db: db.execute(
+                f"SELECT {_COLUMNS} FROM copilot_sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        )
         return SessionRecord(*row) if row else None
 
     async def list(self, user_id: str | None, project_id: str) -> list[SessionRecord]:
@@ -112,31 +132,37 @@ class SQLiteSessionStore:
         if user_id is not None:
             query += " AND user_id = ?"
             params += (user_id,)
-        async with self._db.execute(query + " ORDER BY updated_at DESC", params) as cursor:
-            rows = await cursor.fetchall()
+        rows = await self._run(lambda db: db.execute(query + " ORDER BY updated_at DESC", params).fetchall())
         return [SessionRecord(*row) for row in rows]
 
     async def rename(self, session_id: str, title: str) -> SessionRecord | None:
-        await self._db.execute(
-            "UPDATE copilot_sessions SET title = ?, updated_at = ? WHERE session_id = ?",
-            (clean_title(title), time.time(), session_id),
+        await self._run(
+            lambda db: db.execute(
+                "UPDATE copilot_sessions SET title = ?, updated_at = ? WHERE session_id = ?",
+                (clean_title(title), time.time(), session_id),
+            )
         )
         return await self.get(session_id)
 
     async def delete(self, session_id: str) -> bool:
-        cursor = await self._db.execute("DELETE FROM copilot_sessions WHERE session_id = ?", (session_id,))
-        return cursor.rowcount > 0
+        deleted = await self._run(
+            lambda db: db.execute("DELETE FROM copilot_sessions WHERE session_id = ?", (session_id,)).rowcount
+        )
+        return deleted > 0
 
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None:
         """Count one run and add its token usage to the session's totals."""
-        await self._db.execute(
-            "UPDATE copilot_sessions SET runs = runs + 1, updated_at = ?, input_tokens = input_tokens + ?, "
-            "output_tokens = output_tokens + ?, total_tokens = total_tokens + ? WHERE session_id = ?",
-            (
-                time.time(),
-                int(usage.get("input_tokens", 0)),
-                int(usage.get("output_tokens", 0)),
-                int(usage.get("total_tokens", 0)),
-                session_id,
-            ),
+        params = (
+            time.time(),
+            int(usage.get("input_tokens", 0)),
+            int(usage.get("output_tokens", 0)),
+            int(usage.get("total_tokens", 0)),
+            session_id,
+        )
+        await self._run(
+            lambda db: db.execute(
+                "UPDATE copilot_sessions SET runs = runs + 1, updated_at = ?, input_tokens = input_tokens + ?, "
+                "output_tokens = output_tokens + ?, total_tokens = total_tokens + ? WHERE session_id = ?",
+                params,
+            )
         )
