@@ -370,6 +370,25 @@ async def test_a_client_that_disconnects_cancels_its_run(admin, admin_llm, stub,
     result = await admin.chat(project, "Continue", session_id=session_id)
     assert result["content"] == "Back again."
 
+    # stream: false too: the client gives up while the model is held.
+    stub.enqueue(reply("Never sent", hold_after=0))
+    asked = len(stub.requests)
+    body = {"message": "Plain, then leave", "stream": False, "session_id": session_id}
+    plain = asyncio.create_task(admin.post(chat_path(project), body))
+    await stub.wait_for_requests(asked + 1)
+    plain.cancel()  # aiohttp drops the connection
+    with contextlib.suppress(asyncio.CancelledError):
+        await plain
+
+    async def stopped_again() -> bool:
+        status, session = await admin.get(sessions_path(project, session_id))
+        return session["running"] is False and session["runs"] == 3
+
+    await wait_until(stopped_again)
+    status, history = await admin.get(sessions_path(project, session_id, "/history"))
+    assert history["messages"][-1] == {**history["messages"][-1], "role": "user", "content": "Plain, then leave"}
+    assert len(stub.requests) == asked + 1
+
 
 async def test_context_report_without_calling_the_llm(admin, admin_llm, stub, project):
     stub.enqueue("ok")

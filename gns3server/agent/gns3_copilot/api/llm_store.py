@@ -20,9 +20,12 @@ from typing import Any
 import aiosqlite
 
 from ..agent.model_factory import validate_llm_config
-from ..service.store import BUSY_TIMEOUT_MS
 from .crypto import SecretBox
 from .errors import LLMConfigNotFoundError
+
+DATABASE_NAME = "llm_configs.sqlite3"
+"""A file of its own in the data directory: rare, tiny writes that never wait on conversations."""
+BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS copilot_llm_configs (
@@ -77,8 +80,9 @@ class LLMConfigStore:
         self._box = box
 
     @classmethod
-    async def open(cls, path: Path, box: SecretBox) -> LLMConfigStore:
-        connection = await aiosqlite.connect(str(path), isolation_level=None)
+    async def open(cls, data_dir: Path, box: SecretBox) -> LLMConfigStore:
+        # Autocommit: every statement is its own short transaction.
+        connection = await aiosqlite.connect(str(data_dir / DATABASE_NAME), isolation_level=None)
         await connection.execute("PRAGMA journal_mode=WAL")
         await connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         await connection.executescript(_SCHEMA)

@@ -6,23 +6,29 @@ service's fields and gain the field names GNS3 3.1's copilot chat API uses
 written for either server can read them.
 
 A client that disconnects cancels its run: Starlette cancels the response's
-generator, and closing the service's event iterator cancels the run and lets it
-save its state. The service's iterator always ends with ``done`` (after ``error``
-or ``abort`` when the run did not complete), so neither path needs its own.
+generator (``stream: false``: :func:`unless_disconnected` does), and closing the
+service's event iterator cancels the run and lets it save its state. The
+service's iterator always ends with ``done`` (after ``error`` or ``abort`` when
+the run did not complete), so neither path needs its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from typing import Any, TypeVar
+
+from starlette.types import Receive
 
 from ..service.copilot import Event
 from ..service.errors import CopilotError
 from .schemas import ChatResult, ToolCallSummary
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
 
@@ -101,3 +107,26 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
         tool_calls=list(calls.values()),
         usage=dict(done.get("usage") or {}),
     )
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def unless_disconnected(receive: Receive, work: Awaitable[T]) -> T | None:
+    """``work``'s result; None, with ``work`` cancelled, if the client leaves first.
+
+    A plain (non-streaming) response is not cancelled when its client goes away,
+    so the request's ``receive`` is watched for ``http.disconnect`` meanwhile.
+    """
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})  # the run saves its state before we go on
+    return None if task.cancelled() else task.result()

@@ -20,7 +20,7 @@ import aiohttp
 from ..agent.model_factory import create_base_model_with_tools, is_context_length_error
 from ..gns3_client.client import GNS3Client
 from ..service.copilot import CopilotService
-from ..service.storage import DATABASE_NAME, Storage, open_sqlite_storage
+from ..service.storage import Storage, open_sqlite_storage
 from ..tools.toolset import build_tools
 from .crypto import SecretBox, load_or_create_key
 from .errors import ModeNotAllowedError, NoLLMConfigError
@@ -66,7 +66,7 @@ class CopilotState:
         key = await asyncio.to_thread(load_or_create_key, settings.secrets_dir)
         storage = await open_sqlite_storage(settings.data_dir)
         try:
-            llm_configs = await LLMConfigStore.open(settings.data_dir / DATABASE_NAME, SecretBox(key))
+            llm_configs = await LLMConfigStore.open(settings.data_dir, SecretBox(key))
         except BaseException:
             await storage.close()
             raise

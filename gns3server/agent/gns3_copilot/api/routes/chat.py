@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import APIRouter
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..dependencies import CurrentUser, ProjectId, State, session_in_project
 from ..schemas import ChatRequest, ChatResult
-from ..sse import SSE_HEADERS, gather_result, sse_stream
+from ..sse import SSE_HEADERS, gather_result, sse_stream, unless_disconnected
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +34,14 @@ SESSION_HEADER = "X-Copilot-Session-Id"
         502: {"description": "stream: false and the run failed (the message says why)"},
     },
 )
-async def chat_stream(body: ChatRequest, project_id: ProjectId, user: CurrentUser, state: State) -> object:
+async def chat_stream(
+    body: ChatRequest, request: Request, project_id: ProjectId, user: CurrentUser, state: State
+) -> object:
     """Send a message; the answer streams as Server-Sent Events, one ``data: {json}`` per event.
 
     Everything that can be refused is refused before the stream starts (404, 409,
     422...); after that, a failure arrives as an ``error`` event followed by
-    ``done``. Closing the connection cancels the run.
+    ``done``. Closing the connection cancels the run (with ``stream: false`` too).
     """
     if body.session_id is not None:  # someone else's session is a 404 whatever else is wrong
         await session_in_project(state, user, body.session_id, project_id)
@@ -50,7 +52,9 @@ async def chat_stream(body: ChatRequest, project_id: ProjectId, user: CurrentUse
     )
     headers = {SESSION_HEADER: record.session_id}
     if not body.stream:
-        result = await gather_result(record.session_id, events)
+        result = await unless_disconnected(request.receive, gather_result(record.session_id, events))
+        if result is None:  # the client left; its run was cancelled
+            return Response(status_code=499)
         return JSONResponse(result.model_dump(mode="json"), headers=headers)
     return StreamingResponse(
         sse_stream(events), media_type="text/event-stream", headers={**SSE_HEADERS, **headers}
