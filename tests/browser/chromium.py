@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from selenium import webdriver
-from selenium.common.exceptions import JavascriptException, StaleElementReferenceException
+from selenium.common.exceptions import (
+    JavascriptException,
+    StaleElementReferenceException,
+    TimeoutException,
+    WebDriverException,
+)
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
@@ -35,6 +40,9 @@ FLAGS = (
     "--disable-default-apps",
     "--password-store=basic",
     "--lang=en-US",
+    # Only loopback resolves: pages under test (GNS3's web UI loads an analytics script)
+    # never reach anything but the servers the tests run.
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
 )
 WAIT_SECONDS = 20.0
 
@@ -69,10 +77,28 @@ def start_chromium(profile_dir: Path, *, width: int = 1280, height: int = 800) -
 
 def wait_for(driver: WebDriver, condition: Callable[[WebDriver], Any], message: str = "",
              timeout: float = WAIT_SECONDS) -> Any:
-    """Wait until ``condition(driver)`` is truthy; stale elements and script errors just mean 'not yet'."""
+    """Wait until ``condition(driver)`` is truthy; stale elements, script errors and missing items just mean "not yet"."""
     wait = WebDriverWait(driver, timeout, poll_frequency=0.05,
-                         ignored_exceptions=(StaleElementReferenceException, JavascriptException))
-    return wait.until(condition, message)
+                         ignored_exceptions=(StaleElementReferenceException, JavascriptException, IndexError))
+    try:
+        return wait.until(condition, message)
+    except TimeoutException as exc:
+        raise TimeoutException(f"{message}\n{page_state(driver)}") from exc
+
+
+def page_state(driver: WebDriver) -> str:
+    """What the page showed (URL, visible text, console), for a failure message; a screenshot
+    goes to ``$PANEL_FAILURE_DIR`` when set."""
+    try:
+        text = driver.execute_script("return document.body ? document.body.innerText : ''") or ""
+        logs = [e["message"] for e in driver.get_log("browser")][-10:]
+        shot = os.environ.get("PANEL_FAILURE_DIR")
+        if shot:
+            Path(shot).mkdir(parents=True, exist_ok=True)
+            driver.save_screenshot(str(Path(shot) / f"failure-{len(os.listdir(shot))}.png"))
+        return f"url: {driver.current_url}\npage text: {text[-1500:]}\nconsole: {logs}"
+    except WebDriverException as exc:  # the page itself may be the problem
+        return f"(page state unavailable: {exc.msg})"
 
 
 def visible(element: WebElement) -> bool:

@@ -57,7 +57,7 @@
     button.title = "Ask the copilot about this project";
     button.setAttribute("aria-controls", "gns3-copilot-dock");
     button.setAttribute("aria-expanded", "false");
-    button.textContent = "\u2728 Copilot";
+    button.textContent = "\u2726 Copilot";
     button.hidden = true;
     button.addEventListener("click", toggle);
 

@@ -19,7 +19,7 @@ const state = {
   sessionId: params.get("session_id") || null,
   mode: localStorage.getItem("gns3-copilot.mode") || "lab_automation",
   run: null, // {controller, sessionId, turn, stopped}
-  loadToken: 0, // guards against out-of-order loads when switching quickly
+  loadToken: 0, // bumped by every navigation and send: a load that finishes late changes nothing
 };
 
 // ---------------------------------------------------------------- utilities
@@ -83,6 +83,7 @@ function reportError(error, context) {
 }
 
 function onUnauthorized() {
+  delete document.body.dataset.ready;
   signOut();
   state.api = null;
   $("login-error").textContent = "Your GNS3 session has expired; sign in again.";
@@ -151,11 +152,13 @@ async function enter({ api, user }) {
   $("mode-select").value = state.mode;
   show("main");
   await loadProjects();
-  checkLlmConfigured();
+  await checkLlmConfigured();
+  document.body.dataset.ready = "true";
 }
 
 function onLogout() {
   if (state.run) stopRun();
+  delete document.body.dataset.ready;
   signOut();
   state.api = null;
   state.user = null;
@@ -178,7 +181,8 @@ async function loadProjects() {
     select.append(el("option", null, "No project"));
     select.disabled = true;
     setComposerEnabled(false);
-    notify("info", "You have no GNS3 project yet. Create one in GNS3, then reload this panel.");
+    $("empty-chat").replaceChildren(el("h2", null, "No project yet"),
+      el("p", "muted", "Create or open a project in GNS3 (or ask for access to one), then reload this panel."));
     return;
   }
   select.disabled = false;
@@ -197,10 +201,12 @@ async function loadProjects() {
     state.sessionId = null;
   }
   select.value = state.projectId || "";
+  if (!state.projectId) $("project-select").focus();
   await selectProject(state.projectId, { keepSession: true });
 }
 
 async function selectProject(projectId, { keepSession = false } = {}) {
+  const token = ++state.loadToken;
   state.projectId = projectId || null;
   if (!keepSession) state.sessionId = null;
   updateUrl();
@@ -212,24 +218,28 @@ async function selectProject(projectId, { keepSession = false } = {}) {
     return;
   }
   await loadSessions();
+  if (token !== state.loadToken) return; // the user moved on (or sent a message) meanwhile
   if (state.sessionId && !state.sessions.some((s) => s.session_id === state.sessionId)) {
     state.sessionId = null;
     updateUrl();
   }
-  await openSession(state.sessionId);
+  await openSession(state.sessionId, token);
 }
 
 // ---------------------------------------------------------------- sessions
 
 async function loadSessions() {
-  if (!state.projectId) return;
+  const projectId = state.projectId;
+  if (!projectId) return;
+  let sessions;
   try {
-    const sessions = await state.api.sessions(state.projectId);
-    state.sessions = Array.isArray(sessions) ? sessions : sessions.sessions || [];
+    sessions = await state.api.sessions(projectId);
   } catch (error) {
     reportError(error, "Could not list the conversations");
-    state.sessions = [];
+    sessions = [];
   }
+  if (projectId !== state.projectId) return; // another project was chosen meanwhile
+  state.sessions = Array.isArray(sessions) ? sessions : sessions.sessions || [];
   renderSessions();
 }
 
@@ -252,7 +262,7 @@ function renderSessions() {
     rename.title = "Rename";
     rename.setAttribute("aria-label", `Rename “${session.title || "Untitled"}”`);
     rename.addEventListener("click", () => startRename(item, session));
-    const remove = el("button", "icon-button session-delete", "\u{1F5D1}");
+    const remove = el("button", "icon-button session-delete", "\u00D7");
     remove.type = "button";
     remove.title = "Delete";
     remove.setAttribute("aria-label", `Delete “${session.title || "Untitled"}”`);
@@ -280,6 +290,7 @@ async function switchSession(sessionId) {
 
 function newSession() {
   if (busyGuard() || !state.projectId) return;
+  state.loadToken++;
   state.sessionId = null;
   updateUrl();
   renderSessions();
@@ -498,9 +509,8 @@ function renderHistory(messages) {
   scrollDown(true);
 }
 
-async function openSession(sessionId) {
-  const token = ++state.loadToken;
-  clearNotice();
+async function openSession(sessionId, token = ++state.loadToken) {
+  if ($("notice").dataset.code !== "llm_not_configured") clearNotice(); // that one stays until fixed
   if (!sessionId) {
     clearConversation();
     return;
@@ -523,6 +533,8 @@ async function openSession(sessionId) {
 function resetMeter() {
   const meter = $("meter");
   meter.dataset.state = "empty";
+  meter.dataset.total = "";
+  meter.dataset.percent = "";
   $("meter-text").textContent = "no model call yet";
   $("meter-bar").style.width = "0%";
   $("meter-notes").hidden = true;
@@ -535,6 +547,8 @@ function showReport(report, preview = false) {
   const meter = $("meter");
   meter.dataset.state = report.over_budget ? "over" : info.percent >= (info.budgetShare ?? 100) * 0.9 ? "high" : "ok";
   meter.dataset.preview = preview ? "true" : "false";
+  meter.dataset.total = String(report.total_tokens ?? "");
+  meter.dataset.percent = String(report.percent ?? "");
   meter.title = info.detail;
   $("meter-text").textContent = preview ? `${info.headline} (next call)` : info.headline;
   $("meter-bar").style.width = `${info.percent}%`;
@@ -573,6 +587,7 @@ async function send(text) {
   if (state.run || !state.projectId) return;
   const message = text.trim();
   if (!message) return;
+  state.loadToken++; // whatever was loading must not replace this conversation
   clearNotice();
   hideEmpty();
   const box = $("messages");
@@ -594,6 +609,7 @@ async function send(text) {
     if (state.run === run) {
       state.sessionId = sessionId;
       updateUrl();
+      loadSessions(); // a new conversation is listed while it is answered
     }
   };
   try {

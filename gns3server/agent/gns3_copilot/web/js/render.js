@@ -1,6 +1,6 @@
 // Rendering of answers and tool calls. The only path from model text to HTML is
 // markdownFragment(): Markdown -> HTML (marked) -> sanitised DOM (DOMPurify), never
-// a string assigned to innerHTML. Tool arguments and output are shown as text.
+// an HTML string put into the page. Tool arguments and output are shown as text.
 
 import { Marked } from "../vendor/marked.esm.js";
 import DOMPurify from "../vendor/purify.es.js";
@@ -55,7 +55,17 @@ export function el(tag, className, text) {
 
 function pretty(value) {
   if (value === undefined || value === null) return "";
-  if (typeof value === "string") return value;
+  if (typeof value === "string") {
+    const text = value.trim();
+    if ((text.startsWith("{") && text.endsWith("}")) || (text.startsWith("[") && text.endsWith("]"))) {
+      try {
+        return JSON.stringify(JSON.parse(text), null, 2); // tool output that is JSON, indented
+      } catch {
+        return value;
+      }
+    }
+    return value;
+  }
   try {
     return JSON.stringify(value, null, 2);
   } catch {
