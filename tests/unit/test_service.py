@@ -154,7 +154,8 @@ async def test_abort_mid_answer_keeps_partial_text_and_a_valid_history(storage, 
 async def test_abort_during_a_tool_answers_the_call(storage, model):
     service = make_service(storage, model)
     GATES["abort"] = gates = Gates()
-    model.enqueue(AIMessage("", tool_calls=[{"name": "slow_tool", "args": {"key": "abort"}, "id": "t1"}]))
+    usage = {"input_tokens": 120, "output_tokens": 8, "total_tokens": 128}
+    model.enqueue(AIMessage("", tool_calls=[{"name": "slow_tool", "args": {"key": "abort"}, "id": "t1"}], usage_metadata=usage))
     record, stream = await service.chat(ALICE, "p1", "run it", llm_config=LLM)
     consumer = asyncio.create_task(collect(stream))
     await gates.started.wait()
@@ -162,6 +163,8 @@ async def test_abort_during_a_tool_answers_the_call(storage, model):
     seen = await consumer
     assert [e["type"] for e in seen if e["type"] in ("tool_call", "tool_start", "abort", "done")] == [
         "tool_call", "tool_start", "abort", "done"]
+    assert seen[-1]["usage"] == usage  # what the aborted run consumed is still accounted
+    assert (await service.session(ALICE, record.session_id)).input_tokens == 120
     messages = await service.messages(ALICE, record.session_id)
     assert isinstance(messages[-1], ToolMessage) and messages[-1].tool_call_id == "t1"
     assert messages[-1].content == ABORTED_TOOL_RESULT

@@ -41,6 +41,11 @@ def context(report: Mapping[str, Any]) -> Event:
     return {"type": "context", "report": dict(report)}
 
 
+def usage(totals: Mapping[str, int]) -> Event:
+    """The run's token usage so far; internal (the service folds it into ``done``)."""
+    return {"type": "usage", "usage": dict(totals)}
+
+
 def error(message: str, code: str = "error") -> Event:
     return {"type": "error", "message": message, "code": code}
 

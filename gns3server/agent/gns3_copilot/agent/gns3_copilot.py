@@ -165,6 +165,8 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         logger.info("LLM call completed: tool_calls=%d", len(response.tool_calls))
         for call in response.tool_calls:
             writer(events.tool_call(call["id"] or "", call["name"], call["args"]))
+        run_usage = _add_usage(state.get("usage"), response)
+        writer(events.usage(run_usage))
         reported = (response.usage_metadata or {}).get("input_tokens")
         if isinstance(reported, int) and reported > 0 and report["total_tokens"] > 0:
             scale = clamp_token_scale(reported / report["total_tokens"])
@@ -173,7 +175,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             "context_report": report,
             "token_scale": scale,
             "llm_calls": calls + 1,
-            "usage": _add_usage(state.get("usage"), response),
+            "usage": run_usage,
         }
 
     async def run_tool(call: Mapping[str, Any], config: RunnableConfig) -> ToolMessage:

@@ -305,13 +305,14 @@ class CopilotService:
             graph = await asyncio.to_thread(build_copilot_graph, settings, self._storage.checkpointer)
             start = {"messages": [HumanMessage(message)], "llm_calls": 0, "usage": {}}
             async for event in graph.astream(start, config, stream_mode="custom"):
+                if event["type"] == "usage":
+                    usage = event["usage"]  # reported in `done`, also when the run ends early
+                    continue
                 if event["type"] == "context":
                     run.partial.clear()  # a new model call starts
                 elif event["type"] == "content":
                     run.partial.append(event["content"])
                 await run.queue.put(event)
-            state = await graph.aget_state(config)
-            usage = dict(state.values.get("usage") or {})
         except asyncio.CancelledError:
             status = "aborted"
             if graph is not None:
