@@ -106,8 +106,3 @@ def visible(element: WebElement) -> bool:
         return element.is_displayed()
     except StaleElementReferenceException:
         return False
-
-
-def console_errors(driver: WebDriver) -> list[str]:
-    """SEVERE messages of the page's console since the last call (Chromium's log buffer)."""
-    return [entry["message"] for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]

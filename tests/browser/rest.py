@@ -47,11 +47,3 @@ class Rest:
         """A client for ``username`` (a fresh token)."""
         result = self.ok("POST", "/v3/access/users/authenticate", {"username": username, "password": password})
         return Rest(self.base_url, result["access_token"])
-
-    def stream_lines(self, path: str, body: Any) -> list[str]:
-        """POST and read a text/event-stream to its end; the ``data:`` payloads."""
-        request = urllib.request.Request(self.base_url + path, data=json.dumps(body).encode(), method="POST")
-        request.add_header("Content-Type", "application/json")
-        request.add_header("Authorization", f"Bearer {self.token}")
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-            return [line[6:].decode().strip() for line in response if line.startswith(b"data: ")]

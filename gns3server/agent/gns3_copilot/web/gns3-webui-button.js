@@ -40,10 +40,9 @@
     return match ? { controllerId: match[1], projectId: match[2].toLowerCase() } : null;
   }
 
-  function panelUrl(where, embedded) {
-    var query = "?project_id=" + encodeURIComponent(where.projectId) +
+  function panelUrl(where) {
+    return PANEL + "?project_id=" + encodeURIComponent(where.projectId) +
       "&controller_id=" + encodeURIComponent(where.controllerId);
-    return PANEL + query + (embedded ? "&embedded=1" : "");
   }
 
   function build() {
@@ -94,12 +93,12 @@
   function setOpen(open) {
     var where = current();
     if (open && where) {
-      var url = panelUrl(where, true);
+      var url = panelUrl(where);
       if (shownFor !== url) {
         frame.src = url;
         shownFor = url;
       }
-      newTab.href = panelUrl(where, false);
+      newTab.href = panelUrl(where);
     }
     dock.hidden = !open;
     button.setAttribute("aria-expanded", String(open));
@@ -118,7 +117,7 @@
       if (!dock.hidden) setOpen(false);
       return;
     }
-    if (!dock.hidden && shownFor !== panelUrl(where, true)) setOpen(true);
+    if (!dock.hidden && shownFor !== panelUrl(where)) setOpen(true);
   }
 
   function start() {

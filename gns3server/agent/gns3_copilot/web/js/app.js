@@ -17,7 +17,8 @@ const state = {
   projectId: params.get("project_id") || null,
   sessions: [],
   sessionId: params.get("session_id") || null,
-  mode: localStorage.getItem("gns3-copilot.mode") || "lab_automation",
+  mode: ["lab_automation", "teaching"].includes(localStorage.getItem("gns3-copilot.mode"))
+    ? localStorage.getItem("gns3-copilot.mode") : "lab_automation",
   run: null, // {controller, sessionId, turn, stopped}
   loadToken: 0, // bumped by every navigation and send: a load that finishes late changes nothing
 };
@@ -162,6 +163,7 @@ function onLogout() {
   signOut();
   state.api = null;
   state.user = null;
+  $("login-error").hidden = true;
   show("login");
   $("login-username").focus();
 }
@@ -592,7 +594,8 @@ async function send(text) {
   hideEmpty();
   const box = $("messages");
   box.dataset.follow = "true";
-  box.append(userBubble(message));
+  const question = userBubble(message);
+  box.append(question);
   const turn = new Turn();
   turn.node.dataset.status = "running";
   box.append(turn.node);
@@ -600,7 +603,7 @@ async function send(text) {
   $("prompt").value = "";
 
   const controller = new AbortController();
-  const run = { controller, sessionId: state.sessionId, turn, stopped: false, status: null };
+  const run = { controller, sessionId: state.sessionId, turn, stopped: false, status: null, received: 0 };
   state.run = run;
   setRunning(true);
   const adopt = (sessionId) => {
@@ -616,6 +619,7 @@ async function send(text) {
     const events = state.api.chat(state.projectId, { message, sessionId: state.sessionId, mode: state.mode },
       { signal: controller.signal, onSession: adopt });
     for await (const event of events) {
+      run.received += 1;
       handleEvent(run, event);
       if (event.type === "done") break;
     }
@@ -627,16 +631,17 @@ async function send(text) {
     if (run.stopped || error?.name === "AbortError") {
       run.status = "aborted";
       turn.note("info", "Stopped.");
+    } else if (run.received > 0) {
+      run.status = "error"; // the stream broke off: keep what came
+      turn.note("error", "The connection to the server was lost before the answer was complete.");
     } else {
+      // Refused before the run started: nothing was sent, so the text goes back in the box.
       run.status = "error";
       turn.node.remove();
+      question.remove();
+      if (!box.querySelector(".message")) $("empty-chat").hidden = false;
+      $("prompt").value = message;
       reportError(error, "Could not send the message");
-      if (!(error instanceof ApiError) || error.status >= 500) {
-        // Give the text back so nothing typed is lost.
-        $("prompt").value = message;
-      } else if (error.code === "llm_not_configured" || error.code === "session_busy") {
-        $("prompt").value = message;
-      }
     }
   } finally {
     turn.finish(run.status || "error");
