@@ -11,6 +11,8 @@ from langchain_core.tools import tool
 
 from gns3server.agent.gns3_copilot.service.copilot import ABORTED_TOOL_RESULT, CopilotService, User
 from gns3server.agent.gns3_copilot.service.errors import (
+    ConfirmationPendingError,
+    NoPendingConfirmationError,
     NoRunningRunError,
     SessionBusyError,
     SessionNotFoundError,
@@ -301,3 +303,107 @@ async def test_preview_context_reports_without_calling_the_model(storage, model)
     assert report["topology_tokens"] > 0 and report["total_tokens"] < report["budget"]
     with pytest.raises(SessionNotFoundError):
         await service.preview_context(BOB, record.session_id, llm_config=LLM)
+
+
+def make_confirm_tools(client_factory, project_id: str) -> list:
+    """A device-changing tool (needs confirmation) and a read-only one."""
+    sent: list[str] = SENT.setdefault(project_id, [])
+
+    @tool
+    async def push_config(device: str, commands: list[str]) -> str:
+        """Send configuration commands to a device."""
+        sent.extend(f"{device}: {c}" for c in commands)
+        return f"{len(commands)} command(s) applied on {device}"
+
+    @tool
+    async def read_config(device: str) -> str:
+        """Read a device's configuration."""
+        return f"config of {device}"
+
+    push_config.metadata = {"needs_confirmation": True}
+    read_config.metadata = {"read_only": True}
+    return [push_config, read_config]
+
+
+SENT: dict[str, list[str]] = {}
+PUSH = {"name": "push_config", "args": {"device": "R1", "commands": ["interface g0/0", "no shutdown"]}, "id": "p1"}
+READ = {"name": "read_config", "args": {"device": "R1"}, "id": "r1"}
+
+
+def confirm_service(storage, model) -> CopilotService:
+    return CopilotService(
+        storage,
+        tools_factory=make_confirm_tools,
+        bind_tools=lambda tools, config: model.bind_tools(tools),
+        is_context_length_error=lambda exc: False,
+        client_factory=FakeClient,
+        load_topology=fake_topology,
+    )
+
+
+async def ask_for_push(service, model, project_id: str):
+    SENT[project_id] = []
+    model.enqueue(AIMessage("I will bring g0/0 up.", tool_calls=[PUSH, READ]))
+    record, stream = await service.chat(ALICE, project_id, "bring R1 g0/0 up", llm_config=LLM)
+    return record, await collect(stream)
+
+
+async def test_device_changes_wait_for_approval_then_run(storage, model):
+    service = confirm_service(storage, model)
+    record, seen = await ask_for_push(service, model, "pc1")
+    assert [e["type"] for e in seen][-2:] == ["confirm", "done"] and seen[-1]["status"] == "waiting_confirmation"
+    assert [(c["tool_call_id"], c["name"], c["args"]) for c in seen[-2]["calls"]] == [("p1", "push_config", PUSH["args"])]
+    assert not any(e["type"] == "tool_start" for e in seen) and SENT["pc1"] == []  # nothing ran, not even the read
+    assert (await service.session(ALICE, record.session_id)).pending_calls[0]["name"] == "push_config"
+    with pytest.raises(ConfirmationPendingError, match="push_config"):
+        await service.chat(ALICE, "pc1", "hello?", session_id=record.session_id, llm_config=LLM)
+
+    model.enqueue("Done: g0/0 is up.")
+    _, stream = await service.confirm(ALICE, record.session_id, True, llm_config=LLM)
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed" and SENT["pc1"] == ["R1: interface g0/0", "R1: no shutdown"]
+    ends = {e["tool_call_id"]: e for e in seen if e["type"] == "tool_end"}
+    assert ends["p1"]["status"] == "success" and ends["r1"]["output"] == "config of R1"
+    assert (await service.session(ALICE, record.session_id)).pending is None
+    assert [m.type for m in model.calls[-1]] == ["system", "human", "ai", "tool", "tool"]
+    with pytest.raises(NoPendingConfirmationError):
+        await service.confirm(ALICE, record.session_id, True, llm_config=LLM)
+
+
+async def test_rejected_changes_are_never_sent(storage, model):
+    service = confirm_service(storage, model)
+    record, _ = await ask_for_push(service, model, "pc2")
+    model.enqueue("OK, I left R1 alone.")
+    _, stream = await service.confirm(ALICE, record.session_id, False, llm_config=LLM)
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed" and SENT["pc2"] == []
+    results = {m.tool_call_id: m for m in model.calls[-1] if m.type == "tool"}
+    assert results["p1"].content.startswith("Rejected by the user") and results["p1"].status == "error"
+    assert results["r1"].content == "config of R1"  # the read-only call still ran
+
+
+async def test_a_waiting_run_survives_a_restart(tmp_path, model):
+    first = await open_sqlite_storage(tmp_path / "data")
+    service = confirm_service(first, model)
+    record, _ = await ask_for_push(service, model, "pc3")
+    await service.close()
+    await first.close()
+
+    second = await open_sqlite_storage(tmp_path / "data")
+    try:
+        service = confirm_service(second, model)
+        assert (await service.session(ALICE, record.session_id)).pending_calls[0]["tool_call_id"] == "p1"
+        model.enqueue("Applied after the restart.")
+        _, stream = await service.confirm(ALICE, record.session_id, True, llm_config=LLM)
+        seen = await collect(stream)
+        assert seen[-1]["status"] == "completed" and SENT["pc3"] == ["R1: interface g0/0", "R1: no shutdown"]
+    finally:
+        await second.close()
+
+
+async def test_only_the_owner_confirms(storage, model):
+    service = confirm_service(storage, model)
+    record, _ = await ask_for_push(service, model, "pc4")
+    with pytest.raises(SessionNotFoundError):
+        await service.confirm(BOB, record.session_id, True, llm_config=LLM)
+    assert SENT["pc4"] == []

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 EventType = Literal[
-    "content", "tool_call", "tool_start", "tool_end", "context", "error", "done", "heartbeat", "abort"
+    "content", "tool_call", "tool_start", "tool_end", "context", "confirm", "error", "done", "heartbeat", "abort"
 ]
 Event = dict[str, Any]
 
@@ -39,6 +39,11 @@ def tool_end(call_id: str, name: str, output: str, status: str) -> Event:
 
 def context(report: Mapping[str, Any]) -> Event:
     return {"type": "context", "report": dict(report)}
+
+
+def confirm(calls: list[Mapping[str, Any]]) -> Event:
+    """The run waits for the user to approve or reject these tool calls."""
+    return {"type": "confirm", "calls": [dict(c) for c in calls]}
 
 
 def usage(totals: Mapping[str, int]) -> Event:

@@ -33,6 +33,7 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import interrupt
 
 from ..gns3_client.exceptions import GNS3Error
 from . import events
@@ -65,6 +66,14 @@ class CopilotState(TypedDict, total=False):
 def is_read_only(tool: BaseTool) -> bool:
     """Tools declare themselves safe for teaching mode with ``metadata={"read_only": True}``."""
     return bool((tool.metadata or {}).get("read_only"))
+
+
+def needs_confirmation(tool: BaseTool) -> bool:
+    """Tools that change devices (``metadata={"needs_confirmation": True}``) wait for the user's yes."""
+    return bool((tool.metadata or {}).get("needs_confirmation"))
+
+
+REJECTED_RESULT = "Rejected by the user: nothing was sent. Ask what they want instead."
 
 
 def tools_for_mode(tools: Sequence[BaseTool], mode: str) -> list[BaseTool]:
@@ -178,13 +187,15 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             "usage": run_usage,
         }
 
-    async def run_tool(call: Mapping[str, Any], config: RunnableConfig) -> ToolMessage:
+    async def run_tool(call: Mapping[str, Any], config: RunnableConfig, rejected: bool = False) -> ToolMessage:
         writer = get_stream_writer()
         name, args, call_id = call["name"], call.get("args") or {}, call.get("id") or ""
         writer(events.tool_start(call_id, name, args))
         status = "error"
         tool = by_name.get(name)
-        if tool is None:
+        if rejected:
+            output = REJECTED_RESULT
+        elif tool is None:
             output = f"Error: unknown tool {name!r}. Available tools: {', '.join(sorted(allowed_names))}."
         elif name not in allowed_names:
             output = f"Error: tool {name!r} is not allowed in {settings.mode} mode (read-only tools only)."
@@ -207,7 +218,20 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
     async def tools(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
         last = state["messages"][-1]
         assert isinstance(last, AIMessage)
-        answers = list(await asyncio.gather(*(run_tool(call, config) for call in last.tool_calls)))
+        gated = [
+            call for call in last.tool_calls
+            if call["name"] in allowed_names and needs_confirmation(by_name[call["name"]])
+        ]
+        rejected: set[str] = set()
+        if gated:
+            # Before any tool runs: on resume LangGraph runs this node again from the top,
+            # and interrupt() then returns the user's decision instead of pausing.
+            decision = interrupt({"calls": [events.tool_call(c["id"] or "", c["name"], c["args"]) for c in gated]})
+            if not (isinstance(decision, Mapping) and decision.get("approved") is True):
+                rejected = {c["id"] for c in gated}
+        answers = list(
+            await asyncio.gather(*(run_tool(call, config, call["id"] in rejected) for call in last.tool_calls))
+        )
         for bad in last.invalid_tool_calls:
             answers.append(
                 ToolMessage(
@@ -241,5 +265,6 @@ __all__ = [
     "MODES",
     "build_copilot_graph",
     "is_read_only",
+    "needs_confirmation",
     "tools_for_mode",
 ]

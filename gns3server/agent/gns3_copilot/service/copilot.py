@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.types import Command
 
 from ..agent import events
 from ..agent.context.counting import TokenCounter, content_text
@@ -29,12 +30,21 @@ from ..agent.prompts import system_prompt_for
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_topology
-from .errors import NoRunningRunError, SessionBusyError, SessionNotFoundError, public_message
+from .errors import (
+    ConfirmationPendingError,
+    NoPendingConfirmationError,
+    NoRunningRunError,
+    SessionBusyError,
+    SessionNotFoundError,
+    public_message,
+)
 from .storage import Storage
 from .store import SessionRecord
 
 log = logging.getLogger(__name__)
 
+# The key under which LangGraph's "updates" stream reports an interrupt (no public constant).
+INTERRUPT = "__interrupt__"
 ABORTED_TOOL_RESULT = "[aborted by the user before this tool call finished]"
 HEARTBEAT_SECONDS = 15.0
 Event = events.Event
@@ -201,13 +211,42 @@ class CopilotService:
             record = await self.session(user, session_id)
             if record.project_id != project_id:
                 raise SessionNotFoundError(f"Session {session_id} not found in project {project_id}")
+        if record.pending_calls:
+            names = ", ".join(sorted({c["name"] for c in record.pending_calls}))
+            raise ConfirmationPendingError(
+                f"Session {record.session_id} is waiting for you to approve or reject: {names}"
+            )
+        start = {"messages": [HumanMessage(message)], "llm_calls": 0, "usage": {}}
+        return record, self._start(record, user, start, dict(llm_config), mode)
+
+    async def confirm(
+        self,
+        user: User,
+        session_id: str,
+        approved: bool,
+        *,
+        llm_config: Mapping[str, Any],
+        mode: str = "lab_automation",
+    ) -> tuple[SessionRecord, AsyncIterator[Event]]:
+        """Resume a run that waits for approval: the calls run (or are rejected), then the answer."""
+        if mode not in MODES:
+            raise ValueError(f"Invalid mode: {mode!r} (allowed: {', '.join(MODES)})")
+        record = await self.session(user, session_id)
+        if not record.pending_calls:
+            raise NoPendingConfirmationError(f"Session {session_id} is not waiting for a confirmation")
+        resume = Command(resume={"approved": bool(approved)})
+        return record, self._start(record, user, resume, dict(llm_config), mode)
+
+    def _start(
+        self, record: SessionRecord, user: User, start: Any, llm_config: dict[str, Any], mode: str
+    ) -> AsyncIterator[Event]:
         if record.session_id in self._runs:
             raise SessionBusyError(f"Session {record.session_id} is busy with another request")
         run = _Run(record.session_id)
         self._runs[record.session_id] = run
-        run.task = asyncio.create_task(self._execute(run, user, project_id, message, dict(llm_config), mode))
+        run.task = asyncio.create_task(self._execute(run, user, record.project_id, start, llm_config, mode))
         run.task.add_done_callback(lambda _: self._ensure_finished(run))
-        return record, self._events(run)
+        return self._events(run)
 
     def _ensure_finished(self, run: _Run) -> None:
         """A run cancelled before it started never ran its own clean-up: do it here."""
@@ -289,7 +328,7 @@ class CopilotService:
         )
 
     async def _execute(
-        self, run: _Run, user: User, project_id: str, message: str, llm_config: dict[str, Any], mode: str
+        self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str
     ) -> None:
         session_id = run.session_id
         config: RunnableConfig = {
@@ -303,8 +342,14 @@ class CopilotService:
             # provider SDK the first time) are CPU work: keep them off the event loop.
             settings = self._settings(user, project_id, llm_config, mode)
             graph = await asyncio.to_thread(build_copilot_graph, settings, self._storage.checkpointer)
-            start = {"messages": [HumanMessage(message)], "llm_calls": 0, "usage": {}}
-            async for event in graph.astream(start, config, stream_mode="custom"):
+            if isinstance(start, Command):  # resuming: the decision is being applied
+                await self._storage.sessions.set_pending(session_id, None)
+            waiting: list[dict[str, Any]] | None = None
+            async for mode_name, event in graph.astream(start, config, stream_mode=["custom", "updates"]):
+                if mode_name == "updates":
+                    if INTERRUPT in event:  # the tools node asks for approval
+                        waiting = event[INTERRUPT][0].value["calls"]
+                    continue
                 if event["type"] == "usage":
                     usage = event["usage"]  # reported in `done`, also when the run ends early
                     continue
@@ -313,6 +358,10 @@ class CopilotService:
                 elif event["type"] == "content":
                     run.partial.append(event["content"])
                 await run.queue.put(event)
+            if waiting:
+                await self._storage.sessions.set_pending(session_id, waiting)
+                status = "waiting_confirmation"
+                await run.queue.put(events.confirm(waiting))
         except asyncio.CancelledError:
             status = "aborted"
             if graph is not None:

@@ -39,6 +39,20 @@ class NoRunningRunError(CopilotError):
     code = "not_running"
 
 
+class ConfirmationPendingError(CopilotError):
+    """The session waits for the user to approve or reject tool calls first."""
+
+    status = 409
+    code = "confirmation_pending"
+
+
+class NoPendingConfirmationError(CopilotError):
+    """Approve/reject was sent for a session that is not waiting for it."""
+
+    status = 409
+    code = "no_pending_confirmation"
+
+
 def public_message(exc: BaseException) -> tuple[str, str]:
     """(code, message) describing ``exc`` for the client, without raw internals."""
     if isinstance(exc, CopilotError):

@@ -9,6 +9,7 @@ uses; :class:`SQLiteSessionStore` is the embedded implementation.
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import threading
 import time
@@ -28,12 +29,14 @@ CREATE TABLE IF NOT EXISTS copilot_sessions (
     runs          INTEGER NOT NULL DEFAULT 0,
     input_tokens  INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0,
-    total_tokens  INTEGER NOT NULL DEFAULT 0
+    total_tokens  INTEGER NOT NULL DEFAULT 0,
+    pending       TEXT
 );
 CREATE INDEX IF NOT EXISTS copilot_sessions_owner ON copilot_sessions (user_id, project_id, updated_at);
 """
 _COLUMNS = (
-    "session_id, user_id, project_id, title, created_at, updated_at, runs, input_tokens, output_tokens, total_tokens"
+    "session_id, user_id, project_id, title, created_at, updated_at, runs, input_tokens, output_tokens, "
+    "total_tokens, pending"
 )
 TITLE_MAX = 200
 T = TypeVar("T")
@@ -51,6 +54,12 @@ class SessionRecord:
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    pending: str | None = None
+    """JSON list of the tool calls the run waits to have approved, or None."""
+
+    @property
+    def pending_calls(self) -> list[dict[str, Any]] | None:
+        return json.loads(self.pending) if self.pending else None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,6 +72,7 @@ class SessionStore(Protocol):
     async def rename(self, session_id: str, title: str) -> SessionRecord | None: ...
     async def delete(self, session_id: str) -> bool: ...
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None: ...
+    async def set_pending(self, session_id: str, calls: list[dict[str, Any]] | None) -> None: ...
     async def close(self) -> None: ...
 
 
@@ -111,7 +121,7 @@ class SQLiteSessionStore:
         record = SessionRecord(str(uuid.uuid4()), user_id, project_id, clean_title(title), now, now)
         await self._run(
             lambda db: db.execute(
-                f"INSERT INTO copilot_sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO copilot_sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 tuple(asdict(record).values()),
             )
         )
@@ -165,4 +175,11 @@ class SQLiteSessionStore:
                 "output_tokens = output_tokens + ?, total_tokens = total_tokens + ? WHERE session_id = ?",
                 params,
             )
+        )
+
+    async def set_pending(self, session_id: str, calls: list[dict[str, Any]] | None) -> None:
+        """Remember (or forget, with None) the tool calls the session waits to have approved."""
+        pending = json.dumps(calls, default=str) if calls else None
+        await self._run(
+            lambda db: db.execute("UPDATE copilot_sessions SET pending = ? WHERE session_id = ?", (pending, session_id))
         )
