@@ -1,0 +1,146 @@
+"""Run a batch of commands on one device: policy, lock, console, audit.
+
+The order matters: every command is checked against the policy before anything
+is sent (one blocked command stops the whole batch, so a half-applied change
+never happens); then the device's lock is taken, the console opened and the
+commands run one by one; each command is audited with its outcome. One deadline
+bounds the whole call, lock wait included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from .audit import AuditLog, Who
+from .drivers import Driver, DriverSession
+from .locks import DeviceBusyError, DeviceLocks, device_key
+from .policy import Policy
+from .telnet import DEFAULT_MAX_OUTPUT, ConsoleClosed, ConsoleError, ConsoleTimeout, TelnetConsole
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["show", "config"]
+Status = Literal["ok", "error", "timeout", "blocked", "not_run", "failed"]
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device reachable on a telnet console."""
+
+    name: str
+    host: str
+    port: int
+    driver: Driver
+
+    @property
+    def key(self) -> str:
+        return device_key(self.host, self.port)
+
+
+@dataclass
+class CommandResult:
+    command: str
+    status: Status
+    output: str = ""
+    errors: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass
+class DeviceResult:
+    device: str
+    status: Literal["ok", "error", "blocked", "failed"]
+    results: list[CommandResult]
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def run_commands(
+    device: Device,
+    commands: Sequence[str],
+    *,
+    mode: Mode,
+    policy: Policy,
+    locks: DeviceLocks,
+    audit: AuditLog,
+    who: Who,
+    timeout: float = 30.0,
+    max_output: int = DEFAULT_MAX_OUTPUT,
+) -> DeviceResult:
+    """Run ``commands`` on ``device`` in ``mode`` ("show" is read-only, "config" enters config mode)."""
+    commands = [c.strip() for c in commands if c.strip()]
+    decisions = [policy.check(c, read_only=mode == "show") for c in commands]
+    if not all(d.allowed for d in decisions):
+        results = [
+            CommandResult(c, "not_run", reason="not sent: another command of the batch is blocked")
+            if d.allowed
+            else CommandResult(c, "blocked", reason=d.reason)
+            for c, d in zip(commands, decisions)
+        ]
+        for r in results:
+            await audit.record(who, device.name, r.command, r.status, r.reason)
+        log.info("Blocked %d command(s) for %s: %s", sum(r.status == "blocked" for r in results), device.name, who.user)
+        return DeviceResult(device.name, "blocked", results, "blocked by the console policy; nothing was sent")
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    results: list[CommandResult] = []
+    error = ""
+    try:
+        async with locks.hold(device.host, device.port, timeout=max(deadline - loop.time(), 0)):
+            error = await _run_locked(device, commands, mode, results, deadline, max_output)
+    except DeviceBusyError as exc:
+        error = str(exc)
+    for command in commands[len(results):]:
+        results.append(CommandResult(command, "not_run", reason=error or "not run"))
+    for r in results:
+        await audit.record(who, device.name, r.command, r.status, r.reason or "; ".join(r.errors))
+    status: Literal["ok", "error", "failed"] = (
+        "failed" if error else "error" if any(r.status != "ok" for r in results) else "ok"
+    )
+    return DeviceResult(device.name, status, results, error)
+
+
+async def _run_locked(
+    device: Device, commands: Sequence[str], mode: Mode, results: list[CommandResult], deadline: float, max_output: int
+) -> str:
+    """Run the commands into ``results``; return an error that stopped the batch, or ""."""
+    loop = asyncio.get_running_loop()
+
+    def left() -> float:
+        return max(deadline - loop.time(), 0.001)
+
+    async with TelnetConsole(device.host, device.port, max_output=max_output) as console:
+        session = DriverSession(console, device.driver)
+        try:
+            await session.open(left())
+            if mode == "config":
+                await session.enter_config(left())
+        except ConsoleError as exc:
+            return f"could not open {device.name}'s console: {exc}"
+        for command in commands:
+            try:
+                output = await session.command(command, left())
+            except ConsoleTimeout as exc:
+                results.append(CommandResult(command, "timeout", exc.output, reason=str(exc)))
+                return f"timed out on {command!r}"
+            except ConsoleClosed as exc:
+                results.append(CommandResult(command, "failed", exc.output, reason=str(exc)))
+                return f"console closed during {command!r}"
+            except ConsoleError as exc:
+                results.append(CommandResult(command, "failed", reason=str(exc)))
+                return str(exc)
+            errors = device.driver.error_lines(output)
+            results.append(CommandResult(command, "error" if errors else "ok", output, errors))
+        if mode == "config":
+            try:
+                await session.exit_config(left())
+            except ConsoleError as exc:
+                log.warning("Could not leave config mode on %s: %s", device.name, exc)
+    return ""
