@@ -34,7 +34,8 @@ class DeviceLocks:
         self._locks: dict[str, asyncio.Lock] = {}
         self._users: dict[str, int] = {}
 
-    def __len__(self) -> int:
+    def active(self) -> int:
+        """How many devices are locked or awaited right now."""
         return len(self._locks)
 
     def locked(self, host: str, port: int) -> bool:

@@ -1,0 +1,228 @@
+"""The telnet client and the drivers against fake consoles: IOS prompts, paging, errors,
+timeouts, the output cap, driver choice, and the runner's lock, policy and audit."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from gns3server.agent.gns3_copilot.console import (
+    IOS,
+    LINUX,
+    TRUNCATED_MARKER,
+    VPCS,
+    AuditLog,
+    ConsoleConnectError,
+    ConsoleTimeout,
+    Device,
+    DeviceBusyError,
+    DeviceLocks,
+    TelnetConsole,
+    UnknownDriverError,
+    Who,
+    driver_for,
+    load_policy,
+    run_commands,
+)
+
+from .console_fakes import FakeIOS, SilentConsole
+
+WHO = Who("alice", "session-1", "project-1")
+
+
+@pytest.fixture
+async def ios():
+    server = await FakeIOS().start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def audit(tmp_path):
+    log = AuditLog(tmp_path)
+    yield log
+    await log.close()
+
+
+@pytest.fixture(scope="module")
+def policy():
+    return load_policy()
+
+
+def run(device, commands, *, mode="show", locks=None, policy, audit, timeout=5.0, **kw):
+    return run_commands(device, commands, mode=mode, policy=policy, locks=locks or DeviceLocks(), audit=audit, who=WHO, timeout=timeout, **kw)
+
+
+@pytest.mark.parametrize(
+    ("node", "override", "driver"),
+    [
+        ({"node_type": "vpcs"}, None, VPCS),
+        ({"node_type": "qemu"}, None, IOS),
+        ({"node_type": "iou"}, None, IOS),
+        ({"node_type": "dynamips"}, None, IOS),
+        ({"node_type": "docker"}, None, LINUX),
+        ({"node_type": "qemu", "tags": ["lab", "driver:linux"]}, None, LINUX),
+        ({"node_type": "docker", "tags": ["Driver=IOS"]}, None, IOS),
+        ({"node_type": "qemu", "tags": ["vpcs"]}, None, VPCS),
+        ({"node_type": "qemu", "tags": ["driver:linux"]}, "vpcs", VPCS),
+        ({"node_type": "cloud", "tags": ["driver:ios"]}, None, IOS),
+    ],
+)
+def test_driver_for_picks_by_type_tag_and_override(node, override, driver):
+    assert driver_for(node, override) is driver
+
+
+@pytest.mark.parametrize(("node", "override"), [({"node_type": "ethernet_switch", "name": "SW1"}, None), ({"node_type": "qemu"}, "junos")])
+def test_driver_for_refuses_unknown(node, override):
+    with pytest.raises(UnknownDriverError):
+        driver_for(node, override)
+
+
+@pytest.mark.parametrize(
+    ("driver", "output", "errors"),
+    [
+        (IOS, "             ^\n% Invalid input detected at '^' marker.", ["% Invalid input detected at '^' marker."]),
+        (IOS, "% Incomplete command.", ["% Incomplete command."]),
+        (IOS, '% Ambiguous command:  "s"', ['% Ambiguous command:  "s"']),
+        (IOS, "Interface  IP-Address\nEthernet0/0  10.0.0.1", []),
+        (VPCS, 'Bad command: "foo". Use ? for help.', ['Bad command: "foo". Use ? for help.']),
+        (VPCS, "Invalid address", ["Invalid address"]),
+        (VPCS, "PC1 : 10.0.0.1 255.255.255.0", []),
+        (LINUX, "sh: foo: not found", ["sh: foo: not found"]),
+        (LINUX, "bash: foo: command not found", ["bash: foo: command not found"]),
+        (LINUX, "eth0: 10.0.0.1", []),
+    ],
+)
+def test_error_lines_are_recognised(driver, output, errors):
+    assert driver.error_lines(output) == errors
+
+
+async def test_ios_show_config_and_errors(ios, policy, audit):
+    device = Device("R1", "127.0.0.1", ios.port, IOS)
+    shown = await run(device, ["show run", "sh ip int br"], policy=policy, audit=audit)
+    assert ios.received[:2] == ["terminal length 0", "terminal width 0"]
+    show_run, bad = shown.results
+    assert show_run.status == "ok" and show_run.output.splitlines() == [f"line {i}" for i in range(1, 31)] + ["end"]
+    assert bad.status == "error" and bad.errors == ["% Invalid input detected at '^' marker."]
+    assert shown.status == "error"
+
+    configured = await run(device, ["hostname R9", "interface", "s"], mode="config", policy=policy, audit=audit)
+    assert [r.status for r in configured.results] == ["ok", "error", "error"]
+    assert configured.results[1].errors == ["% Incomplete command."]
+    assert configured.results[2].errors == ['% Ambiguous command:  "s"']
+    assert ios.received[-5:] == ["configure terminal", "hostname R9", "interface", "s", "end"]
+    assert ios.hostname == "R9"
+
+
+async def test_ios_pager_is_answered_when_paging_stays_on(policy, audit):
+    server = await FakeIOS(honour_paging_off=False).start()
+    try:
+        result = await run(Device("R1", "127.0.0.1", server.port, IOS), ["show running-config"], policy=policy, audit=audit)
+    finally:
+        await server.stop()
+    output = result.results[0].output
+    assert output.splitlines() == [f"line {i}" for i in range(1, 31)] + ["end"]
+    assert "More" not in output and "\b" not in output
+
+
+async def test_output_is_capped_with_a_marker(ios, policy, audit):
+    result = await run(Device("R1", "127.0.0.1", ios.port, IOS), ["show tech-support", "show run"], policy=policy, audit=audit, max_output=8192)
+    tech, after = result.results
+    assert tech.status == "ok" and TRUNCATED_MARKER.strip() in tech.output
+    assert len(tech.output) <= 8192 + len(TRUNCATED_MARKER)
+    assert tech.output.startswith("tech line 000000") and tech.output.rstrip().endswith(f"tech line 002999 {'x' * 60}")
+    assert after.output.endswith("end")  # the console stays in step after a cut
+
+
+async def test_connect_refused_is_reported_and_audited(policy, audit):
+    with socket_closed_port() as port:
+        result = await run(Device("R1", "127.0.0.1", port, IOS), ["show run"], policy=policy, audit=audit)
+    assert result.status == "failed" and "could not open" in result.error
+    assert [r.status for r in result.results] == ["not_run"]
+    assert [e.outcome for e in await audit.entries()] == ["not_run"]
+
+
+async def test_silent_console_times_out(policy, audit):
+    silent = await SilentConsole().start()
+    try:
+        console = TelnetConsole("127.0.0.1", silent.port)
+        await console.connect(1.0)
+        with pytest.raises(ConsoleTimeout):
+            await console.read_until(re.compile("#"), 0.2)
+        await console.close()
+        result = await run(Device("R1", "127.0.0.1", silent.port, IOS), ["show run"], policy=policy, audit=audit, timeout=0.3)
+    finally:
+        await silent.stop()
+    assert result.status == "failed" and "no prompt" in result.error
+    assert result.results[0].status == "not_run"
+
+
+async def test_blocked_batch_sends_nothing(ios, policy, audit):
+    device = Device("R1", "127.0.0.1", ios.port, IOS)
+    result = await run(device, ["show run", "wr er"], mode="config", policy=policy, audit=audit)
+    assert result.status == "blocked"
+    assert [(r.command, r.status) for r in result.results] == [("show run", "not_run"), ("wr er", "blocked")]
+    read_only = await run(device, ["show run", "conf t"], policy=policy, audit=audit)
+    assert read_only.results[1].reason.startswith("read-only mode")
+    assert ios.events == [] and ios.received == []
+    entries = await audit.entries(outcome="blocked")
+    assert {e.command for e in entries} == {"wr er", "conf t"}
+
+
+async def test_one_device_is_serialised_two_devices_run_concurrently(policy, audit):
+    gate = asyncio.Event()
+    first, second = await FakeIOS(gate=gate).start(), await FakeIOS(hostname="R2", gate=gate).start()
+    locks = DeviceLocks()
+    try:
+        r1 = Device("R1", "127.0.0.1", first.port, IOS)
+        a = asyncio.create_task(run(r1, ["show slow"], locks=locks, policy=policy, audit=audit))
+        await asyncio.wait_for(first.slow_started.wait(), 5)
+        b = asyncio.create_task(run(r1, ["show run"], locks=locks, policy=policy, audit=audit))
+        # Another device is not held up by R1's lock: its slow command starts too.
+        c = asyncio.create_task(run(Device("R2", "127.0.0.1", second.port, IOS), ["show slow"], locks=locks, policy=policy, audit=audit))
+        await asyncio.wait_for(second.slow_started.wait(), 5)
+        assert locks.locked("127.0.0.1", first.port) and not b.done()
+        assert first.events == [("open", 1)]  # the second run on R1 waits for the lock
+        gate.set()
+        results = await asyncio.wait_for(asyncio.gather(a, b, c), 5)
+    finally:
+        gate.set()
+        await first.stop()
+        await second.stop()
+    assert [r.status for r in results] == ["ok", "ok", "ok"]
+    assert results[0].results[0].output == "slow done"
+    assert first.events == [("open", 1), ("close", 1), ("open", 2), ("close", 2)]
+    assert locks.active() == 0  # unused locks are dropped
+
+
+async def test_lock_wait_is_bounded():
+    locks = DeviceLocks()
+    async with locks.hold("127.0.0.1", 1):
+        with pytest.raises(DeviceBusyError):
+            async with locks.hold("127.0.0.1", 1, timeout=0.05):
+                pass
+        async with locks.hold("127.0.0.1", 2, timeout=0.05):
+            pass
+    assert locks.active() == 0
+
+
+async def test_connect_timeout_is_a_connect_error():
+    console = TelnetConsole("192.0.2.1", 23)  # TEST-NET-1: never answers
+    with pytest.raises(ConsoleConnectError):
+        await console.connect(0.05)
+
+
+def socket_closed_port():
+    """A context giving a loopback port nothing listens on."""
+    import contextlib
+    import socket
+
+    @contextlib.contextmanager
+    def closed():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            yield s.getsockname()[1]
+
+    return closed()
