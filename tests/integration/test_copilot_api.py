@@ -455,6 +455,7 @@ def every_route(project_id: str, session_id: str, config_id: str) -> list[tuple[
         ("DELETE", session, None),
         ("POST", session + "/abort", None),
         ("GET", session + "/context", None),
+        ("POST", session + "/confirm", {"approved": True}),
         ("GET", configs, None),
         ("POST", configs, {"config": {"model": "m", "context_limit": 8}}),
         ("GET", configs + "/schema", None),
@@ -483,7 +484,7 @@ async def test_every_route_requires_a_logged_in_user(admin, admin_llm, stub, pro
 async def test_project_access_is_gns3s_decision(admin, users, project):
     outsider = await users("mallory", access=False)
     member = await users("alice")
-    for method, path, body in every_route(project, str(uuid.uuid4()), str(uuid.uuid4()))[:8]:
+    for method, path, body in every_route(project, str(uuid.uuid4()), str(uuid.uuid4()))[:9]:
         status, answer_ = await outsider.call(method, path, body)
         assert status == 403, (method, path, answer_)
         assert "privilege" in answer_["message"]  # GNS3's own words
@@ -511,7 +512,8 @@ async def test_two_users_are_isolated(admin, users, stub, project):
 
     path = sessions_path(project, session_id)
     for method, tail, body in (("GET", "", None), ("GET", "/history", None), ("PATCH", "", {"title": "mine"}),
-                               ("DELETE", "", None), ("POST", "/abort", None), ("GET", "/context", None)):
+                               ("DELETE", "", None), ("POST", "/abort", None), ("GET", "/context", None),
+                               ("POST", "/confirm", {"approved": True})):
         status, answer_ = await bob.call(method, path + tail, body)
         assert status == 404, (method, tail, answer_)
     status, body = await bob.post(chat_path(project), {"message": "hijack", "session_id": session_id})
@@ -538,6 +540,17 @@ async def test_two_users_are_isolated(admin, users, stub, project):
     assert status == 200 and len(history["messages"]) == 2
     status, listed = await alice.get(configs)
     assert [c["config_id"] for c in listed["configs"]] == [alice_config]
+
+
+async def test_confirm_needs_a_session_that_waits(admin, admin_llm, stub, project):
+    stub.enqueue("nothing to approve")
+    session_id = (await admin.chat(project, "hello"))["session_id"]
+    status, body = await admin.get(sessions_path(project, session_id))
+    assert status == 200 and body["pending_calls"] == []
+    status, body = await admin.post(sessions_path(project, session_id, "/confirm"), {"approved": True})
+    assert status == 409 and body["code"] == "no_pending_confirmation"
+    status, body = await admin.post(sessions_path(project, session_id, "/confirm"), {"approve": "yes"})
+    assert status == 422
 
 
 # ------------------------------------------------------------ bad requests

@@ -61,10 +61,22 @@ class ChatResult(BaseModel):
     """The answer to ``stream: false``: what the stream would have carried, gathered."""
 
     session_id: str
-    status: Literal["completed", "aborted"]
+    status: Literal["completed", "aborted", "waiting_confirmation"]
     content: str = Field(..., description="The final answer (the text of the run's last model call)")
     tool_calls: list[ToolCallSummary] = Field(default_factory=list)
     usage: dict[str, int] = Field(default_factory=dict)
+    pending_calls: list[ToolCallSummary] = Field(
+        default_factory=list, description="status waiting_confirmation: the calls to approve or reject"
+    )
+
+
+class ConfirmRequest(BaseModel):
+    """The user's decision on the tool calls a session waits for."""
+
+    approved: bool = Field(..., description="true: run them; false: reject them (nothing is sent)")
+    stream: bool = Field(True, description="Stream the resumed run's events; false: one JSON answer at the end")
+    mode: Mode | None = Field(None, description="As for chat/stream")
+    llm_config_id: str | None = Field(None, description="As for chat/stream")
 
 
 # -------------------------------------------------------------------- sessions
@@ -92,6 +104,9 @@ class Session(SessionBase):
     output_tokens: int = 0
     total_tokens: int = 0
     running: bool = Field(False, description="A run is in progress (abort it, or wait for its done event)")
+    pending_calls: list[ToolCallSummary] = Field(
+        default_factory=list, description="Tool calls waiting for the user's approval (see .../confirm)"
+    )
 
     @classmethod
     def from_record(cls, record: SessionRecord, *, running: bool) -> Session:
@@ -108,6 +123,7 @@ class Session(SessionBase):
             output_tokens=record.output_tokens,
             total_tokens=record.total_tokens,
             running=running,
+            pending_calls=[ToolCallSummary.model_validate(c) for c in record.pending_calls or []],
         )
 
 

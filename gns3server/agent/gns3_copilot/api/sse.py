@@ -76,6 +76,7 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
     parts: list[str] = []
     calls: dict[str, ToolCallSummary] = {}
     error: Mapping[str, Any] | None = None
+    pending: list[ToolCallSummary] = []
     done: Mapping[str, Any] = {}
     try:
         async for event in events:
@@ -90,6 +91,8 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
                 )
             elif kind == "tool_end" and event["tool_call_id"] in calls:
                 calls[event["tool_call_id"]].status = event.get("status")
+            elif kind == "confirm":
+                pending = [ToolCallSummary.model_validate(c) for c in event["calls"]]
             elif kind == "error":
                 error = event
             elif kind == "done":
@@ -99,13 +102,14 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
     if error is not None or done.get("status") == "error":
         message = (error or {}).get("message") or "The copilot run failed."
         raise RunFailedError(f"{message} (session {session_id})")
-    status = "aborted" if done.get("status") == "aborted" else "completed"
+    status = done.get("status") if done.get("status") in ("aborted", "waiting_confirmation") else "completed"
     return ChatResult(
         session_id=session_id,
         status=status,
         content="".join(parts),
         tool_calls=list(calls.values()),
         usage=dict(done.get("usage") or {}),
+        pending_calls=pending,
     )
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from ..dependencies import CurrentUser, ProjectId, State, session_in_project
-from ..schemas import ChatRequest, ChatResult
+from ...service.copilot import Event
+from ..dependencies import CurrentUser, OwnedSession, ProjectId, State, session_in_project
+from ..schemas import ChatRequest, ChatResult, ConfirmRequest
 from ..sse import SSE_HEADERS, gather_result, sse_stream, unless_disconnected
 
 log = logging.getLogger(__name__)
@@ -50,9 +52,39 @@ async def chat_stream(
     record, events = await state.service.chat(
         user, project_id, body.message, llm_config=llm_config, session_id=body.session_id, mode=mode
     )
-    headers = {SESSION_HEADER: record.session_id}
-    if not body.stream:
-        result = await unless_disconnected(request.receive, gather_result(record.session_id, events))
+    return await _respond(request, record.session_id, events, body.stream)
+
+
+@router.post(
+    "/projects/{project_id}/chat/sessions/{session_id}/confirm",
+    response_model=ChatResult,
+    responses={
+        200: {"description": "As for chat/stream: the resumed run", "content": {"text/event-stream": {}}},
+        404: {"description": "No such project, or no such session of this user in it"},
+        409: {"description": "The session is not waiting for a confirmation, or is busy"},
+    },
+)
+async def confirm(
+    body: ConfirmRequest, request: Request, session: OwnedSession, user: CurrentUser, state: State
+) -> object:
+    """Approve or reject the tool calls the session waits for (its last stream ended with ``confirm``).
+
+    Approved calls run, rejected ones are answered "rejected" without sending
+    anything; then the model goes on, streamed like ``chat/stream``.
+    """
+    mode = state.mode(body.mode)
+    llm_config = await state.llm_config_for(user.user_id, body.llm_config_id)
+    record, events = await state.service.confirm(
+        user, session.session_id, body.approved, llm_config=llm_config, mode=mode
+    )
+    return await _respond(request, record.session_id, events, body.stream)
+
+
+async def _respond(request: Request, session_id: str, events: AsyncIterator[Event], stream: bool) -> Response:
+    """The run as SSE, or gathered into one JSON answer (``stream: false``)."""
+    headers = {SESSION_HEADER: session_id}
+    if not stream:
+        result = await unless_disconnected(request.receive, gather_result(session_id, events))
         if result is None:  # the client left; its run was cancelled
             return Response(status_code=499)
         return JSONResponse(result.model_dump(mode="json"), headers=headers)
