@@ -1,16 +1,22 @@
 """A real VPCS daemon (Debian's ``vpcs``) on a free loopback console port.
 
-Started in the foreground (``-F``) from a temporary directory, one instance,
-UDP ports of its own; :meth:`VPCSProcess.stop` kills it and reaps it.
+Started from a temporary directory, one instance, UDP ports of its own. With
+``-p`` VPCS daemonizes (fork, setsid, then a forkpty child for its CLI), so the
+process we start exits at once and the daemon is not our child: the daemon's
+processes are found by their exact command line (the console port is unique to
+this instance) and :meth:`VPCSProcess.stop` kills them by pid and waits until
+they are gone.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -25,6 +31,24 @@ class VPCSProcess:
     process: subprocess.Popen[bytes]
     host: str
     port: int
+    argv: list[str] = field(default_factory=list)
+
+    def pids(self) -> list[int]:
+        """Live (not zombie) processes running exactly our command line."""
+        wanted = "\0".join(self.argv).encode() + b"\0"
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if (entry / "cmdline").read_bytes() != wanted:
+                    continue
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state not in ("Z", "X"):
+                found.append(int(entry.name))
+        return found
 
     @classmethod
     def start(cls, workdir: Path, startup_timeout: float = 10.0) -> VPCSProcess:
@@ -32,17 +56,18 @@ class VPCSProcess:
         if binary is None:
             raise RuntimeError("vpcs is not installed (apt-get install vpcs; scripts/test does it)")
         port, lport, rport = free_port(), free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_DGRAM)
+        argv = [binary, "-i", "1", "-p", str(port), "-s", str(lport), "-c", str(rport), "-t", "127.0.0.1"]
         process = subprocess.Popen(
-            [binary, "-F", "-i", "1", "-p", str(port), "-s", str(lport), "-c", str(rport), "-t", "127.0.0.1"],
+            argv,
             cwd=workdir,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        vpcs = cls(process, "127.0.0.1", port)
+        vpcs = cls(process, "127.0.0.1", port, argv)
         deadline = time.monotonic() + startup_timeout
         while True:  # start-up only: poll a connect until the console listens
-            if process.poll() is not None:
+            if process.poll() not in (None, 0):
                 raise RuntimeError(f"vpcs exited with {process.returncode} before listening on {port}")
             try:
                 socket.create_connection((vpcs.host, port), timeout=0.5).close()
@@ -53,7 +78,17 @@ class VPCSProcess:
                     raise RuntimeError(f"vpcs did not listen on {port} within {startup_timeout}s") from None
                 time.sleep(0.05)
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
         if self.process.poll() is None:
             self.process.kill()
-        self.process.wait(timeout=10)
+        self.process.wait(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while pids := self.pids():
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"vpcs processes {pids} outlived SIGKILL")
+            time.sleep(0.02)

@@ -1,0 +1,113 @@
+"""Tools that type commands into device consoles: show commands and config commands.
+
+Devices are named as the user sees them; their telnet console (host and port)
+comes from the project's nodes, read with the requesting user's GNS3 identity.
+Everything else (policy, per-device locks, audit, drivers) is the console
+package's job; these tools only resolve nodes and shape results for the model.
+
+``gns3_config_commands`` changes devices: it carries
+``metadata={"needs_confirmation": True}`` so that the agent pauses for the user's
+approval before running it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.tools import ToolException
+from pydantic import BaseModel, Field
+
+from ..console import AuditLog, Device, DeviceLocks, Policy, UnknownDriverError, Who, driver_for, run_commands
+from ..console.runner import Mode
+from ..gns3_client.client import gather_cancelling
+from .nodes import ProjectTool, _by_name
+
+log = logging.getLogger(__name__)
+
+# A console bound to every address is reached on the host the GNS3 API runs on.
+_ANY_ADDRESS = {"", "0.0.0.0", "::", "0:0:0:0:0:0:0:0"}
+
+
+class ConsoleTool(ProjectTool):
+    """A console tool bound to one run: who asks, and the service's policy, locks and audit."""
+
+    policy: Policy = Field(exclude=True)
+    locks: DeviceLocks = Field(exclude=True)
+    audit: AuditLog = Field(exclude=True)
+    user: str
+    session_id: str
+    timeout: float = 30.0
+    default_console_host: str = "127.0.0.1"
+
+    def _device(self, node: Mapping[str, Any]) -> Device:
+        name = str(node.get("name"))
+        if node.get("console_type") not in (None, "telnet"):
+            raise ToolException(f"{name}'s console is {node.get('console_type')!r}; only telnet consoles can be used")
+        if not node.get("console"):
+            raise ToolException(f"{name} has no console port")
+        if node.get("status") not in (None, "started"):
+            raise ToolException(f"{name} is {node.get('status')}; start it first")
+        try:
+            driver = driver_for(node)
+        except UnknownDriverError as exc:
+            raise ToolException(str(exc)) from exc
+        host = str(node.get("console_host") or "")
+        return Device(name, self.default_console_host if host in _ANY_ADDRESS else host, int(node["console"]), driver)
+
+    async def _devices(self, names: list[str]) -> list[Device]:
+        async with self.client_factory() as client:
+            nodes = await client.nodes(self.project_id)
+        return [self._device(_by_name(nodes, name, "node")) for name in names]
+
+    async def _run(self, device: Device, commands: list[str], mode: Mode) -> dict[str, Any]:
+        who = Who(self.user, self.session_id, self.project_id)
+        result = await run_commands(
+            device, commands, mode=mode, policy=self.policy, locks=self.locks, audit=self.audit, who=who, timeout=self.timeout
+        )
+        return result.as_dict()
+
+
+class ShowCommandsInput(BaseModel):
+    devices: list[str] = Field(min_length=1, description="Node names to run the commands on (concurrently).")
+    commands: list[str] = Field(min_length=1, description="Read-only commands, e.g. show ip interface brief, ping 10.0.0.1.")
+
+
+class ShowCommandsTool(ConsoleTool):
+    name: str = "gns3_show_commands"
+    description: str = (
+        "Run read-only commands (show, ping, traceroute ...) on the consoles of one or more devices of the "
+        "open project, by node name. Returns each command's output and any error lines per device. "
+        "Configuration commands are refused here."
+    )
+    args_schema: type[BaseModel] = ShowCommandsInput
+    metadata: dict[str, Any] = {"read_only": True}
+
+    async def _arun(self, devices: list[str], commands: list[str], **_: Any) -> dict[str, Any]:
+        targets = await self._devices(devices)
+        results = await gather_cancelling(*(self._run(d, commands, "show") for d in targets))
+        return {"devices": results}
+
+
+class ConfigCommandsInput(BaseModel):
+    device: str = Field(description="Node name of the device to configure.")
+    commands: list[str] = Field(
+        min_length=1,
+        description="Configuration commands in order (IOS: as typed inside configure terminal, which is entered for you).",
+    )
+
+
+class ConfigCommandsTool(ConsoleTool):
+    name: str = "gns3_config_commands"
+    description: str = (
+        "Configure one device of the open project through its console: the commands run in order in "
+        "configuration mode (entered and left for you). Needs the user's approval. Returns each command's "
+        "output and error lines; dangerous commands (reload, erase ...) are refused by policy."
+    )
+    args_schema: type[BaseModel] = ConfigCommandsInput
+    metadata: dict[str, Any] = {"needs_confirmation": True}
+
+    async def _arun(self, device: str, commands: list[str], **_: Any) -> dict[str, Any]:
+        (target,) = await self._devices([device])
+        return await self._run(target, commands, "config")
