@@ -56,7 +56,7 @@ class User:
 
     user_id: str
     username: str
-    token: str
+    token: str = field(repr=False)  # a live JWT: never in logs or reprs
     is_superadmin: bool = False
 
 
