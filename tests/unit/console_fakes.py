@@ -21,6 +21,7 @@ class FakeIOS:
     """
 
     hostname: str = "R1"
+    start_in: str = "exec"  # or "config" (left there by someone), "user" (needs enable)
     honour_paging_off: bool = True
     page_lines: int = 10
     received: list[str] = field(default_factory=list)
@@ -30,6 +31,7 @@ class FakeIOS:
     port: int = 0
     _server: asyncio.Server | None = None
     _connections: int = 0
+    _state: dict[str, bool] | None = None  # the console line's mode outlives connections
 
     async def start(self) -> FakeIOS:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -45,7 +47,10 @@ class FakeIOS:
         self._connections += 1
         conn = self._connections
         self.events.append(("open", conn))
-        state = {"config": False, "paging": True}
+        if self._state is None:
+            self._state = {"config": self.start_in == "config", "user": self.start_in == "user"}
+        state = self._state
+        state["paging"] = True
         writer.write(IAC_WILL_ECHO_SGA)
         try:
             while True:
@@ -63,6 +68,8 @@ class FakeIOS:
             writer.close()
 
     def prompt(self, state: dict[str, bool]) -> str:
+        if state["user"]:
+            return f"{self.hostname}>"
         return f"{self.hostname}(config)#" if state["config"] else f"{self.hostname}#"
 
     @staticmethod
@@ -85,6 +92,10 @@ class FakeIOS:
             state["paging"] = not (self.honour_paging_off and words[2:] == ["0"])
         elif words[:2] == ["terminal", "width"]:
             pass
+        elif line == "enable":
+            state["user"] = False
+        elif state["user"]:
+            writer.write(INVALID.encode())
         elif line in ("configure terminal", "conf t"):
             state["config"] = True
             writer.write(b"Enter configuration commands, one per line.  End with CNTL/Z.\r\n")

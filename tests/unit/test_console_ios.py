@@ -116,6 +116,17 @@ async def test_ios_show_config_and_errors(ios, policy, audit):
     assert ios.hostname == "R9"
 
 
+@pytest.mark.parametrize("start_in", ["config", "user"])
+async def test_ios_console_left_in_config_or_user_mode_is_brought_to_exec(policy, audit, start_in):
+    server = await FakeIOS(start_in=start_in).start()
+    try:
+        result = await run(Device("R1", "127.0.0.1", server.port, IOS), ["show run"], policy=policy, audit=audit)
+    finally:
+        await server.stop()
+    assert result.status == "ok" and result.results[0].output.endswith("end")
+    assert server.received[0] == ("end" if start_in == "config" else "enable")
+
+
 async def test_ios_pager_is_answered_when_paging_stays_on(policy, audit):
     server = await FakeIOS(honour_paging_off=False).start()
     try:
@@ -226,3 +237,37 @@ def socket_closed_port():
             yield s.getsockname()[1]
 
     return closed()
+
+
+async def test_linux_shell_with_wrapped_echo_and_errors(policy, audit):
+    """A shell that wraps its echo at 40 columns (as readline does) and reports unknown commands."""
+    received: list[str] = []
+
+    async def shell(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"/ # ")
+        while True:
+            try:
+                line = (await reader.readuntil(b"\r")).decode()[:-1]
+            except asyncio.IncompleteReadError:
+                break
+            if not line:
+                writer.write(b"\r\n/ # ")
+                continue
+            received.append(line)
+            wrapped = " \r".join(line[i : i + 40] for i in range(0, len(line), 40))
+            word = line.split()[0]
+            answer = "" if word == "export" else f"long ok {len(line)}" if word == "cat" else f"sh: {word}: not found"
+            writer.write(f"{wrapped}\r\n{answer}\r\n/ # ".encode())
+        writer.close()
+
+    server = await asyncio.start_server(shell, "127.0.0.1", 0)
+    long = "cat /" + "x" * 100
+    try:
+        device = Device("web", "127.0.0.1", server.sockets[0].getsockname()[1], LINUX)
+        result = await run(device, [long, "ps"], mode="config", policy=policy, audit=audit)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert received[-2:] == [long, "ps"] and received[0].startswith("export PAGER=cat")
+    assert [r.output for r in result.results] == ["long ok 105", "sh: ps: not found"]
+    assert result.results[1].errors == ["sh: ps: not found"]

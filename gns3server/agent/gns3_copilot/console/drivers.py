@@ -42,6 +42,11 @@ class Driver:
     # A harmless command whose output proves the CLI reads our lines, and that output.
     sync_command: str = ""
     sync_output: re.Pattern[str] | None = None
+    # Prompts found on opening that need a step first: leave a config mode left
+    # behind by an earlier session, enable from user exec.
+    config_prompt: re.Pattern[str] | None = None
+    user_prompt: re.Pattern[str] | None = None
+    enable: tuple[str, ...] = ()
 
     def error_lines(self, output: str) -> list[str]:
         """The lines of ``output`` that the CLI uses to report a failed command."""
@@ -87,6 +92,9 @@ IOS = Driver(
     setup=("terminal length 0", "terminal width 0"),
     config_enter=("configure terminal",),
     config_exit=("end",),
+    config_prompt=re.compile(r"\([\w.\-/: ]+\)#\s*\Z"),
+    user_prompt=re.compile(r">\s*\Z"),
+    enable=("enable",),
 )
 
 LINUX = Driver(
@@ -150,6 +158,12 @@ def clean_output(command: str, raw: str, prompt: re.Pattern[str]) -> str:
     return "\n".join(lines).strip("\n")
 
 
+def _echo_pattern(command: str) -> re.Pattern[str]:
+    """The echo of ``command``, allowing the line breaks and backspaces a terminal
+    inserts when a long line wraps (a shell at 80 columns)."""
+    return re.compile(r"(?:\r\n?| \r|\x08)*".join(re.escape(ch) for ch in command))
+
+
 class DriverSession:
     """A console driven with one driver: every read is bounded by a timeout."""
 
@@ -183,9 +197,15 @@ class DriverSession:
                     log.debug("No answer to the sync command on %s:%s; again", self.console.host, self.console.port)
         else:
             await self.console.send_line("")
-        await self.console.read_until(driver.prompt, max(deadline - loop.time(), 0.001))
+        raw, _ = await self.console.read_until(driver.prompt, max(deadline - loop.time(), 0.001))
         # The banner or the wake-up may leave more prompts in flight: start clean.
         self.console.discard_pending()
+        if driver.config_prompt is not None and driver.config_prompt.search(raw):
+            log.info("Console %s:%s was left in config mode; leaving it", self.console.host, self.console.port)
+            await self.exit_config(max(deadline - loop.time(), 0.001))
+        elif driver.user_prompt is not None and driver.user_prompt.search(raw):
+            for command in driver.enable:
+                await self.command(command, max(deadline - loop.time(), 0.001))
         for command in driver.setup:
             await self.command(command, max(deadline - loop.time(), 0.001))
 
@@ -197,7 +217,7 @@ class DriverSession:
         """
         await self.console.send_line(command)
         if self.driver.echoes and command:
-            await self.console.read_until(re.compile(re.escape(command)), timeout)
+            await self.console.read_until(_echo_pattern(command), timeout)
         parts: list[str] = [command + "\n"] if self.driver.echoes and command else []
         while True:
             raw, match = await self.console.read_until(self._wait_for, timeout)
