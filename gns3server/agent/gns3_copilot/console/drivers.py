@@ -27,6 +27,10 @@ class UnknownDriverError(ConsoleError):
     """No driver fits the node (unknown type and no usable tag or override)."""
 
 
+def _any_of(*patterns: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p) for p in patterns)
+
+
 @dataclass(frozen=True)
 class Driver:
     """The conventions of one CLI family."""
@@ -56,37 +60,30 @@ class Driver:
 VPCS = Driver(
     name="vpcs",
     prompt=re.compile(r"(?:^|[\r\n])[\w.\-\[\]]+> ?\Z"),
-    # Right after a connection VPCS may swallow the first line typed (it reads the
-    # telnet negotiation answers with a fixed-size read), so opening repeats an echo
-    # until its output comes back.
+    # Right after a connection VPCS (Debian's 0.5b2) often loses the first line
+    # typed, so opening repeats a harmless echo until its output comes back.
     sync_command="echo copilot-sync",
     sync_output=re.compile(r"[\r\n]copilot-sync\r?\n"),
-    errors=tuple(
-        re.compile(p)
-        for p in (
-            r"^\s*Bad command",
-            r"^\s*Invalid\b",
-            r"^\s*Incomplete command",
-            r"^\s*Unknown\b",
-            r"^\s*(?:Error|ERROR)\b",
-        )
+    errors=_any_of(
+        r"^\s*Bad command",
+        r"^\s*Invalid\b",
+        r"^\s*Incomplete command",
+        r"^\s*Unknown\b",
+        r"^\s*(?:Error|ERROR)\b",
     ),
 )
 
 IOS = Driver(
     name="ios",
     prompt=re.compile(r"(?:^|[\r\n])[\w.\-@/:]+(?:\([\w.\-/: ]+\))?[>#] ?\Z"),
-    errors=tuple(
-        re.compile(p)
-        for p in (
-            r"^\s*% ?Invalid input",
-            r"^\s*% ?Incomplete command",
-            r"^\s*% ?Ambiguous command",
-            r"^\s*% ?Unknown command",
-            r"^\s*% ?Bad ",
-            r"^\s*%Error",
-            r"^\s*% ?Error",
-        )
+    errors=_any_of(
+        r"^\s*% ?Invalid input",
+        r"^\s*% ?Incomplete command",
+        r"^\s*% ?Ambiguous command",
+        r"^\s*% ?Unknown command",
+        r"^\s*% ?Bad ",
+        r"^\s*%Error",
+        r"^\s*% ?Error",
     ),
     pager=re.compile(r" ?--More-- ?"),
     setup=("terminal length 0", "terminal width 0"),
@@ -100,15 +97,12 @@ IOS = Driver(
 LINUX = Driver(
     name="linux",
     prompt=re.compile(r"(?:^|[\r\n])[^\r\n]{0,200}[$#] ?\Z"),
-    errors=tuple(
-        re.compile(p)
-        for p in (
-            r"command not found",
-            r"^\S+: (?:line \d+: )?\S+: not found",
-            r"No such file or directory",
-            r"Permission denied",
-            r"^\S+: (?:invalid|unrecognized) option",
-        )
+    errors=_any_of(
+        r"command not found",
+        r"^\S+: (?:line \d+: )?\S+: not found",
+        r"No such file or directory",
+        r"Permission denied",
+        r"^\S+: (?:invalid|unrecognized) option",
     ),
     setup=("export PAGER=cat SYSTEMD_PAGER=cat TERM=dumb",),
 )

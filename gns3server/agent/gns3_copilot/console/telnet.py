@@ -3,9 +3,9 @@
 GNS3 exposes each node's console as a raw telnet server on the compute host. We
 only need a line-oriented dialogue with it: connect, read until a prompt, send a
 line. Option negotiation is kept minimal. By default options are stripped and
-ignored (left in their default "off" state, which every GNS3 console accepts):
-VPCS consumes negotiation replies with a fixed-size read right after connecting
-and loses the next line typed if they arrive late. With ``answer_options=True``
+ignored: nothing is answered, so every option stays in its default "off" state,
+which the GNS3 consoles (VPCS, and GNS3's own telnet server in front of QEMU,
+IOU, Dynamips and Docker) work with. With ``answer_options=True``
 we accept the server's ECHO and SUPPRESS-GO-AHEAD and refuse everything else,
 answering each option at most once so that a chatty server cannot make us loop.
 
