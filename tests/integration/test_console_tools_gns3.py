@@ -1,0 +1,37 @@
+"""The console tools against a real gns3-server: nodes and their consoles as GNS3 gives them."""
+
+from __future__ import annotations
+
+import pytest
+from gns3_labs import vpcs_template_id
+from langchain_core.tools import ToolException
+
+from gns3server.agent.gns3_copilot.console import VPCS, AuditLog, DeviceLocks, load_policy
+from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
+from gns3server.agent.gns3_copilot.tools.console import ConfigCommandsTool, ShowCommandsTool
+
+pytestmark = pytest.mark.integration
+
+
+async def test_tools_read_consoles_from_gns3_and_refuse_stopped_nodes(gns3_server, gns3_client, gns3_project, tmp_path):
+    project_id = gns3_project["project_id"]
+    node = await gns3_client.create_node_from_template(project_id, await vpcs_template_id(gns3_client), name="PC1")
+    token = await gns3_server.token()
+    audit = AuditLog(tmp_path)
+    common = dict(
+        client_factory=lambda: GNS3Client(gns3_server.base_url, token=token), project_id=project_id,
+        policy=load_policy(), locks=DeviceLocks(), audit=audit, user="admin", session_id="s1",
+    )
+    show, config = ShowCommandsTool(**common), ConfigCommandsTool(**common)
+    try:
+        with pytest.raises(ToolException, match="PC1 is stopped; start it first"):
+            await show.ainvoke({"devices": ["pc1"], "commands": ["show ip"]})
+        with pytest.raises(ToolException, match="no node named 'R9'"):
+            await config.ainvoke({"device": "R9", "commands": ["hostname R9"]})
+        (listed,) = await gns3_client.nodes(project_id)
+        device = show._device({**listed, "status": "started"})
+        assert (device.name, device.port, device.driver) == ("PC1", node["console"], VPCS)
+        assert device.host not in ("", "0.0.0.0", "::")
+        assert await audit.entries() == []  # nothing was sent, nothing audited
+    finally:
+        await audit.close()
