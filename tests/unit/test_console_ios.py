@@ -271,3 +271,9 @@ async def test_linux_shell_with_wrapped_echo_and_errors(policy, audit):
     assert received[-2:] == [long, "ps"] and received[0].startswith("export PAGER=cat")
     assert [r.output for r in result.results] == ["long ok 105", "sh: ps: not found"]
     assert result.results[1].errors == ["sh: ps: not found"]
+
+
+async def test_a_second_line_cannot_be_smuggled_into_a_command(ios, policy, audit):
+    result = await run(Device("R1", "127.0.0.1", ios.port, IOS), ["show run\nreload", "show run\n"], policy=policy, audit=audit)
+    assert [r.status for r in result.results] == ["blocked", "not_run"]
+    assert ios.events == []

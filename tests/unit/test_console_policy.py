@@ -116,3 +116,9 @@ def test_bad_policy_files_are_refused(tmp_path, text):
 def test_missing_policy_file_is_a_policy_error(tmp_path):
     with pytest.raises(PolicyError, match="cannot read"):
         load_policy(tmp_path / "absent.toml")
+
+
+@pytest.mark.parametrize("command", ["show ip\nreload", "show ip\rconf t", "show\x1a", "sh\tip", "show ip\x1b[A"])
+def test_control_characters_are_blocked(policy, command):
+    decision = policy.check(command, read_only=False)
+    assert not decision.allowed and "control characters" in decision.reason

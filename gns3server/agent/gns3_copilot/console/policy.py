@@ -10,6 +10,7 @@ enters configuration mode. Patterns understand IOS-style abbreviations, so that
 from __future__ import annotations
 
 import logging
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 DEFAULT_POLICY_FILE = "policy.default.toml"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class PolicyError(ValueError):
@@ -137,6 +139,10 @@ class Policy:
 
     def check(self, command: str, *, read_only: bool, config_mode: bool = False) -> Decision:
         """Whether ``command`` may be sent, and why not if it may not."""
+        if _CONTROL.search(command):
+            # A line break would smuggle a second, unchecked command; Ctrl-Z, tabs
+            # and escapes act on the CLI before any Enter.
+            return Decision(False, "blocked: control characters (line breaks, tabs, Ctrl-keys) are not allowed")
         words = _words(command)
         if not words:
             return Decision(True, "empty line")
