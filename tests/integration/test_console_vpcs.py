@@ -150,6 +150,8 @@ async def test_console_tools(vpcs, vpcs2, policy, audit):
     )
     show, config = ShowCommandsTool(**common), ConfigCommandsTool(**common)
     assert show.metadata == {"read_only": True} and config.metadata == {"needs_confirmation": True}
+    with pytest.raises(ToolException, match="asynchronous"):
+        show.invoke({"devices": ["PC1"], "commands": ["show ip"]})
 
     shown = await show.ainvoke({"devices": ["PC1", "pc2"], "commands": ["show ip"]})
     assert [d["device"] for d in shown["devices"]] == ["PC1", "PC2"]

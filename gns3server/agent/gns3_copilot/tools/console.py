@@ -61,7 +61,7 @@ class ConsoleTool(ProjectTool):
             nodes = await client.nodes(self.project_id)
         return [self._device(_by_name(nodes, name, "node")) for name in names]
 
-    async def _run(self, device: Device, commands: list[str], mode: Mode) -> dict[str, Any]:
+    async def _run_on(self, device: Device, commands: list[str], mode: Mode) -> dict[str, Any]:
         who = Who(self.user, self.session_id, self.project_id)
         result = await run_commands(
             device, commands, mode=mode, policy=self.policy, locks=self.locks, audit=self.audit, who=who, timeout=self.timeout
@@ -86,7 +86,7 @@ class ShowCommandsTool(ConsoleTool):
 
     async def _arun(self, devices: list[str], commands: list[str], **_: Any) -> dict[str, Any]:
         targets = await self._devices(devices)
-        results = await gather_cancelling(*(self._run(d, commands, "show") for d in targets))
+        results = await gather_cancelling(*(self._run_on(d, commands, "show") for d in targets))
         return {"devices": results}
 
 
@@ -110,4 +110,4 @@ class ConfigCommandsTool(ConsoleTool):
 
     async def _arun(self, device: str, commands: list[str], **_: Any) -> dict[str, Any]:
         (target,) = await self._devices([device])
-        return await self._run(target, commands, "config")
+        return await self._run_on(target, commands, "config")
