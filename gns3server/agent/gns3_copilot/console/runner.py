@@ -85,7 +85,8 @@ async def run_commands(
         ]
         for r in results:
             await audit.record(who, device.name, r.command, r.status, r.reason)
-        log.info("Blocked %d command(s) for %s: %s", sum(r.status == "blocked" for r in results), device.name, who.user)
+        blocked = sum(r.status == "blocked" for r in results)
+        log.info("Policy blocked %d command(s) for %s (user %s); nothing sent", blocked, device.name, who.user)
         return DeviceResult(device.name, "blocked", results, "blocked by the console policy; nothing was sent")
 
     loop = asyncio.get_running_loop()
