@@ -79,8 +79,8 @@ class NullClient:
         return None
 
 
-def make_tools(client_factory: Any, project_id: str) -> list[Any]:
-    rng = random.Random(project_id)
+def make_tools(context: Any) -> list[Any]:
+    rng = random.Random(context.project_id)
 
     @tool
     async def show_command(node: str, command: str) -> str:

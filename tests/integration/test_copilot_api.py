@@ -272,6 +272,8 @@ async def test_chat_streams_events_and_keeps_the_conversation(admin, admin_llm, 
     # The provider got the decrypted key, the question and the tools.
     assert stub.received[-1].headers["Authorization"] == f"Bearer {SECRET}"
     assert stub.requests[0]["messages"][-1] == {"role": "user", "content": "What is in my lab?"}
+    offered = {t["function"]["name"] for t in stub.requests[0]["tools"]}
+    assert {"gns3_topology", "gns3_node_action", "gns3_show_commands", "gns3_config_commands"} <= offered
 
     status, history = await admin.get(sessions_path(project, session_id, "/history"))
     assert status == 200 and history["session_id"] == session_id == history["thread_id"]

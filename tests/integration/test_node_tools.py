@@ -8,7 +8,7 @@ from langchain_core.tools import ToolException
 
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import tools_for_mode
 from gns3server.agent.gns3_copilot.gns3_client import GNS3Client, GNS3ConflictError, GNS3NotFoundError
-from gns3server.agent.gns3_copilot.tools.toolset import build_tools
+from gns3server.agent.gns3_copilot.tools.toolset import RunContext, build_tools
 
 pytestmark = pytest.mark.integration
 
@@ -16,7 +16,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 async def tools(gns3_server, gns3_project):
     token = await gns3_server.token()
-    built = build_tools(lambda: GNS3Client(gns3_server.base_url, token=token), gns3_project["project_id"])
+    context = RunContext(lambda: GNS3Client(gns3_server.base_url, token=token), gns3_project["project_id"], "admin", "s")
+    built = build_tools(context)
     return {t.name: t for t in built}
 
 

@@ -33,6 +33,11 @@ def test_defaults_live_under_the_gns3_config_dir():
     assert result.default_llm_config is None and result.heartbeat_seconds == 15.0
 
 
+def test_console_policy_path():
+    assert settings({}).console_policy is None
+    assert settings({"console_policy": " /etc/gns3/policy.toml "}).console_policy == Path("/etc/gns3/policy.toml")
+
+
 def test_file_keys_and_environment(tmp_path: Path):
     config = tmp_path / "gns3_server.conf"
     config.write_text("[Server]\nport = 1\n[Copilot]\nmodes = teaching\nllm_model = qwen\nllm_context_limit = 32\n"

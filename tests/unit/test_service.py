@@ -37,8 +37,9 @@ class Gates:
 GATES: dict[str, Gates] = {}
 
 
-def make_tools(client_factory, project_id: str) -> list:
+def make_tools(context) -> list:
     """The run's tools: one that waits until the test releases it."""
+    client_factory, project_id = context.client_factory, context.project_id
 
     @tool
     async def slow_tool(key: str) -> str:
@@ -305,9 +306,9 @@ async def test_preview_context_reports_without_calling_the_model(storage, model)
         await service.preview_context(BOB, record.session_id, llm_config=LLM)
 
 
-def make_confirm_tools(client_factory, project_id: str) -> list:
+def make_confirm_tools(context) -> list:
     """A device-changing tool (needs confirmation) and a read-only one."""
-    sent: list[str] = SENT.setdefault(project_id, [])
+    sent: list[str] = SENT.setdefault(context.project_id, [])
 
     @tool
     async def push_config(device: str, commands: list[str]) -> str:

@@ -41,7 +41,10 @@ ENV_PREFIX = "GNS3_COPILOT_"
 LLM_PREFIX = "llm_"
 DATA_DIR_NAME = "copilot"
 KNOWN_KEYS = frozenset(
-    {"data_dir", "secrets_dir", "modes", "default_mode", "heartbeat_seconds", "max_llm_calls", "server_url"}
+    {
+        "data_dir", "secrets_dir", "modes", "default_mode", "heartbeat_seconds", "max_llm_calls", "server_url",
+        "console_policy",
+    }
 )
 
 
@@ -64,6 +67,8 @@ class CopilotSettings:
     max_llm_calls: int = DEFAULT_MAX_LLM_CALLS
     default_llm_config: Mapping[str, Any] | None = field(default=None, repr=False)
     """The server-wide default LLM config (validated), used when a user has none."""
+    console_policy: Path | None = None
+    """The administrator's device command policy file (None: the packaged default)."""
 
 
 def read_copilot_section(config_files: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
@@ -177,6 +182,7 @@ def load_settings(
         heartbeat_seconds=_number(values, "heartbeat_seconds", HEARTBEAT_SECONDS, float),
         max_llm_calls=_number(values, "max_llm_calls", DEFAULT_MAX_LLM_CALLS, int),
         default_llm_config=_llm_config(values),
+        console_policy=Path(values["console_policy"].strip()).expanduser() if values.get("console_policy", "").strip() else None,
     )
 
 

@@ -21,7 +21,8 @@ from ..agent.model_factory import create_base_model_with_tools, is_context_lengt
 from ..gns3_client.client import GNS3Client
 from ..service.copilot import CopilotService
 from ..service.storage import Storage, open_sqlite_storage
-from ..tools.toolset import build_tools
+from ..console import AuditLog, DeviceLocks, load_policy
+from ..tools.toolset import ConsoleServices, build_tools
 from .crypto import SecretBox, load_or_create_key
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_store import LLMConfigRecord, LLMConfigStore
@@ -44,16 +45,18 @@ class CopilotState:
         storage: Storage,
         llm_configs: LLMConfigStore,
         connector: aiohttp.TCPConnector,
+        console: ConsoleServices,
     ) -> None:
         self.settings = settings
         self.storage = storage
         self.llm_configs = llm_configs
+        self.console = console
         self._connector = connector
         self._loop = asyncio.get_running_loop()
         self._closing: asyncio.Task[None] | None = None
         self.service = CopilotService(
             storage,
-            tools_factory=build_tools,
+            tools_factory=lambda context: build_tools(context, console),
             bind_tools=create_base_model_with_tools,
             is_context_length_error=is_context_length_error,
             client_factory=self.gns3_client,
@@ -71,7 +74,9 @@ class CopilotState:
             await storage.close()
             raise
         connector = aiohttp.TCPConnector(limit=CONNECTION_LIMIT, ssl=None if settings.verify_tls else False)
-        state = cls(settings, storage, llm_configs, connector)
+        policy = await asyncio.to_thread(load_policy, settings.console_policy)
+        console = ConsoleServices(policy=policy, locks=DeviceLocks(), audit=AuditLog(settings.data_dir))
+        state = cls(settings, storage, llm_configs, connector, console)
         default = settings.default_llm_config
         log.info(
             "Copilot started: data in %s, GNS3 API at %s, modes %s, server default LLM %s",
@@ -139,6 +144,7 @@ class CopilotState:
         finally:
             try:
                 await self.llm_configs.close()
+                await self.console.audit.close()
                 await self.storage.close()
             finally:
                 await self._connector.close()

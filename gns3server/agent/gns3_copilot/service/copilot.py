@@ -30,6 +30,7 @@ from ..agent.prompts import system_prompt_for
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_topology
+from ..tools.toolset import RunContext
 from .errors import (
     ConfirmationPendingError,
     NoPendingConfirmationError,
@@ -110,7 +111,7 @@ class CopilotService:
         self,
         storage: Storage,
         *,
-        tools_factory: Callable[[Callable[[], GNS3Client], str], Sequence[BaseTool]],
+        tools_factory: Callable[[RunContext], Sequence[BaseTool]],
         bind_tools: Callable[[Sequence[BaseTool], Mapping[str, Any]], Any],
         is_context_length_error: Callable[[BaseException], bool],
         client_factory: Callable[[str], GNS3Client],
@@ -175,7 +176,7 @@ class CopilotService:
     ) -> dict[str, Any]:
         """The budget report the next model call would start from, without calling the model."""
         record = await self.session(user, session_id)
-        settings = self._settings(user, record.project_id, llm_config, mode)
+        settings = self._settings(user, record.project_id, session_id, llm_config, mode)
         values = await self._values(session_id)
         topology = await settings.load_topology(record.project_id)
         state = {"messages": values.get("messages", []), "topology_info": topology, "token_scale": values.get("token_scale")}
@@ -293,13 +294,15 @@ class CopilotService:
     def _thread(session_id: str) -> RunnableConfig:
         return {"configurable": {"thread_id": session_id}}
 
-    def _settings(self, user: User, project_id: str, llm_config: Mapping[str, Any], mode: str) -> AgentSettings:
-        """One run's agent settings: tools bound to the project and the user's token."""
+    def _settings(
+        self, user: User, project_id: str, session_id: str, llm_config: Mapping[str, Any], mode: str
+    ) -> AgentSettings:
+        """One run's agent settings: tools bound to the project, the session and the user's token."""
 
         def client_factory() -> GNS3Client:
             return self._client_factory(user.token)
 
-        tools = list(self._tools_factory(client_factory, project_id))
+        tools = list(self._tools_factory(RunContext(client_factory, project_id, user.username, session_id)))
         allowed = tools_for_mode(tools, mode)
 
         async def load_topology(project_id: str) -> Any:
@@ -340,7 +343,7 @@ class CopilotService:
         try:
             # Compiling the graph and creating the provider client (which imports the
             # provider SDK the first time) are CPU work: keep them off the event loop.
-            settings = self._settings(user, project_id, llm_config, mode)
+            settings = self._settings(user, project_id, session_id, llm_config, mode)
             graph = await asyncio.to_thread(build_copilot_graph, settings, self._storage.checkpointer)
             if isinstance(start, Command):  # resuming: the decision is being applied
                 await self._storage.sessions.set_pending(session_id, None)

@@ -1,19 +1,53 @@
-"""The copilot's tools for one run: bound to a project and the user's GNS3 identity."""
+"""The copilot's tools for one run: bound to a project, a user and a session."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from langchain_core.tools import BaseTool
 
+from ..console import AuditLog, DeviceLocks, Policy
+from .console import ConfigCommandsTool, ShowCommandsTool
 from .nodes import ClientFactory, CreateLinkTool, CreateNodeTool, ListTemplatesTool, NodeActionTool
 from .topology import GNS3TopologyTool
 
 
-def build_tools(client_factory: ClientFactory, project_id: str) -> list[BaseTool]:
-    """Every tool the agent knows; the mode decides which it may use (read-only ones in teaching)."""
-    return [
-        GNS3TopologyTool(client_factory=client_factory, metadata={"read_only": True}),
-        ListTemplatesTool(client_factory=client_factory, project_id=project_id),
-        NodeActionTool(client_factory=client_factory, project_id=project_id),
-        CreateNodeTool(client_factory=client_factory, project_id=project_id),
-        CreateLinkTool(client_factory=client_factory, project_id=project_id),
+@dataclass(frozen=True)
+class RunContext:
+    """Who a run acts for: GNS3 clients with the user's token, the project, the session."""
+
+    client_factory: ClientFactory
+    project_id: str
+    username: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class ConsoleServices:
+    """Server-wide parts of the device console tools: command policy, device locks, audit."""
+
+    policy: Policy
+    locks: DeviceLocks
+    audit: AuditLog
+
+
+def build_tools(context: RunContext, console: ConsoleServices | None = None) -> list[BaseTool]:
+    """Every tool the agent knows; the mode decides which it may use (read-only ones in teaching).
+
+    Without ``console`` the device console tools are left out.
+    """
+    factory, project_id = context.client_factory, context.project_id
+    tools: list[BaseTool] = [
+        GNS3TopologyTool(client_factory=factory, metadata={"read_only": True}),
+        ListTemplatesTool(client_factory=factory, project_id=project_id),
+        NodeActionTool(client_factory=factory, project_id=project_id),
+        CreateNodeTool(client_factory=factory, project_id=project_id),
+        CreateLinkTool(client_factory=factory, project_id=project_id),
     ]
+    if console is not None:
+        common = dict(
+            client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
+            audit=console.audit, user=context.username, session_id=context.session_id,
+        )
+        tools += [ShowCommandsTool(**common), ConfigCommandsTool(**common)]
+    return tools

@@ -1,0 +1,27 @@
+"""Which tools a run gets, and in which mode."""
+
+from __future__ import annotations
+
+from gns3server.agent.gns3_copilot.agent.gns3_copilot import needs_confirmation, tools_for_mode
+from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
+from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
+from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools
+
+CONTEXT = RunContext(lambda: GNS3Client("http://127.0.0.1:1"), "p1", "alice", "s1")
+
+
+def test_without_console_services_there_are_no_console_tools():
+    assert [t.name for t in build_tools(CONTEXT)] == [
+        "gns3_topology", "gns3_list_templates", "gns3_node_action", "gns3_create_node", "gns3_create_link"
+    ]
+
+
+def test_console_tools_act_for_the_run_and_config_needs_confirmation(tmp_path):
+    console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(tmp_path))
+    tools = {t.name: t for t in build_tools(CONTEXT, console)}
+    show, config = tools["gns3_show_commands"], tools["gns3_config_commands"]
+    assert (config.user, config.session_id, config.project_id) == ("alice", "s1", "p1")
+    assert config.audit is console.audit and show.locks is console.locks
+    assert needs_confirmation(config) and not needs_confirmation(show)
+    teaching = {t.name for t in tools_for_mode(list(tools.values()), "teaching")}
+    assert teaching == {"gns3_topology", "gns3_list_templates", "gns3_show_commands"}
