@@ -182,8 +182,14 @@ def load_settings(
         heartbeat_seconds=_number(values, "heartbeat_seconds", HEARTBEAT_SECONDS, float),
         max_llm_calls=_number(values, "max_llm_calls", DEFAULT_MAX_LLM_CALLS, int),
         default_llm_config=_llm_config(values),
-        console_policy=Path(values["console_policy"].strip()).expanduser() if values.get("console_policy", "").strip() else None,
+        console_policy=_path(values, "console_policy"),
     )
+
+
+def _path(values: Mapping[str, str], key: str) -> Path | None:
+    """An optional path setting (blank: not set)."""
+    text = values.get(key, "").strip()
+    return Path(text).expanduser() if text else None
 
 
 def settings_from_gns3(environ: Mapping[str, str] | None = None) -> CopilotSettings:
