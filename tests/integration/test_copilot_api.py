@@ -149,6 +149,13 @@ class API:
             assert response.headers["Content-Type"].startswith("text/event-stream")
             yield SSE(response, self.secrets)
 
+    @contextlib.asynccontextmanager
+    async def confirm_stream(self, project_id: str, session_id: str, **body: Any) -> AsyncIterator[SSE]:
+        url = f"{self.base_url}{sessions_path(project_id, session_id, '/confirm')}"
+        async with self.http.post(url, json=body, headers=self.headers()) as response:
+            assert response.status == 200, await response.text()
+            yield SSE(response, self.secrets)
+
     async def chat(self, project_id: str, message: str, **body: Any) -> dict[str, Any]:
         """A non-streamed chat that must succeed."""
         status, result = await self.post(chat_path(project_id), {"message": message, "stream": False, **body})
@@ -713,6 +720,12 @@ async def test_restart_keeps_sessions_configs_and_the_server_default(tmp_path: P
             config_id = await admin.use_llm(user_llm, api_key=user_key)
             status, _ = await admin.delete(f"{COPILOT}/llm-configs/default")  # back to the server default
 
+            # A run that waits for the user's approval when the server stops.
+            configure = tool_call("gns3_config_commands", {"device": "PC1", "commands": ["ip 10.0.0.1/24"]})
+            server_llm.enqueue(reply(tool_calls=[configure]))
+            waiting = await admin.chat(project, "Configure PC1")
+            assert waiting["status"] == "waiting_confirmation"
+
             server_llm.enqueue(reply("Interrupted answer", hold_after=1, chunk_chars=11))
             async with admin.stream(project, message="Second question", session_id=session_id) as sse:
                 await sse.until("content")
@@ -728,7 +741,14 @@ async def test_restart_keeps_sessions_configs_and_the_server_default(tmp_path: P
         second, admin = await start()
         try:
             status, sessions = await admin.get(sessions_path(project))
-            assert status == 200 and [(s["session_id"], s["runs"]) for s in sessions] == [(session_id, 2)]
+            runs = {s["session_id"]: (s["runs"], [c["name"] for c in s["pending_calls"]]) for s in sessions}
+            assert status == 200 and runs == {session_id: (2, []), waiting["session_id"]: (1, ["gns3_config_commands"])}
+            server_llm.enqueue("Left PC1 alone.")
+            status, resumed = await admin.post(
+                sessions_path(project, waiting["session_id"], "/confirm"), {"approved": False, "stream": False}
+            )
+            assert status == 200 and resumed["content"] == "Left PC1 alone."
+            assert server_llm.requests[-1]["messages"][-1]["content"].startswith("Rejected by the user")
             status, history = await admin.get(sessions_path(project, session_id, "/history"))
             assert [(m["role"], m["content"]) for m in history["messages"]] == [
                 ("user", "First question"), ("assistant", "First answer."),
