@@ -474,6 +474,7 @@ def every_route(project_id: str, session_id: str, config_id: str) -> list[tuple[
         ("GET", f"{configs}/{config_id}", None),
         ("PUT", f"{configs}/{config_id}", {"config": {"model": "m"}}),
         ("DELETE", f"{configs}/{config_id}", None),
+        ("GET", f"{COPILOT}/console/audit", None),
     ]
 
 

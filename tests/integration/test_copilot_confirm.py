@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import pytest
 # The API client and its fixtures live with the API tests; reused here as they are.
-from test_copilot_api import admin, admin_llm, chat_path, http, project, sessions_path, stub, users  # noqa: F401
+from test_copilot_api import COPILOT, admin, admin_llm, chat_path, http, project, sessions_path, stub, users  # noqa: F401
 from tests.support.openai_stub import reply, tool_call
+
+from gns3server.agent.gns3_copilot.console import AuditLog, Who
 
 pytestmark = pytest.mark.integration
 
@@ -69,3 +71,24 @@ async def test_rejection_sends_nothing(admin, admin_llm, stub, project, users):
     assert status == 200 and result["status"] == "completed", result
     tool_result = stub.requests[-1]["messages"][-1]
     assert tool_result["role"] == "tool" and tool_result["content"].startswith("Rejected by the user")
+
+
+async def test_console_audit_is_for_administrators(admin, users, gns3_server, project):
+    audit = AuditLog(gns3_server.root / "config" / "copilot")  # the server's copilot data dir
+    try:
+        who = Who(user="alice", session="s-1", project=project)
+        await audit.record(who, "R1", "show ip route", "ok")
+        await audit.record(who, "R1", "reload", "blocked", "dangerous: reload")
+        await audit.record(Who("bob", "s-2", project), "PC1", "ip 10.0.0.1/24", "ok")
+    finally:
+        await audit.close()
+    status, entries = await admin.get(f"{COPILOT}/console/audit?username=alice")
+    assert status == 200
+    assert [(e["device"], e["command"], e["outcome"]) for e in entries] == [
+        ("R1", "reload", "blocked"), ("R1", "show ip route", "ok")
+    ]
+    status, entries = await admin.get(f"{COPILOT}/console/audit?outcome=ok&limit=1")
+    assert status == 200 and [e["command"] for e in entries] == ["ip 10.0.0.1/24"]
+    member = await users("carol")
+    status, body = await member.get(f"{COPILOT}/console/audit")
+    assert status == 403 and body["code"] == "admin_only"

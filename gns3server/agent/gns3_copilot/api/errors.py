@@ -48,6 +48,13 @@ class ModeNotAllowedError(CopilotError):
     code = "mode_not_allowed"
 
 
+class AdminOnlyError(CopilotError):
+    """A route for GNS3 superadmins only."""
+
+    status = 403
+    code = "admin_only"
+
+
 class ServiceUnavailableError(CopilotError):
     """The copilot is not started (or is shutting down)."""
 

@@ -215,3 +215,17 @@ class EffectiveLLMConfig(BaseModel):
     source: Literal["user", "server"]
     config_id: str | None = None
     config: dict[str, Any]
+
+
+class ConsoleAuditEntry(BaseModel):
+    """One command the copilot sent (or refused to send) to a device console."""
+
+    id: int
+    time: float = Field(..., description="Seconds since the epoch (UTC)")
+    user: str = Field(..., description="GNS3 username the command was sent for")
+    session: str = Field(..., description="Copilot session id")
+    project: str = Field(..., description="Project id")
+    device: str = Field(..., description="Node name")
+    command: str
+    outcome: str = Field(..., description="ok, error, timeout, blocked, not_run or failed")
+    detail: str = ""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from . import chat, llm_configs, sessions
+from . import chat, console, llm_configs, sessions
 
 PREFIX = "/v3/copilot"
 
@@ -18,4 +18,5 @@ def copilot_router() -> APIRouter:
     router.include_router(chat.router, tags=["Copilot chat"])
     router.include_router(sessions.router, tags=["Copilot sessions"])
     router.include_router(llm_configs.router, prefix="/llm-configs", tags=["Copilot LLM configs"])
+    router.include_router(console.router, prefix="/console", tags=["Copilot device consoles"])
     return router
