@@ -128,3 +128,14 @@ class Panel:
         return {"text": self.by_id("meter-text").text, "total": meter.get_attribute("data-total") or "",
                 "percent": meter.get_attribute("data-percent") or "", "notes": self.by_id("meter-notes").text,
                 "state": meter.get_attribute("data-state") or ""}
+
+    # ------------------------------------------------------------ approvals
+
+    def wait_confirm_card(self, timeout: float = 30.0) -> WebElement:
+        """The approve/reject card still waiting for a decision (the last one)."""
+        return wait_for(self.driver, lambda d: self.css('.confirm-card[data-state="waiting"]'),
+                        "no approval card waiting", timeout)[-1]
+
+    def confirm_card_focused(self) -> bool:
+        return bool(self.js("const c = document.querySelectorAll('.confirm-card[data-state=\"waiting\"]');"
+                            "return c.length > 0 && document.activeElement === c[c.length - 1]"))

@@ -471,6 +471,65 @@ def test_a_busy_session_says_so_and_can_be_stopped(signed_in: Panel, stub: OpenA
     assert "Free now." in panel.turn_text(panel.wait_turn_status("completed"))
 
 
+def test_device_configuration_waits_for_approval_across_a_reload(signed_in: Panel, stub: OpenAIStub,
+                                                                project: dict[str, Any], user_rest: Rest) -> None:
+    panel = signed_in
+    pid = project["project_id"]
+    call = {"device": "PC1", "commands": ["ip 10.0.0.1/24"]}
+    stub.enqueue(reply("I will set PC1's address.", tool_calls=[tool_call("gns3_config_commands", call)]))
+    panel.send("Give PC1 the address 10.0.0.1/24")
+    panel.wait_turn_status("waiting_confirmation")
+
+    def check_card() -> None:
+        card = panel.wait_confirm_card()
+        assert card.find_element(By.CSS_SELECTOR, ".confirm-device-name").text == "PC1"
+        assert card.find_element(By.CSS_SELECTOR, "pre.confirm-commands").text == "ip 10.0.0.1/24"
+        assert [b.text for b in card.find_elements(By.CSS_SELECTOR, ".confirm-actions button")] == [
+            "Approve", "Reject"]
+        wait_for(panel.driver, lambda d: panel.confirm_card_focused(), "the approval card is not focused")
+        tool = panel.last_turn().find_element(By.CSS_SELECTOR, ".tool-card")
+        assert tool.find_element(By.CSS_SELECTOR, ".tool-name").text == "gns3_config_commands"
+        assert tool.get_attribute("data-status") == "waiting"
+
+    check_card()
+    session_id = panel.current_session()
+    assert session_id
+    waiting = user_rest.ok("GET", f"{COPILOT}/projects/{pid}/chat/sessions/{session_id}")
+    assert [(c["name"], c["args"]) for c in waiting["pending_calls"]] == [("gns3_config_commands", call)]
+
+    # A new message is refused while the session waits: said clearly, the card stays.
+    panel.send("Something else meanwhile?")
+    assert "Approve or reject" in panel.notice()
+    assert panel.by_id("notice").get_attribute("data-code") == "confirmation_pending"
+    assert panel.by_id("prompt").get_attribute("value") == "Something else meanwhile?"
+    panel.by_id("prompt").clear()
+    assert len(panel.css('.confirm-card[data-state="waiting"]')) == 1
+
+    # After a reload the card is back, and the keyboard reaches its buttons (Tab, Tab, Enter: Reject).
+    panel.reload()
+    panel.wait_signed_in()
+    check_card()
+    assert panel.current_session() == session_id
+    stub.enqueue("Understood: PC1 was left unchanged.")
+    ActionChains(panel.driver).send_keys(Keys.TAB).perform()
+    wait_for(panel.driver, lambda d: "confirm-approve" in panel.js("return document.activeElement.className"),
+             "Tab did not reach Approve")
+    ActionChains(panel.driver).send_keys(Keys.TAB).perform()
+    wait_for(panel.driver, lambda d: "confirm-reject" in panel.js("return document.activeElement.className"),
+             "Tab did not reach Reject")
+    ActionChains(panel.driver).send_keys(Keys.ENTER).perform()
+
+    turn = panel.wait_turn_status("completed")
+    assert "Understood: PC1 was left unchanged." in panel.turn_text(turn)
+    card = panel.css(".confirm-card")[-1]
+    assert card.get_attribute("data-state") == "rejected"
+    assert not card.find_elements(By.CSS_SELECTOR, "button")
+    assert "Rejected" in card.find_element(By.CSS_SELECTOR, ".confirm-result").text
+    assert user_rest.ok("GET", f"{COPILOT}/projects/{pid}/chat/sessions/{session_id}")["pending_calls"] == []
+    # The model was told: the rejection reached it as the tool's result.
+    assert "Rejected by the user" in json.dumps(stub.requests[-1])
+
+
 def test_an_llm_failure_is_shown_in_the_conversation(signed_in: Panel, stub: OpenAIStub) -> None:
     panel = signed_in
     stub.enqueue(server_error("internal-provider-detail-0x5eed"))

@@ -97,6 +97,10 @@ export class Api {
   abort(projectId, sessionId) {
     return this.request("POST", `${this.chatBase(projectId)}/sessions/${enc(sessionId)}/abort`);
   }
+  /** One session (its `pending_calls` list the tool calls waiting for the user's approval). */
+  session(projectId, sessionId) {
+    return this.request("GET", `${this.chatBase(projectId)}/sessions/${enc(sessionId)}`);
+  }
   context(projectId, sessionId, mode) {
     const query = mode ? `?mode=${enc(mode)}` : "";
     return this.request("GET", `${this.chatBase(projectId)}/sessions/${enc(sessionId)}/context${query}`);
@@ -108,10 +112,24 @@ export class Api {
    * header, or the first event that carries one). Aborting `signal` closes the
    * connection, which cancels the run on the server.
    */
-  async *chat(projectId, { message, sessionId, mode }, { signal, onSession } = {}) {
+  chat(projectId, { message, sessionId, mode }, { signal, onSession } = {}) {
     const payload = { message, stream: true, mode };
     if (sessionId) payload.session_id = sessionId;
-    const response = await fetch(`${this.chatBase(projectId)}/stream`, {
+    return this.eventStream(`${this.chatBase(projectId)}/stream`, payload, { signal, onSession });
+  }
+
+  /**
+   * Approve or reject the tool calls a session waits for; the resumed run's
+   * events, exactly like chat(). Not waiting: ApiError 409 `no_pending_confirmation`.
+   */
+  confirm(projectId, sessionId, { approved, mode }, { signal, onSession } = {}) {
+    const payload = { approved: Boolean(approved), stream: true, mode };
+    return this.eventStream(`${this.chatBase(projectId)}/sessions/${enc(sessionId)}/confirm`, payload,
+      { signal, onSession });
+  }
+
+  async *eventStream(url, payload, { signal, onSession } = {}) {
+    const response = await fetch(url, {
       method: "POST",
       headers: this.headers({ "Content-Type": "application/json", Accept: "text/event-stream" }),
       body: JSON.stringify(payload),

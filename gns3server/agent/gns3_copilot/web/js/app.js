@@ -4,7 +4,7 @@
 
 import { Api, ApiError, login } from "./api.js";
 import { savedToken, saveToken, signOut, webUiTokens } from "./auth.js";
-import { describeReport, el, markdownFragment, toolCard, updateToolCard } from "./render.js";
+import { confirmCard, describeReport, el, markdownFragment, toolCard, updateToolCard } from "./render.js";
 import { openSettings, initSettings } from "./settings.js";
 
 const $ = (id) => document.getElementById(id);
@@ -71,6 +71,12 @@ function reportError(error, context) {
   if (error.status === 401) return; // back to the sign-in form already
   if (error.code === "llm_not_configured") {
     notify("warn", "No LLM is configured yet. Add one in the LLM settings to start chatting.", settingsAction);
+  } else if (error.code === "confirmation_pending") {
+    notify("warn", `${error.message || "This conversation waits for your approval."} ` +
+      "Approve or reject the configuration in the conversation first.", { label: "Show it", code: error.code,
+      run: () => focusConfirmCard() });
+  } else if (error.code === "no_pending_confirmation") {
+    notify("warn", error.message || "Nothing waits for an approval in this conversation any more.");
   } else if (error.code === "session_busy" || error.status === 409) {
     notify("warn", "This conversation is still answering another request (perhaps in another window). " +
       "Wait for it to finish, or stop it.", {
@@ -469,7 +475,8 @@ class Turn {
     this.flush();
     for (const card of this.cards.values()) {
       if (card.dataset.status === "pending" || card.dataset.status === "running") {
-        updateToolCard(card, { status: status === "aborted" ? "aborted" : "error" });
+        const end = status === "waiting_confirmation" ? "waiting" : status === "aborted" ? "aborted" : "error";
+        updateToolCard(card, { status: end });
       }
     }
     this.node.dataset.status = status;
@@ -509,6 +516,7 @@ function renderHistory(messages) {
   if (!messages.length) $("empty-chat").hidden = false;
   box.dataset.follow = "true";
   scrollDown(true);
+  return turn; // the last assistant turn (null if the conversation ends with the user)
 }
 
 async function openSession(sessionId, token = ++state.loadToken) {
@@ -518,15 +526,31 @@ async function openSession(sessionId, token = ++state.loadToken) {
     return;
   }
   let history;
+  let session;
   try {
-    history = await state.api.history(state.projectId, sessionId);
+    [history, session] = await Promise.all([
+      state.api.history(state.projectId, sessionId),
+      state.api.session(state.projectId, sessionId).catch(() => null), // pending calls: a courtesy
+    ]);
   } catch (error) {
     if (token !== state.loadToken) return;
     reportError(error, "Could not load the conversation");
     return;
   }
   if (token !== state.loadToken) return;
-  renderHistory(Array.isArray(history) ? history : history.messages || []);
+  const turn = renderHistory(Array.isArray(history) ? history : history.messages || []);
+  const pending = Array.isArray(session?.pending_calls) ? session.pending_calls : [];
+  if (pending.length) {
+    let owner = turn;
+    if (!owner) {
+      owner = new Turn();
+      $("messages").append(owner.node);
+    }
+    owner.node.dataset.status = "waiting_confirmation";
+    showConfirmCard(owner, pending, sessionId);
+    scrollDown(true);
+    focusConfirmCard();
+  }
   refreshMeter(sessionId, token);
 }
 
@@ -596,14 +620,33 @@ async function send(text) {
   box.dataset.follow = "true";
   const question = userBubble(message);
   box.append(question);
+  $("prompt").value = "";
+  await runTurn((run, signal, adopt) => state.api.chat(state.projectId,
+    { message, sessionId: state.sessionId, mode: state.mode }, { signal, onSession: adopt }), (error) => {
+    // Refused before the run started: nothing was sent, so the text goes back in the box.
+    question.remove();
+    if (!box.querySelector(".message")) $("empty-chat").hidden = false;
+    $("prompt").value = message;
+    reportError(error, "Could not send the message");
+  });
+}
+
+/**
+ * Stream one run into a new assistant turn: `start(run, signal, adopt)` returns
+ * its events (chat or confirm); `onRefused(error)` when the server refused it
+ * before anything came. Resolves to the run once it has ended.
+ */
+async function runTurn(start, onRefused) {
+  const box = $("messages");
+  box.dataset.follow = "true";
   const turn = new Turn();
   turn.node.dataset.status = "running";
   box.append(turn.node);
   scrollDown(true);
-  $("prompt").value = "";
 
   const controller = new AbortController();
-  const run = { controller, sessionId: state.sessionId, turn, stopped: false, status: null, received: 0 };
+  const run = { controller, sessionId: state.sessionId, turn, stopped: false, status: null, received: 0,
+    confirmCard: null };
   state.run = run;
   setRunning(true);
   const adopt = (sessionId) => {
@@ -616,9 +659,7 @@ async function send(text) {
     }
   };
   try {
-    const events = state.api.chat(state.projectId, { message, sessionId: state.sessionId, mode: state.mode },
-      { signal: controller.signal, onSession: adopt });
-    for await (const event of events) {
+    for await (const event of start(run, controller.signal, adopt)) {
       run.received += 1;
       handleEvent(run, event);
       if (event.type === "done") break;
@@ -635,13 +676,10 @@ async function send(text) {
       run.status = "error"; // the stream broke off: keep what came
       turn.note("error", "The connection to the server was lost before the answer was complete.");
     } else {
-      // Refused before the run started: nothing was sent, so the text goes back in the box.
       run.status = "error";
+      run.refused = true;
       turn.node.remove();
-      question.remove();
-      if (!box.querySelector(".message")) $("empty-chat").hidden = false;
-      $("prompt").value = message;
-      reportError(error, "Could not send the message");
+      onRefused(error);
     }
   } finally {
     turn.finish(run.status || "error");
@@ -653,8 +691,74 @@ async function send(text) {
       updateUrl();
     }
     await loadSessions();
-    $("prompt").focus();
+    if (!focusConfirmCard()) $("prompt").focus();
   }
+  return run;
+}
+
+// ---------------------------------------------------------------- approvals
+
+/** Add the approve/reject card for `calls` to `turn`; its buttons resume the session's run. */
+function showConfirmCard(turn, calls, sessionId) {
+  turn.flush();
+  turn.segment = null;
+  for (const call of calls) {
+    const card = turn.cards.get(call.tool_call_id);
+    if (card) updateToolCard(card, { status: "waiting" });
+  }
+  const card = confirmCard(calls);
+  card.dataset.sessionId = sessionId || "";
+  turn.node.append(card);
+  const buttons = [...card.querySelectorAll(".confirm-actions button")];
+  const decide = async (approved) => {
+    if (state.run || !state.projectId) return;
+    const session = card.dataset.sessionId || state.sessionId;
+    if (!session) return;
+    for (const button of buttons) button.disabled = true;
+    card.dataset.state = "deciding";
+    clearNotice();
+    state.loadToken++; // whatever was loading must not replace this conversation
+    const run = await runTurn((r, signal, adopt) => state.api.confirm(state.projectId, session,
+      { approved, mode: state.mode }, { signal, onSession: adopt }), (error) => {
+      if (error instanceof ApiError && error.code === "no_pending_confirmation") {
+        decided(card, null);
+      } else {
+        card.dataset.state = "waiting";
+        for (const button of buttons) button.disabled = false;
+      }
+      reportError(error, approved ? "Could not approve the configuration" : "Could not reject the configuration");
+    });
+    if (!run.refused) decided(card, approved);
+    if (!focusConfirmCard()) $("prompt").focus();
+  };
+  buttons[0].addEventListener("click", () => decide(true));
+  buttons[1].addEventListener("click", () => decide(false));
+  scrollDown();
+  return card;
+}
+
+/** The card is answered: no buttons any more, the decision in words (null: decided elsewhere). */
+function decided(card, approved) {
+  card.querySelector(".confirm-actions")?.remove();
+  card.dataset.state = approved === null ? "gone" : approved ? "approved" : "rejected";
+  const result = card.querySelector(".confirm-result");
+  result.textContent = approved === null ? "No longer waiting for an approval."
+    : approved ? "Approved: the commands were sent." : "Rejected: nothing was sent.";
+  result.hidden = false;
+  const turnNode = card.closest(".message-assistant");
+  for (const toolCard of turnNode ? turnNode.querySelectorAll('.tool-card[data-status="waiting"]') : []) {
+    updateToolCard(toolCard, { status: approved === null ? "aborted" : approved ? "approved" : "rejected" });
+  }
+}
+
+/** Focus the card still waiting for a decision, if there is one; says whether there was. */
+function focusConfirmCard() {
+  const cards = $("messages").querySelectorAll('.confirm-card[data-state="waiting"]');
+  const card = cards[cards.length - 1];
+  if (!card) return false;
+  card.focus({ preventScroll: true });
+  card.scrollIntoView({ block: "nearest" });
+  return true;
 }
 
 function handleEvent(run, event) {
@@ -681,6 +785,11 @@ function handleEvent(run, event) {
         notify("warn", "No LLM is configured yet. Add one in the LLM settings to start chatting.", settingsAction);
       } else if (event.code === "session_busy") {
         reportError(new ApiError(409, event), "");
+      }
+      break;
+    case "confirm":
+      if (Array.isArray(event.calls) && event.calls.length) {
+        run.confirmCard = showConfirmCard(turn, event.calls, run.sessionId);
       }
       break;
     case "abort":

@@ -73,7 +73,8 @@ function pretty(value) {
   }
 }
 
-const STATUS_LABEL = { pending: "queued", running: "running…", success: "done", error: "failed", aborted: "stopped" };
+const STATUS_LABEL = { pending: "queued", running: "running…", success: "done", error: "failed", aborted: "stopped",
+  waiting: "awaiting approval", approved: "approved", rejected: "rejected" };
 
 /** A collapsible card for one tool call; update it with updateToolCard(). */
 export function toolCard({ id, name, args }) {
@@ -98,8 +99,7 @@ export function updateToolCard(card, { status, output, args, name }) {
   if (name) card.querySelector(".tool-name").textContent = name;
   if (args !== undefined) card.querySelector(".tool-args").textContent = pretty(args) || "{}";
   if (status) {
-    const normal = status === "success" || status === "error" || status === "running" || status === "aborted"
-      ? status : "success";
+    const normal = Object.hasOwn(STATUS_LABEL, status) && status !== "pending" ? status : "success";
     card.dataset.status = normal;
     card.querySelector(".tool-status").textContent = STATUS_LABEL[normal];
   }
@@ -109,6 +109,44 @@ export function updateToolCard(card, { status, output, args, name }) {
     pre.hidden = false;
     card.querySelector(".tool-output-heading").hidden = false;
   }
+}
+
+/**
+ * The approve/reject card for tool calls a run waits on (device configuration
+ * commands): what would be sent, as text. The caller wires the two buttons
+ * (`.confirm-approve`, `.confirm-reject`) and removes `.confirm-actions` once decided.
+ */
+export function confirmCard(calls) {
+  const card = el("section", "confirm-card");
+  card.tabIndex = -1;
+  card.setAttribute("role", "group");
+  card.setAttribute("aria-label", "Approve or reject the device configuration");
+  card.dataset.state = "waiting";
+  card.append(el("h3", "confirm-title", calls.length === 1
+    ? "The copilot wants to configure a device" : `The copilot wants to run ${calls.length} configuration calls`));
+  for (const call of calls) {
+    const args = call && typeof call.args === "object" && call.args ? call.args : {};
+    const item = el("div", "confirm-call");
+    item.dataset.toolCallId = call?.tool_call_id || "";
+    if (typeof args.device === "string" || Array.isArray(args.commands)) {
+      const head = el("p", "confirm-device");
+      head.append(el("span", "muted", "Device "), el("strong", "confirm-device-name", args.device ?? "?"));
+      const commands = Array.isArray(args.commands) ? args.commands.map(String).join("\n") : pretty(args.commands);
+      item.append(head, el("pre", "confirm-commands", commands));
+    } else {
+      item.append(el("p", "confirm-device", call?.name || "tool"), el("pre", "confirm-commands", pretty(args) || "{}"));
+    }
+    card.append(item);
+  }
+  const actions = el("div", "confirm-actions");
+  const approve = el("button", "primary confirm-approve", "Approve");
+  approve.type = "button";
+  const reject = el("button", "danger confirm-reject", "Reject");
+  reject.type = "button";
+  actions.append(approve, reject);
+  card.append(actions, el("p", "confirm-result small muted"));
+  card.querySelector(".confirm-result").hidden = true;
+  return card;
 }
 
 const fmt = (n) => (typeof n === "number" && Number.isFinite(n) ? n.toLocaleString("en-US") : "?");
