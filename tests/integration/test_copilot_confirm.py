@@ -89,6 +89,6 @@ async def test_console_audit_is_for_administrators(admin, users, gns3_server, pr
     ]
     status, entries = await admin.get(f"{COPILOT}/console/audit?outcome=ok&limit=1")
     assert status == 200 and [e["command"] for e in entries] == ["ip 10.0.0.1/24"]
-    member = await users("carol")
+    member = await users("audit-reader")
     status, body = await member.get(f"{COPILOT}/console/audit")
     assert status == 403 and body["code"] == "admin_only"
