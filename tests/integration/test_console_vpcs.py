@@ -10,7 +10,7 @@ import pytest
 from langchain_core.tools import ToolException
 from vpcs_process import VPCSProcess
 
-from gns3server.agent.gns3_copilot.console import VPCS, AuditLog, Device, DeviceLocks, Who, load_policy, run_commands
+from gns3server.agent.gns3_copilot.console import VPCS, Device, DeviceLocks, Who, run_commands
 from gns3server.agent.gns3_copilot.tools.console import ConfigCommandsTool, ShowCommandsTool
 
 pytestmark = pytest.mark.integration
@@ -35,18 +35,6 @@ def vpcs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def vpcs2(tmp_path_factory):
     yield from _vpcs(tmp_path_factory)
-
-
-@pytest.fixture
-async def audit(tmp_path):
-    log = AuditLog(tmp_path)
-    yield log
-    await log.close()
-
-
-@pytest.fixture(scope="module")
-def policy():
-    return load_policy()
 
 
 def pc(vpcs: VPCSProcess, name: str = "PC1") -> Device:

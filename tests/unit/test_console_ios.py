@@ -13,7 +13,6 @@ from gns3server.agent.gns3_copilot.console import (
     LINUX,
     TRUNCATED_MARKER,
     VPCS,
-    AuditLog,
     ConsoleConnectError,
     ConsoleTimeout,
     Device,
@@ -23,7 +22,6 @@ from gns3server.agent.gns3_copilot.console import (
     UnknownDriverError,
     Who,
     driver_for,
-    load_policy,
     run_commands,
 )
 
@@ -37,18 +35,6 @@ async def ios():
     server = await FakeIOS().start()
     yield server
     await server.stop()
-
-
-@pytest.fixture
-async def audit(tmp_path):
-    log = AuditLog(tmp_path)
-    yield log
-    await log.close()
-
-
-@pytest.fixture(scope="module")
-def policy():
-    return load_policy()
 
 
 def run(device, commands, *, mode="show", locks=None, policy, audit, timeout=5.0, **kw):

@@ -7,11 +7,6 @@ import pytest
 from gns3server.agent.gns3_copilot.console import PolicyError, load_policy
 
 
-@pytest.fixture(scope="module")
-def policy():
-    return load_policy()
-
-
 @pytest.mark.parametrize(
     ("command", "rule"),
     [
