@@ -12,7 +12,6 @@ from langchain_core.tools import tool
 
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.context.history import INTERRUPTED_TOOL_RESULT, NO_USER_MESSAGE
-from gns3server.agent.gns3_copilot.agent.context.injection import NO_TOPOLOGY_TEXT
 from gns3server.agent.gns3_copilot.agent.context_manager import (
     CONTEXT_STRATEGY_RATIOS,
     DEFAULT_CONTEXT_STRATEGY,

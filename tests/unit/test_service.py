@@ -19,6 +19,7 @@ from gns3server.agent.gns3_copilot.service.errors import (
 )
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
+from tests.support.streams import collect
 
 LLM = {"context_limit": 16, "model": "scripted"}
 ALICE = User("u-alice", "alice", "token-alice")
@@ -94,8 +95,11 @@ def make_service(storage, model, **kwargs) -> CopilotService:
     )
 
 
-async def collect(stream) -> list[dict[str, Any]]:
-    return [event async for event in stream]
+async def next_run_completes(service, model, session_id: str, message: str) -> None:
+    """The session takes a new message normally (its stored history is valid)."""
+    model.enqueue("fine")
+    _, stream = await service.chat(ALICE, "p1", message, session_id=session_id, llm_config=LLM)
+    assert (await collect(stream))[-1]["status"] == "completed"
 
 
 async def test_chat_creates_a_titled_session_and_streams_until_done(storage, model):
@@ -127,9 +131,7 @@ async def test_second_request_on_a_running_session_is_busy(storage, model):
     gate.set()
     seen = await consumer
     assert seen[-1]["status"] == "completed"
-    model.enqueue("now free")
-    _, stream = await service.chat(ALICE, "p1", "second", session_id=record.session_id, llm_config=LLM)
-    assert (await collect(stream))[-1]["status"] == "completed"
+    await next_run_completes(service, model, record.session_id, "second")
 
 
 async def test_abort_mid_answer_keeps_partial_text_and_a_valid_history(storage, model):
@@ -148,9 +150,7 @@ async def test_abort_mid_answer_keeps_partial_text_and_a_valid_history(storage, 
     history = await service.history(ALICE, record.session_id)
     assert [(m["role"], m["content"]) for m in history] == [("user", "explain"), ("assistant", partial)]
     assert not service.is_running(record.session_id)
-    model.enqueue("continuing")
-    _, stream = await service.chat(ALICE, "p1", "go on", session_id=record.session_id, llm_config=LLM)
-    assert (await collect(stream))[-1]["status"] == "completed"
+    await next_run_completes(service, model, record.session_id, "go on")
     assert [m.type for m in model.calls[-1]] == ["system", "human", "ai", "human"]
 
 
@@ -171,9 +171,7 @@ async def test_abort_during_a_tool_answers_the_call(storage, model):
     messages = await service.messages(ALICE, record.session_id)
     assert isinstance(messages[-1], ToolMessage) and messages[-1].tool_call_id == "t1"
     assert messages[-1].content == ABORTED_TOOL_RESULT
-    model.enqueue("ok")
-    _, stream = await service.chat(ALICE, "p1", "again", session_id=record.session_id, llm_config=LLM)
-    assert (await collect(stream))[-1]["status"] == "completed"
+    await next_run_completes(service, model, record.session_id, "again")
     assert [m.type for m in model.calls[-1]] == ["system", "human", "ai", "tool", "human"]
 
 
@@ -210,9 +208,7 @@ async def test_model_error_ends_with_a_clean_error_event(storage, model, caplog)
     assert seen[-2]["code"] == "internal_error" and "secret" not in seen[-2]["message"]
     assert "secret internal detail" in caplog.text
     assert seen[-1]["status"] == "error"
-    model.enqueue("recovered")
-    _, stream = await service.chat(ALICE, "p1", "again", session_id=record.session_id, llm_config=LLM)
-    assert (await collect(stream))[-1]["status"] == "completed"
+    await next_run_completes(service, model, record.session_id, "again")
 
 
 async def test_sessions_belong_to_their_user(storage, model):
