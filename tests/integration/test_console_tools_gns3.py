@@ -13,7 +13,7 @@ from gns3server.agent.gns3_copilot.tools.console import ConfigCommandsTool, Show
 pytestmark = pytest.mark.integration
 
 
-async def test_tools_read_consoles_from_gns3_and_refuse_stopped_nodes(gns3_server, gns3_client, gns3_project, tmp_path):
+async def test_tools_read_consoles_from_gns3_and_report_stopped_nodes(gns3_server, gns3_client, gns3_project, tmp_path):
     project_id = gns3_project["project_id"]
     node = await gns3_client.create_node_from_template(project_id, await vpcs_template_id(gns3_client), name="PC1")
     token = await gns3_server.token()
@@ -24,14 +24,15 @@ async def test_tools_read_consoles_from_gns3_and_refuse_stopped_nodes(gns3_serve
     )
     show, config = ShowCommandsTool(**common), ConfigCommandsTool(**common)
     try:
-        with pytest.raises(ToolException, match="PC1 is stopped; start it first"):
-            await show.ainvoke({"devices": ["pc1"], "commands": ["show ip"]})
+        # Stopped in GNS3 and nothing serves its console: reported, and audited as not run.
+        (stopped,) = (await show.ainvoke({"devices": ["pc1"], "commands": ["show ip"]}))["devices"]
+        assert stopped["status"] == "failed" and stopped["error"].startswith("PC1 is stopped; start it first")
         with pytest.raises(ToolException, match="no node named 'R9'"):
             await config.ainvoke({"device": "R9", "commands": ["hostname R9"]})
         (listed,) = await gns3_client.nodes(project_id)
-        device = show._device({**listed, "status": "started"})
-        assert (device.name, device.port, device.driver) == ("PC1", node["console"], VPCS)
+        device = show._device(listed)
+        assert (device.name, device.port, device.driver, device.reported_status) == ("PC1", node["console"], VPCS, "stopped")
         assert device.host not in ("", "0.0.0.0", "::")
-        assert await audit.entries() == []  # nothing was sent, nothing audited
+        assert [(e.command, e.outcome) for e in await audit.entries()] == [("show ip", "not_run")]
     finally:
         await audit.close()

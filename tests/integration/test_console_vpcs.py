@@ -131,6 +131,7 @@ async def test_console_tools(vpcs, vpcs2, policy, audit):
         {"name": "PC2", "node_type": "vpcs", "console": vpcs2.port, "console_host": "127.0.0.1", "console_type": "telnet", "status": "started"},
         {"name": "PC3", "node_type": "vpcs", "console": 1, "console_host": "127.0.0.1", "console_type": "telnet", "status": "stopped"},
         {"name": "SW1", "node_type": "ethernet_switch", "console": 2, "console_type": "none", "status": "started"},
+        {"name": "PC4", "node_type": "vpcs", "console": vpcs.port, "console_host": "127.0.0.1", "console_type": "telnet", "status": "suspended"},
     ]
     common: dict[str, Any] = dict(
         client_factory=lambda: FakeNodesClient(nodes), project_id="project-1", policy=policy, locks=DeviceLocks(),
@@ -152,10 +153,19 @@ async def test_console_tools(vpcs, vpcs2, policy, audit):
     assert configured["status"] == "ok" and configured["results"][0]["status"] == "ok"
     assert "PC2[1]" in (await show.ainvoke({"devices": ["PC2"], "commands": ["show ip"]}))["devices"][0]["results"][0]["output"]
 
+    # GNS3 says PC3 is stopped and nothing answers on its console: said per device, the others still run.
+    mixed = await show.ainvoke({"devices": ["PC1", "PC3"], "commands": ["show ip"]})
+    assert [d["status"] for d in mixed["devices"]] == ["ok", "failed"]
+    assert mixed["devices"][1]["error"].startswith("PC3 is stopped; start it first (cannot connect")
+    assert mixed["devices"][1]["results"][0]["status"] == "not_run"
+    # GNS3's status is a hint: a "stopped" node whose console answers is used.
+    nodes[1]["status"] = "stopped"
+    assert (await show.ainvoke({"devices": ["PC2"], "commands": ["show ip"]}))["devices"][0]["status"] == "ok"
+
     for tool, args, message in [
         (show, {"devices": ["PC9"], "commands": ["show ip"]}, "no node named 'PC9'"),
-        (show, {"devices": ["PC3"], "commands": ["show ip"]}, "PC3 is stopped"),
         (config, {"device": "SW1", "commands": ["x"]}, "only telnet consoles"),
+        (show, {"devices": ["PC4"], "commands": ["show ip"]}, "PC4 is suspended; resume it first"),
     ]:
         with pytest.raises(ToolException, match=message):
             await tool.ainvoke(args)

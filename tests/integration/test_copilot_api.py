@@ -25,6 +25,7 @@ import aiohttp
 import pytest
 from gns3_process import GNS3ServerProcess
 from tests.support.openai_stub import OpenAIStub, fault, reply, tool_call
+from vpcs_process import VPCSProcess
 
 from gns3server.agent.gns3_copilot.api.schemas import MAX_MESSAGE_CHARS
 
@@ -178,6 +179,18 @@ def chat_path(project_id: str) -> str:
 def sessions_path(project_id: str, session_id: str | None = None, tail: str = "") -> str:
     path = f"{COPILOT}/projects/{project_id}/chat/sessions"
     return path + (f"/{session_id}" if session_id else "") + tail
+
+
+async def add_vpcs_node(api: API, project_id: str, name: str) -> dict[str, Any]:
+    """A VPCS node made the way the GNS3 web UI makes one: from the built-in template, then renamed."""
+    status, templates = await api.get("/v3/templates")
+    assert status == 200
+    template = next(t["template_id"] for t in templates if t["name"] == "VPCS")
+    status, node = await api.post(f"/v3/projects/{project_id}/templates/{template}", {"x": 0, "y": 0})
+    assert status == 201, node
+    status, node = await api.put(f"/v3/projects/{project_id}/nodes/{node['node_id']}", {"name": name})
+    assert status == 200 and node["console_type"] == "telnet", node
+    return node
 
 
 async def wait_until(check: Callable[[], Awaitable[bool]], timeout: float = EVENT_TIMEOUT) -> None:
@@ -722,6 +735,7 @@ async def test_restart_keeps_sessions_configs_and_the_server_default(tmp_path: P
             status, _ = await admin.delete(f"{COPILOT}/llm-configs/default")  # back to the server default
 
             # A run that waits for the user's approval when the server stops.
+            await add_vpcs_node(admin, project, "PC1")
             configure = tool_call("gns3_config_commands", {"device": "PC1", "commands": ["ip 10.0.0.1/24"]})
             server_llm.enqueue(reply(tool_calls=[configure]))
             waiting = await admin.chat(project, "Configure PC1")
@@ -744,12 +758,21 @@ async def test_restart_keeps_sessions_configs_and_the_server_default(tmp_path: P
             status, sessions = await admin.get(sessions_path(project))
             runs = {s["session_id"]: (s["runs"], [c["name"] for c in s["pending_calls"]]) for s in sessions}
             assert status == 200 and runs == {session_id: (2, []), waiting["session_id"]: (1, ["gns3_config_commands"])}
-            server_llm.enqueue("Left PC1 alone.")
-            status, resumed = await admin.post(
-                sessions_path(project, waiting["session_id"], "/confirm"), {"approved": False, "stream": False}
-            )
-            assert status == 200 and resumed["content"] == "Left PC1 alone."
-            assert server_llm.requests[-1]["messages"][-1]["content"].startswith("Rejected by the user")
+            # The user opens the project again, PC1's console comes up (a real VPCS), and they approve.
+            status, _ = await admin.post(f"/v3/projects/{project}/open")
+            assert status in (200, 201)
+            status, (node,) = await admin.get(f"/v3/projects/{project}/nodes")
+            vpcs = await asyncio.to_thread(VPCSProcess.start, tmp_path, node["console"])
+            try:
+                server_llm.enqueue("PC1 is configured.")
+                status, resumed = await admin.post(
+                    sessions_path(project, waiting["session_id"], "/confirm"), {"approved": True, "stream": False}
+                )
+                assert status == 200 and resumed["content"] == "PC1 is configured.", resumed
+                assert "10.0.0.1 255.255.255.0" in server_llm.requests[-1]["messages"][-1]["content"]
+                assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
+            finally:
+                await asyncio.to_thread(vpcs.stop)
             status, history = await admin.get(sessions_path(project, session_id, "/history"))
             assert [(m["role"], m["content"]) for m in history["messages"]] == [
                 ("user", "First question"), ("assistant", "First answer."),

@@ -1,32 +1,55 @@
-"""Device configuration through the HTTP API waits for the user's approval.
+"""Device configuration through the HTTP API waits for the user's approval, then reaches a real device.
 
 The real server offers ``gns3_config_commands``; the stub LLM calls it. The run
 pauses before anything is sent (``confirm`` event, ``done`` waiting), the session
-shows the pending call, a new message is refused, and ``.../confirm`` resumes:
-rejected calls are answered "rejected"; approved ones run (here the node is
-stopped, so the tool answers with GNS3's state, which is what a user would see).
+shows the pending call, a new message is refused, and ``.../confirm`` resumes.
+
+The device is real: each test's project has a GNS3 VPCS node "PC1", and a
+Debian VPCS daemon listens on the console port GNS3 gave it (GNS3 itself cannot
+start VPCS here: no uBridge, and Debian's VPCS is older than it accepts). GNS3
+therefore reports PC1 "stopped"; the console tools take that status as a hint
+and use a console that answers. What the device holds is checked through its
+own console, and what was sent through the administrators' audit route.
 """
 
 from __future__ import annotations
 
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
 # The API client and its fixtures live with the API tests; reused here as they are.
-from test_copilot_api import COPILOT, admin, admin_llm, chat_path, http, project, sessions_path, stub, users  # noqa: F401
-from tests.support.openai_stub import reply, tool_call
+from test_copilot_api import (  # noqa: F401
+    COPILOT, API, add_vpcs_node, admin, admin_llm, chat_path, http, project, sessions_path, stub, users,
+)
+from tests.support.openai_stub import OpenAIStub, reply, tool_call
+from vpcs_process import VPCSProcess
 
 from gns3server.agent.gns3_copilot.console import AuditLog, Who
 
 pytestmark = pytest.mark.integration
 
 CALL = {"device": "PC1", "commands": ["ip 10.0.0.1/24 10.0.0.254"]}
+SHOW = {"devices": ["PC1"], "commands": ["show ip"]}
 
 
-async def wait_for_approval(admin, stub, project) -> str:
-    template = await vpcs_template(admin)
-    status, node = await admin.post(f"/v3/projects/{project}/templates/{template}", {"x": 0, "y": 0})
-    assert status == 201, node
-    status, _ = await admin.put(f"/v3/projects/{project}/nodes/{node['node_id']}", {"name": "PC1"})
-    assert status == 200
+@pytest.fixture
+async def lab(admin: API, tmp_path) -> AsyncIterator[tuple[str, VPCSProcess]]:
+    """A fresh project with PC1, whose console port is served by a real VPCS daemon."""
+    status, project = await admin.post("/v3/projects", {"name": f"confirm-{uuid.uuid4().hex[:8]}"})
+    assert status == 201, project
+    node = await add_vpcs_node(admin, project["project_id"], "PC1")
+    vpcs = await asyncio.to_thread(VPCSProcess.start, tmp_path, node["console"])
+    try:
+        yield project["project_id"], vpcs
+    finally:
+        await asyncio.to_thread(vpcs.stop)
+        await admin.delete(f"/v3/projects/{project['project_id']}")
+
+
+async def wait_for_approval(admin: API, stub: OpenAIStub, project: str) -> str:
     stub.enqueue(reply("I will set PC1's address.", tool_calls=[tool_call("gns3_config_commands", CALL)]))
     result = await admin.chat(project, "Give PC1 the address 10.0.0.1/24")
     assert result["status"] == "waiting_confirmation", result
@@ -35,42 +58,87 @@ async def wait_for_approval(admin, stub, project) -> str:
     return result["session_id"]
 
 
-async def vpcs_template(admin) -> str:
-    status, templates = await admin.get("/v3/templates")
-    assert status == 200
-    return next(t["template_id"] for t in templates if t["name"] == "VPCS")
+async def sent_to_devices(admin: API, session_id: str) -> list[tuple[str, str, str]]:
+    status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={session_id}")
+    assert status == 200, entries
+    return [(e["device"], e["command"], e["outcome"]) for e in reversed(entries)]
 
 
-async def test_approval_flow_over_http(admin, admin_llm, stub, project):
+async def test_approved_commands_configure_the_device(admin, admin_llm, stub, lab, tmp_path):
+    project, vpcs = lab
     session_id = await wait_for_approval(admin, stub, project)
     status, session = await admin.get(sessions_path(project, session_id))
     assert status == 200 and session["pending_calls"][0]["tool_call_id"] and not session["running"]
     status, body = await admin.post(chat_path(project), {"message": "anything?", "session_id": session_id})
     assert status == 409 and body["code"] == "confirmation_pending"
+    assert await sent_to_devices(admin, session_id) == []  # waiting: nothing sent yet
+    assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
 
-    stub.enqueue("PC1 must be started before I can configure it.")
+    # Approved: the change runs, then the model checks it with a read-only command (no approval needed).
+    stub.enqueue(reply("Checking.", tool_calls=[tool_call("gns3_show_commands", SHOW)]), "PC1 is now 10.0.0.1/24.")
     async with admin.confirm_stream(project, session_id, approved=True) as sse:
         events = await sse.rest()
-    end = next(e for e in events if e["type"] == "tool_end")
-    assert end["name"] == "gns3_config_commands" and end["status"] == "error" and "stopped" in end["output"]
-    assert events[-1]["status"] == "completed"
+    ends = [e for e in events if e["type"] == "tool_end"]
+    assert [(e["name"], e["status"]) for e in ends] == [("gns3_config_commands", "success"), ("gns3_show_commands", "success")]
+    assert "10.0.0.1 255.255.255.0 gateway 10.0.0.254" in ends[0]["output"]
+    assert "IP/MASK     : 10.0.0.1/24" in ends[1]["output"]
+    assert events[-1]["type"] == "done" and events[-1]["status"] == "completed"
+    assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
+
+    status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={session_id}")
+    assert [(e["device"], e["command"], e["outcome"]) for e in reversed(entries)] == [
+        ("PC1", "ip 10.0.0.1/24 10.0.0.254", "ok"), ("PC1", "show ip", "ok")]
+    assert {(e["user"], e["project"]) for e in entries} == {("admin", project)}
     status, session = await admin.get(sessions_path(project, session_id))
     assert session["pending_calls"] == []
     status, body = await admin.post(sessions_path(project, session_id, "/confirm"), {"approved": True})
     assert status == 409 and body["code"] == "no_pending_confirmation"
 
 
-async def test_rejection_sends_nothing(admin, admin_llm, stub, project, users):
+async def test_rejected_commands_never_reach_the_device(admin, admin_llm, stub, lab, users, tmp_path):
+    project, vpcs = lab
     session_id = await wait_for_approval(admin, stub, project)
     other = await users("eve")
     status, _ = await other.post(sessions_path(project, session_id, "/confirm"), {"approved": True})
     assert status in (403, 404)  # not her project, or not her session
-    stub.enqueue("OK, I left PC1 as it is.")
-    path = sessions_path(project, session_id, "/confirm")
-    status, result = await admin.post(path, {"approved": False, "stream": False})
+    assert await sent_to_devices(admin, session_id) == []  # her approval did nothing
+
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_show_commands", SHOW)]), "OK, I left PC1 as it is.")
+    status, result = await admin.post(sessions_path(project, session_id, "/confirm"), {"approved": False, "stream": False})
     assert status == 200 and result["status"] == "completed", result
-    tool_result = stub.requests[-1]["messages"][-1]
-    assert tool_result["role"] == "tool" and tool_result["content"].startswith("Rejected by the user")
+    first_answer = stub.requests[-2]["messages"][-1]
+    assert first_answer["role"] == "tool" and first_answer["content"].startswith("Rejected by the user")
+    assert await sent_to_devices(admin, session_id) == [("PC1", "show ip", "ok")]  # only the read
+    assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
+    status, history = await admin.get(sessions_path(project, session_id, "/history"))
+    assert [m["status"] for m in history["messages"] if m["role"] == "tool"] == ["rejected", "success"]
+
+
+async def test_blocked_commands_are_refused_after_approval_too(admin, admin_llm, stub, lab, tmp_path):
+    """Approval does not override the policy: a dangerous command in the batch sends nothing at all."""
+    project, vpcs = lab
+    batch = {"device": "PC1", "commands": ["ip 10.0.0.7/24", "RELOAD"]}
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_config_commands", batch)]))
+    session_id = (await admin.chat(project, "Set the address and reboot PC1"))["session_id"]
+    stub.enqueue("The policy refused the reload; nothing was changed.")
+    status, result = await admin.post(sessions_path(project, session_id, "/confirm"), {"approved": True, "stream": False})
+    assert status == 200 and result["status"] == "completed", result
+    assert "blocked by the console policy" in stub.requests[-1]["messages"][-1]["content"]
+    assert await sent_to_devices(admin, session_id) == [("PC1", "ip 10.0.0.7/24", "not_run"), ("PC1", "RELOAD", "blocked")]
+    assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
+
+
+async def test_a_stopped_device_without_a_console_is_reported_stopped(admin, admin_llm, stub, lab):
+    project, _ = lab
+    await add_vpcs_node(admin, project, "PC2")  # stopped in GNS3, and nothing serves its console
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_show_commands", {"devices": ["PC1", "PC2"], "commands": ["show ip"]})]),
+                 "PC2 must be started first.")
+    async with admin.stream(project, message="Addresses of PC1 and PC2?") as sse:
+        events = await sse.rest()
+    (end,) = [e for e in events if e["type"] == "tool_end"]
+    assert "VPCS[1]" in end["output"] and "PC2 is stopped; start it first" in end["output"]
+    status, entries = await admin.get(f"{COPILOT}/console/audit?project_id={project}")
+    assert sorted((e["device"], e["outcome"]) for e in entries) == [("PC1", "ok"), ("PC2", "not_run")]
 
 
 async def test_console_audit_is_for_administrators(admin, users, gns3_server, project):

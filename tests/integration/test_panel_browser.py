@@ -10,6 +10,7 @@ are held mid-stream (and released) to see streaming and to stop runs.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import urllib.request
@@ -28,6 +29,7 @@ from tests.browser.chromium import start_chromium, visible, wait_for
 from tests.browser.panel import Panel
 from tests.browser.rest import Rest
 from tests.support.openai_stub import OpenAIStub, reply, server_error, tool_call
+from vpcs_process import VPCSProcess
 
 pytestmark = pytest.mark.integration
 
@@ -525,9 +527,38 @@ def test_device_configuration_waits_for_approval_across_a_reload(signed_in: Pane
     assert card.get_attribute("data-state") == "rejected"
     assert not card.find_elements(By.CSS_SELECTOR, "button")
     assert "Rejected" in card.find_element(By.CSS_SELECTOR, ".confirm-result").text
+    tool = turn.find_element(By.CSS_SELECTOR, ".tool-card")
+    assert tool.find_element(By.CSS_SELECTOR, ".tool-status").text == "rejected"  # not "failed"
     assert user_rest.ok("GET", f"{COPILOT}/projects/{pid}/chat/sessions/{session_id}")["pending_calls"] == []
     # The model was told: the rejection reached it as the tool's result.
     assert "Rejected by the user" in json.dumps(stub.requests[-1])
+
+
+def test_approving_in_the_panel_configures_a_real_device(signed_in: Panel, stub: OpenAIStub, project: dict[str, Any],
+                                                         admin_rest: Rest, tmp_path: Path) -> None:
+    """PC2's console is served by a real VPCS daemon (GNS3 cannot start VPCS here; it reports PC2 stopped)."""
+    panel = signed_in
+    pc2 = next(n for n in admin_rest.ok("GET", f"/v3/projects/{project['project_id']}/nodes") if n["name"] == "PC2")
+    vpcs = VPCSProcess.start(tmp_path, pc2["console"])
+    try:
+        call = {"device": "PC2", "commands": ["ip 10.0.0.2/24"]}
+        stub.enqueue(reply("Setting PC2's address.", tool_calls=[tool_call("gns3_config_commands", call)]),
+                     "PC2 now has 10.0.0.2/24.")
+        panel.send("Give PC2 the address 10.0.0.2/24")
+        panel.wait_turn_status("waiting_confirmation")
+        panel.wait_confirm_card().find_element(By.CSS_SELECTOR, ".confirm-approve").click()
+
+        turn = panel.wait_turn_status("completed")
+        assert "PC2 now has 10.0.0.2/24." in panel.turn_text(turn)
+        tool = turn.find_element(By.CSS_SELECTOR, ".tool-card")
+        assert tool.find_element(By.CSS_SELECTOR, ".tool-status").text == "done"
+        assert "10.0.0.2 255.255.255.0" in panel.js("return arguments[0].textContent", tool.find_element(
+            By.CSS_SELECTOR, ".tool-output"))
+        card = panel.css(".confirm-card")[-1]
+        assert card.get_attribute("data-state") == "approved" and not card.find_elements(By.CSS_SELECTOR, "button")
+        assert asyncio.run(vpcs.address(tmp_path)) == "IP/MASK     : 10.0.0.2/24"
+    finally:
+        vpcs.stop()
 
 
 def test_an_llm_failure_is_shown_in_the_conversation(signed_in: Panel, stub: OpenAIStub) -> None:

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gns3server.agent.gns3_copilot.console import VPCS, AuditLog, Device, DeviceLocks, Who, load_policy, run_commands
+
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
     with socket.socket(socket.AF_INET, kind) as s:
@@ -51,11 +53,13 @@ class VPCSProcess:
         return found
 
     @classmethod
-    def start(cls, workdir: Path, startup_timeout: float = 10.0) -> VPCSProcess:
+    def start(cls, workdir: Path, port: int | None = None, startup_timeout: float = 10.0) -> VPCSProcess:
+        """A daemon on ``port`` (a free one if None): e.g. the console port GNS3 gave a node."""
         binary = shutil.which("vpcs")
         if binary is None:
             raise RuntimeError("vpcs is not installed (apt-get install vpcs; scripts/test does it)")
-        port, lport, rport = free_port(), free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_DGRAM)
+        port = port or free_port()
+        lport, rport = free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_DGRAM)
         argv = [binary, "-i", "1", "-p", str(port), "-s", str(lport), "-c", str(rport), "-t", "127.0.0.1"]
         process = subprocess.Popen(
             argv,
@@ -77,6 +81,19 @@ class VPCSProcess:
                     vpcs.stop()
                     raise RuntimeError(f"vpcs did not listen on {port} within {startup_timeout}s") from None
                 time.sleep(0.05)
+
+    async def address(self, workdir: Path) -> str:
+        """The "IP/MASK" line of ``show ip``, read on the console outside the copilot's tools."""
+        audit = AuditLog(workdir / "vpcs-check-audit")
+        try:
+            result = await run_commands(
+                Device("PC", self.host, self.port, VPCS), ["show ip"], mode="show", policy=load_policy(),
+                locks=DeviceLocks(), audit=audit, who=Who("tests", "-", "-"), timeout=15,
+            )
+        finally:
+            await audit.close()
+        assert result.status == "ok", result
+        return next(line for line in result.results[0].output.splitlines() if line.startswith("IP/MASK"))
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.process.poll() is None:

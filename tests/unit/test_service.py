@@ -377,6 +377,10 @@ async def test_rejected_changes_are_never_sent(storage, model):
     results = {m.tool_call_id: m for m in model.calls[-1] if m.type == "tool"}
     assert results["p1"].content.startswith("Rejected by the user") and results["p1"].status == "error"
     assert results["r1"].content == "config of R1"  # the read-only call still ran
+    ends = {e["tool_call_id"]: e["status"] for e in seen if e["type"] == "tool_end"}
+    assert ends == {"p1": "rejected", "r1": "success"}  # shown as rejected, not as failed
+    history = await service.history(ALICE, record.session_id)
+    assert {m["tool_call_id"]: m["status"] for m in history if m["role"] == "tool"} == ends
 
 
 async def test_a_waiting_run_survives_a_restart(tmp_path, model):

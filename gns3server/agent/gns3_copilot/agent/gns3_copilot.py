@@ -211,9 +211,14 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
                 output = f"Error: {name} failed unexpectedly; the details are in the GNS3 server log."
             else:
                 output = _stringify(result)
-                status = "error" if isinstance(result, Mapping) and "error" in result else "success"
-        writer(events.tool_end(call_id, name, output, status))
-        return ToolMessage(content=output, tool_call_id=call_id, name=name, status=status)
+                status = "error" if isinstance(result, Mapping) and result.get("error") else "success"
+        # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
+        shown = "rejected" if rejected else status
+        writer(events.tool_end(call_id, name, output, shown))
+        return ToolMessage(
+            content=output, tool_call_id=call_id, name=name, status=status,
+            response_metadata={"copilot_status": shown} if rejected else {},
+        )
 
     async def tools(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
         last = state["messages"][-1]

@@ -19,7 +19,7 @@ from .audit import AuditLog, Who
 from .drivers import Driver, DriverSession
 from .locks import DeviceBusyError, DeviceLocks, device_key
 from .policy import Policy
-from .telnet import DEFAULT_MAX_OUTPUT, ConsoleClosed, ConsoleError, ConsoleTimeout, TelnetConsole
+from .telnet import DEFAULT_MAX_OUTPUT, ConsoleClosed, ConsoleConnectError, ConsoleError, ConsoleTimeout, TelnetConsole
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,8 @@ class Device:
     host: str
     port: int
     driver: Driver
+    # What GNS3 says of the node ("started", "stopped" ...), used to explain an unreachable console.
+    reported_status: str | None = None
 
     @property
     def key(self) -> str:
@@ -123,6 +125,10 @@ async def _run_locked(
             await session.open(left())
             if mode == "config":
                 await session.enter_config(left())
+        except ConsoleConnectError as exc:
+            if device.reported_status not in (None, "started"):
+                return f"{device.name} is {device.reported_status}; start it first ({exc})"
+            return f"could not open {device.name}'s console: {exc}"
         except ConsoleError as exc:
             return f"could not open {device.name}'s console: {exc}"
         for command in commands:

@@ -77,7 +77,8 @@ def message_to_dict(message: BaseMessage) -> dict[str, Any]:
     if isinstance(message, AIMessage) and message.tool_calls:
         data["tool_calls"] = [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in message.tool_calls]
     if isinstance(message, ToolMessage):
-        data.update(tool_call_id=message.tool_call_id, name=message.name, status=message.status)
+        status = message.response_metadata.get("copilot_status", message.status)
+        data.update(tool_call_id=message.tool_call_id, name=message.name, status=status)
     if message.id:
         data["id"] = message.id
     return data

@@ -2,6 +2,10 @@
 
 Devices are named as the user sees them; their telnet console (host and port)
 comes from the project's nodes, read with the requesting user's GNS3 identity.
+GNS3's status is passed on as a hint, not obeyed: the console itself says whether
+the device is there (a "stopped" node whose console refuses the connection is
+reported as stopped; one whose console answers is used, since GNS3's status
+can lag behind the device, e.g. after a compute restart).
 Everything else (policy, per-device locks, audit, drivers) is the console
 package's job; these tools only resolve nodes and shape results for the model.
 
@@ -47,14 +51,16 @@ class ConsoleTool(ProjectTool):
             raise ToolException(f"{name}'s console is {node.get('console_type')!r}; only telnet consoles can be used")
         if not node.get("console"):
             raise ToolException(f"{name} has no console port")
-        if node.get("status") not in (None, "started"):
-            raise ToolException(f"{name} is {node.get('status')}; start it first")
+        status = node.get("status")
+        if status == "suspended":  # the console would accept the connection but never answer
+            raise ToolException(f"{name} is suspended; resume it first")
         try:
             driver = driver_for(node)
         except UnknownDriverError as exc:
             raise ToolException(str(exc)) from exc
         host = str(node.get("console_host") or "")
-        return Device(name, self.default_console_host if host in _ANY_ADDRESS else host, int(node["console"]), driver)
+        host = self.default_console_host if host in _ANY_ADDRESS else host
+        return Device(name, host, int(node["console"]), driver, reported_status=str(status) if status else None)
 
     async def _devices(self, names: list[str]) -> list[Device]:
         async with self.client_factory() as client:

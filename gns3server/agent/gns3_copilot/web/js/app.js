@@ -743,7 +743,7 @@ function decided(card, approved) {
   card.dataset.state = approved === null ? "gone" : approved ? "approved" : "rejected";
   const result = card.querySelector(".confirm-result");
   result.textContent = approved === null ? "No longer waiting for an approval."
-    : approved ? "Approved: the commands were sent." : "Rejected: nothing was sent.";
+    : approved ? "Approved: the device's answer is in the tool card below." : "Rejected: nothing was sent.";
   result.hidden = false;
   const turnNode = card.closest(".message-assistant");
   for (const toolCard of turnNode ? turnNode.querySelectorAll('.tool-card[data-status="waiting"]') : []) {
