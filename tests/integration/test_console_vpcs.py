@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from langchain_core.tools import ToolException
 from vpcs_process import VPCSProcess
 
@@ -131,6 +132,7 @@ async def test_console_tools(vpcs, vpcs2, policy, audit):
         {"name": "PC2", "node_type": "vpcs", "console": vpcs2.port, "console_host": "127.0.0.1", "console_type": "telnet", "status": "started"},
         {"name": "PC3", "node_type": "vpcs", "console": 1, "console_host": "127.0.0.1", "console_type": "telnet", "status": "stopped"},
         {"name": "SW1", "node_type": "ethernet_switch", "console": 2, "console_type": "none", "status": "started"},
+        {"name": "Host", "node_type": "docker", "console": vpcs2.port, "console_host": "127.0.0.1", "console_type": "telnet", "status": "started"},
         {"name": "PC4", "node_type": "vpcs", "console": vpcs.port, "console_host": "127.0.0.1", "console_type": "telnet", "status": "suspended"},
     ]
     common: dict[str, Any] = dict(
@@ -161,6 +163,13 @@ async def test_console_tools(vpcs, vpcs2, policy, audit):
     # GNS3's status is a hint: a "stopped" node whose console answers is used.
     nodes[1]["status"] = "stopped"
     assert (await show.ainvoke({"devices": ["PC2"], "commands": ["show ip"]}))["devices"][0]["status"] == "ok"
+
+    # A node whose type suggests another CLI (docker: linux) is driven as the model says.
+    assert show._device(nodes[4]).driver.name == "linux"
+    overridden = await show.ainvoke({"devices": ["Host"], "commands": ["show ip"], "driver": "vpcs"})
+    assert overridden["devices"][0]["status"] == "ok" and "NAME" in overridden["devices"][0]["results"][0]["output"]
+    with pytest.raises(ValidationError, match="driver"):
+        await config.ainvoke({"device": "Host", "commands": ["x"], "driver": "junos"})
 
     for tool, args, message in [
         (show, {"devices": ["PC9"], "commands": ["show ip"]}, "no node named 'PC9'"),

@@ -123,6 +123,8 @@ async def _run_locked(
         session = DriverSession(console, device.driver)
         try:
             await session.open(left())
+            if device.reported_status not in (None, "started"):
+                log.warning("GNS3 reports %s %s, but its console answered: using it", device.name, device.reported_status)
             if mode == "config":
                 await session.enter_config(left())
         except ConsoleConnectError as exc:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.tools import ToolException
 from pydantic import BaseModel, Field
@@ -45,7 +45,7 @@ class ConsoleTool(ProjectTool):
     timeout: float = 30.0
     default_console_host: str = "127.0.0.1"
 
-    def _device(self, node: Mapping[str, Any]) -> Device:
+    def _device(self, node: Mapping[str, Any], driver_name: str | None = None) -> Device:
         name = str(node.get("name"))
         if node.get("console_type") not in (None, "telnet"):
             raise ToolException(f"{name}'s console is {node.get('console_type')!r}; only telnet consoles can be used")
@@ -55,17 +55,17 @@ class ConsoleTool(ProjectTool):
         if status == "suspended":  # the console would accept the connection but never answer
             raise ToolException(f"{name} is suspended; resume it first")
         try:
-            driver = driver_for(node)
+            driver = driver_for(node, driver_name)
         except UnknownDriverError as exc:
             raise ToolException(str(exc)) from exc
         host = str(node.get("console_host") or "")
         host = self.default_console_host if host in _ANY_ADDRESS else host
         return Device(name, host, int(node["console"]), driver, reported_status=str(status) if status else None)
 
-    async def _devices(self, names: list[str]) -> list[Device]:
+    async def _devices(self, names: list[str], driver_name: str | None = None) -> list[Device]:
         async with self.client_factory() as client:
             nodes = await client.nodes(self.project_id)
-        return [self._device(_by_name(nodes, name, "node")) for name in names]
+        return [self._device(_by_name(nodes, name, "node"), driver_name) for name in names]
 
     async def _run_on(self, device: Device, commands: list[str], mode: Mode) -> dict[str, Any]:
         who = Who(self.user, self.session_id, self.project_id)
@@ -75,9 +75,17 @@ class ConsoleTool(ProjectTool):
         return result.as_dict()
 
 
+DriverName = Literal["vpcs", "ios", "linux"]
+_DRIVER_HELP = (
+    "CLI family, only when the node's type or tags do not tell (e.g. a QEMU node running Linux): "
+    "vpcs, ios (Cisco-style) or linux. Normally left out."
+)
+
+
 class ShowCommandsInput(BaseModel):
     devices: list[str] = Field(min_length=1, description="Node names to run the commands on (concurrently).")
     commands: list[str] = Field(min_length=1, description="Read-only commands, e.g. show ip interface brief, ping 10.0.0.1.")
+    driver: DriverName | None = Field(None, description=_DRIVER_HELP)
 
 
 class ShowCommandsTool(ConsoleTool):
@@ -90,8 +98,10 @@ class ShowCommandsTool(ConsoleTool):
     args_schema: type[BaseModel] = ShowCommandsInput
     metadata: dict[str, Any] = {"read_only": True}
 
-    async def _arun(self, devices: list[str], commands: list[str], **_: Any) -> dict[str, Any]:
-        targets = await self._devices(devices)
+    async def _arun(
+        self, devices: list[str], commands: list[str], driver: DriverName | None = None, **_: Any
+    ) -> dict[str, Any]:
+        targets = await self._devices(devices, driver)
         results = await gather_cancelling(*(self._run_on(d, commands, "show") for d in targets))
         return {"devices": results}
 
@@ -102,6 +112,7 @@ class ConfigCommandsInput(BaseModel):
         min_length=1,
         description="Configuration commands in order (IOS: as typed inside configure terminal, which is entered for you).",
     )
+    driver: DriverName | None = Field(None, description=_DRIVER_HELP)
 
 
 class ConfigCommandsTool(ConsoleTool):
@@ -114,6 +125,6 @@ class ConfigCommandsTool(ConsoleTool):
     args_schema: type[BaseModel] = ConfigCommandsInput
     metadata: dict[str, Any] = {"needs_confirmation": True}
 
-    async def _arun(self, device: str, commands: list[str], **_: Any) -> dict[str, Any]:
-        (target,) = await self._devices([device])
+    async def _arun(self, device: str, commands: list[str], driver: DriverName | None = None, **_: Any) -> dict[str, Any]:
+        (target,) = await self._devices([device], driver)
         return await self._run_on(target, commands, "config")
