@@ -24,11 +24,15 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime, timedelta, timezone
 from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from joserfc import jwt
+from joserfc.jwk import OctKey
 
 from gns3server.agent.gns3_copilot.gns3_client.client import GNS3Client
 
@@ -63,7 +67,7 @@ def server_command(config_file: Path, *extra_args: str) -> list[str]:
 
 
 def write_config(
-    root: Path, host: str, port: int, jwt_secret_key: str, copilot: Mapping[str, Any] | None = None
+    root: Path, host: str, port: int, copilot: Mapping[str, Any] | None = None
 ) -> Path:
     """A gns3_server.conf keeping every file of the server under ``root``."""
     data = root / "data"
@@ -82,7 +86,6 @@ def write_config(
     controller = {
         "default_admin_username": ADMIN_USERNAME,
         "default_admin_password": ADMIN_PASSWORD,
-        "jwt_secret_key": jwt_secret_key,
     }
     lines = ["[Server]", *(f"{k} = {v}" for k, v in server.items()),
              "", "[Controller]", *(f"{k} = {v}" for k, v in controller.items()), ""]
@@ -92,6 +95,12 @@ def write_config(
     config_file.parent.mkdir(parents=True, exist_ok=True)
     config_file.write_text("\n".join(lines))
     return config_file
+
+
+def sign_token(secret_key: str, username: str = ADMIN_USERNAME, *, expires_in: timedelta) -> str:
+    """A JWT shaped like GNS3's own (HS256, ``sub`` and ``exp``), signed with ``secret_key``."""
+    claims = {"sub": username, "exp": datetime.now(timezone.utc) + expires_in}
+    return jwt.encode({"alg": "HS256"}, claims, OctKey.import_key(secret_key))
 
 
 @dataclass
@@ -107,6 +116,10 @@ class GNS3ServerProcess:
     username: str = ADMIN_USERNAME
     password: str = ADMIN_PASSWORD
     version: str = field(default="")
+
+    def signed_token(self, username: str = ADMIN_USERNAME, *, expires_in: timedelta) -> str:
+        """A JWT signed with this server's key (see :func:`sign_token`)."""
+        return sign_token(self.jwt_secret_key, username, expires_in=expires_in)
 
     @property
     def base_url(self) -> str:
@@ -131,8 +144,13 @@ class GNS3ServerProcess:
         home = root / "home"
         home.mkdir(exist_ok=True)
         port = free_port(host)
-        jwt_secret_key = secrets.token_hex(32)
-        config_file = write_config(root, host, port, jwt_secret_key, copilot)
+        config_file = write_config(root, host, port, copilot)
+        # GNS3 signs with the key file in its secrets dir (the config's directory), not the config's
+        # jwt_secret_key: written here, and kept across restarts with the same root as GNS3 keeps it.
+        key_file = config_file.with_name("gns3_jwt_secret_key")
+        if not key_file.exists():
+            key_file.write_text(secrets.token_hex(32))
+        jwt_secret_key = key_file.read_text()
         log_file = root / "gns3server.log"
         env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
                "XDG_DATA_HOME": str(home / ".local" / "share")}

@@ -18,6 +18,7 @@ import stat
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -496,10 +497,16 @@ async def test_every_route_requires_a_logged_in_user(admin, admin_llm, stub, pro
     session_id = (await admin.chat(project, "Mine"))["session_id"]
     anonymous = API(http, gns3_server.base_url, None, (SECRET,))
     forged = API(http, gns3_server.base_url, "not.a.jwt", (SECRET,))
+    # Signed with the server's key, but expired a minute ago (GNS3 3.0's own routes would take it).
+    expired = API(http, gns3_server.base_url, gns3_server.signed_token(expires_in=timedelta(minutes=-1)), (SECRET,))
     for method, path, body in every_route(project, session_id, admin_llm):
-        for client in (anonymous, forged):
+        for client in (anonymous, forged, expired):
             status, answer_ = await client.call(method, path, body)
             assert status == 401, (method, path, client.token, answer_)
+        assert answer_.get("code") == "token_expired" and "log in again" in answer_["message"], (method, path, answer_)
+    fresh = API(http, gns3_server.base_url, gns3_server.signed_token(expires_in=timedelta(minutes=5)), (SECRET,))
+    status, _ = await fresh.get(sessions_path(project))
+    assert status == 200  # the same kind of token, still valid, is taken
     status, _ = await admin.get(sessions_path(project, session_id))
     assert status == 200  # nothing was deleted by the refused calls
 

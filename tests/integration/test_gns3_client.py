@@ -5,13 +5,11 @@ from __future__ import annotations
 import asyncio
 import signal
 import socket
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from gns3_process import GNS3ServerProcess
-from joserfc import jwt
-from joserfc.jwk import OctKey
+from gns3_process import GNS3ServerProcess, sign_token
 
 from gns3server.agent.gns3_copilot.gns3_client import (
     GNS3AuthenticationError,
@@ -26,12 +24,6 @@ from gns3server.agent.gns3_copilot.gns3_client import (
 pytestmark = pytest.mark.integration
 
 UNKNOWN_PROJECT = "00000000-0000-4000-8000-000000000000"
-
-
-def _token(secret: str, *, username: str = "admin", expires_in: timedelta) -> str:
-    """A JWT shaped like GNS3's own (HS256, ``sub`` and ``exp``)."""
-    claims = {"sub": username, "exp": datetime.now(timezone.utc) + expires_in}
-    return jwt.encode({"alg": "HS256"}, claims, OctKey.import_key(secret))
 
 
 async def _vpcs_template(client: GNS3Client) -> str:
@@ -68,7 +60,7 @@ async def test_wrong_password(gns3_server: GNS3ServerProcess) -> None:
 
 @pytest.mark.parametrize("kind", ["garbage", "wrong-key"])
 async def test_invalid_token_is_refused_by_gns3(gns3_server: GNS3ServerProcess, kind: str) -> None:
-    token = "not-a-jwt" if kind == "garbage" else _token("0" * 64, expires_in=timedelta(hours=1))
+    token = "not-a-jwt" if kind == "garbage" else sign_token("0" * 64, expires_in=timedelta(hours=1))
     async with gns3_server.client(token=token) as client:
         with pytest.raises(GNS3AuthenticationError) as caught:
             await client.projects()
@@ -78,7 +70,7 @@ async def test_invalid_token_is_refused_by_gns3(gns3_server: GNS3ServerProcess, 
 
 async def test_expired_token_is_refused_by_the_client(gns3_server: GNS3ServerProcess) -> None:
     # Signed with the server's own key: GNS3 3.0 would accept it (it skips the exp check).
-    expired = _token(gns3_server.jwt_secret_key, expires_in=timedelta(minutes=-5))
+    expired = gns3_server.signed_token(expires_in=timedelta(minutes=-5))
     async with gns3_server.client(token=expired) as client:
         with pytest.raises(GNS3AuthenticationError, match="expired") as caught:
             await client.projects()
@@ -86,7 +78,7 @@ async def test_expired_token_is_refused_by_the_client(gns3_server: GNS3ServerPro
 
 
 async def test_expired_token_with_credentials_logs_in_again(gns3_server: GNS3ServerProcess) -> None:
-    expired = _token(gns3_server.jwt_secret_key, expires_in=timedelta(minutes=-5))
+    expired = gns3_server.signed_token(expires_in=timedelta(minutes=-5))
     async with gns3_server.client(token=expired, username="admin", password="admin") as client:
         await asyncio.gather(*(client.projects() for _ in range(5)))
         assert client.token not in (None, expired)

@@ -1,13 +1,16 @@
 """FastAPI dependencies: the copilot state, the GNS3 user, project access, owned sessions.
 
 Authentication is the host's own (``get_current_active_user``: a GNS3 JWT as
-bearer token or ``?token=``). Project access is asked of GNS3 itself: the
+bearer token or ``?token=``), plus the check GNS3 3.0 leaves out: its decoder
+verifies the signature but not the ``exp`` claim, so an expired token is refused
+here (401 ``token_expired``) before any copilot route runs. Project access is asked of GNS3 itself: the
 project is read through the REST API with the user's token, so GNS3's RBAC
 decides and its answer (403, 404) is what the client gets.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 from uuid import UUID
 
@@ -15,10 +18,11 @@ from fastapi import Depends, Query, Request
 from gns3server import schemas as gns3_schemas
 from gns3server.api.routes.controller.dependencies.authentication import get_current_active_user, oauth2_scheme
 
+from ..gns3_client.client import token_expiry
 from ..service.copilot import User
 from ..service.errors import SessionNotFoundError
 from ..service.store import SessionRecord
-from .errors import ServiceUnavailableError
+from .errors import ServiceUnavailableError, TokenExpiredError
 from .state import CopilotState
 
 
@@ -37,6 +41,9 @@ async def current_user(
     """The logged-in GNS3 user, with the token the tools will act with."""
     raw_token = bearer_token or token
     assert raw_token is not None  # get_current_active_user refused the request otherwise
+    expiry = token_expiry(raw_token)
+    if expiry is not None and expiry <= time.time():
+        raise TokenExpiredError("Your GNS3 login has expired; log in again")
     return User(
         user_id=str(gns3_user.user_id),
         username=gns3_user.username,

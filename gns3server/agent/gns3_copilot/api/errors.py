@@ -55,6 +55,13 @@ class AdminOnlyError(CopilotError):
     code = "admin_only"
 
 
+class TokenExpiredError(CopilotError):
+    """The GNS3 token's ``exp`` has passed (GNS3 3.0 itself does not check it)."""
+
+    status = 401
+    code = "token_expired"
+
+
 class ServiceUnavailableError(CopilotError):
     """The copilot is not started (or is shutting down)."""
 

@@ -77,7 +77,7 @@ async def gather_cancelling(*aws: Awaitable[T]) -> list[T]:
         raise
 
 
-def _token_expiry(token: str) -> float | None:
+def token_expiry(token: str) -> float | None:
     """The ``exp`` claim of a JWT (seconds since the epoch), or None if unreadable."""
     parts = token.split(".")
     if len(parts) != 3:
@@ -273,7 +273,7 @@ class GNS3Client:
     async def _valid_token(self, method: str, url: str) -> str:
         token = self._token
         if token is not None:
-            expiry = _token_expiry(token)
+            expiry = token_expiry(token)
             if expiry is None or expiry > time.time():
                 return token
         if self._has_credentials():
@@ -282,7 +282,7 @@ class GNS3Client:
             raise GNS3AuthenticationError(
                 "no GNS3 token and no credentials to log in with", method=method, url=url
             )
-        expired_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(_token_expiry(token) or 0))
+        expired_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(token_expiry(token) or 0))
         raise GNS3AuthenticationError(
             f"the GNS3 token expired at {expired_at}; log in to GNS3 again", method=method, url=url
         )
