@@ -10,6 +10,9 @@ scripted model answers instantly, so the time measured is our code's.
    document's code does, afresh on every call (a new hook per call, no cache).
 2. 20 concurrent sessions on one event loop: events per second, and the event
    loop's longest stall (a 1 ms ticker measures how late it wakes up).
+3. Storage: the database's size on disk after 50 / 100 / 200 turns and the
+   time per turn, ours (superseded checkpoints pruned after every run) next to
+   LangGraph's default of keeping every checkpoint.
 
 Run: ``.venv/bin/python bench/agent.py`` (``--quick`` for a smoke run).
 """
@@ -116,8 +119,11 @@ def make_service(storage: Any, model: ScriptedChatModel, baseline: bool) -> Copi
     return service
 
 
-async def turn_times(turns: int, baseline: bool, data_dir: Path) -> list[float]:
+async def turn_times(turns: int, baseline: bool, data_dir: Path, keep_all: bool = False) -> list[float]:
+    """Milliseconds per turn; ``keep_all`` keeps every checkpoint, as LangGraph does by default."""
     storage = await open_sqlite_storage(data_dir)
+    if keep_all:
+        storage._prune = None
     model = ScriptedChatModel(chunk_chars=16)
     service = make_service(storage, model, baseline)
     session_id = None
@@ -187,11 +193,29 @@ async def main() -> None:
             base = statistics.median((await turn_times(turns, True, Path(tmp) / f"b{turns}"))[-5:])
             print(f"| {turns} | {ours:.1f} | {base:.1f} | {base / ours:.1f}x |")
         result = await concurrent(20, 3 if args.quick else 10, Path(tmp) / "c")
+        storage_rows = []
+        for turns in [20, 50] if args.quick else [50, 100, 200]:
+            row = [turns]
+            for keep_all in (False, True):
+                where = Path(tmp) / f"s{turns}{keep_all}"
+                times = await turn_times(turns, False, where, keep_all=keep_all)
+                row += [disk_mb(where), statistics.median(times[-5:])]
+            storage_rows.append(row)
     print()
     print("| concurrent sessions | events | seconds | events/s | longest loop stall ms | p99 stall ms |")
     print("|---:|---:|---:|---:|---:|---:|")
     print(f"| 20 | {result['events']} | {result['seconds']:.2f} | {result['events'] / result['seconds']:.0f} "
           f"| {result['max_stall_ms']:.1f} | {result['p99_stall_ms']:.1f} |")
+    print()
+    print("| turns | ours: database MB | keep all checkpoints: MB | ours: ms per turn | keep all: ms per turn |")
+    print("|---:|---:|---:|---:|---:|")
+    for turns, ours_mb, ours_ms, all_mb, all_ms in storage_rows:
+        print(f"| {turns} | {ours_mb:.1f} | {all_mb:.1f} | {ours_ms:.1f} | {all_ms:.1f} |")
+
+
+def disk_mb(directory: Path) -> float:
+    """The copilot database's size on disk (with its WAL)."""
+    return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file()) / 1e6
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import sqlite3
 from typing import Any
 
 import pytest
@@ -17,7 +20,7 @@ from gns3server.agent.gns3_copilot.service.errors import (
     SessionBusyError,
     SessionNotFoundError,
 )
-from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
+from gns3server.agent.gns3_copilot.service.storage import DATABASE_NAME, open_sqlite_storage
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
 from tests.support.streams import collect
 
@@ -268,6 +271,70 @@ async def test_conversation_survives_a_restart(tmp_path, model):
         await second.close()
 
 
+def stored_rows(data_dir, session_id: str) -> tuple[int, int]:
+    """(checkpoints, pending writes) stored for a session, read from the database file."""
+    with contextlib.closing(sqlite3.connect(data_dir / DATABASE_NAME)) as db:
+        return tuple(  # type: ignore[return-value]
+            db.execute(f"SELECT COUNT(*) FROM {table} WHERE thread_id = ?", (session_id,)).fetchone()[0]
+            for table in ("checkpoints", "writes")
+        )
+
+
+async def three_turns(service, model) -> str:
+    session_id = None
+    for turn in range(3):
+        model.enqueue(AIMessage("", tool_calls=[{"name": "slow_tool", "args": {"key": f"t{turn}"}, "id": f"c{turn}"}]),
+                      f"answer {turn}")
+        GATES[f"t{turn}"] = Gates()
+        GATES[f"t{turn}"].release.set()
+        record, stream = await service.chat(ALICE, "p1", f"question {turn}", session_id=session_id, llm_config=LLM)
+        assert (await collect(stream))[-1]["status"] == "completed"
+        session_id = record.session_id
+    return session_id
+
+
+async def test_only_the_latest_checkpoint_of_a_conversation_is_kept(tmp_path, model):
+    """LangGraph keeps a full copy of the history per graph step; only the latest is ever read."""
+    storage = await open_sqlite_storage(tmp_path / "data")
+    try:
+        session_id = await three_turns(make_service(storage, model), model)
+        assert stored_rows(tmp_path / "data", session_id) == (1, 0)
+        history = await make_service(storage, model).history(ALICE, session_id)
+        assert [m["content"] for m in history if m["role"] == "user"] == ["question 0", "question 1", "question 2"]
+        assert len(history) == 12  # each turn: question, call, result, answer
+    finally:
+        await storage.close()
+
+    # Without pruning (LangGraph's default) every step's copy stays: 4 per turn here, and more.
+    keep_all = await open_sqlite_storage(tmp_path / "keep-all")
+    keep_all._prune = None
+    try:
+        other = await three_turns(make_service(keep_all, model), model)
+        assert stored_rows(tmp_path / "keep-all", other)[0] >= 12
+    finally:
+        await keep_all.close()
+
+
+async def test_checkpoints_left_behind_are_pruned_at_start_up(tmp_path, model, caplog):
+    first = await open_sqlite_storage(tmp_path / "data")
+    first._prune = None  # as a crash, or an older version, leaves them
+    session_id = await three_turns(make_service(first, model), model)
+    await first.close()
+    before = stored_rows(tmp_path / "data", session_id)[0]
+    assert before > 1
+
+    caplog.set_level(logging.INFO)
+    second = await open_sqlite_storage(tmp_path / "data")
+    try:
+        assert stored_rows(tmp_path / "data", session_id) == (1, 0)
+        assert f"({before - 1} old checkpoints removed)" in caplog.text
+        service = make_service(second, model)
+        await next_run_completes(service, model, session_id, "still there?")
+        assert [m.content for m in model.calls[-1] if m.type == "human"][-2:] == ["question 2", "still there?"]
+    finally:
+        await second.close()
+
+
 async def test_invalid_mode_is_rejected_before_anything_is_stored(storage, model):
     service = make_service(storage, model)
     with pytest.raises(ValueError, match="Invalid mode"):
@@ -393,6 +460,8 @@ async def test_a_waiting_run_survives_a_restart(tmp_path, model):
     second = await open_sqlite_storage(tmp_path / "data")
     try:
         service = confirm_service(second, model)
+        checkpoints, pending_writes = stored_rows(tmp_path / "data", record.session_id)
+        assert checkpoints == 1 and pending_writes > 0  # pruned, and the interrupt kept
         assert (await service.session(ALICE, record.session_id)).pending_calls[0]["tool_call_id"] == "p1"
         model.enqueue("Applied after the restart.")
         _, stream = await service.confirm(ALICE, record.session_id, True, llm_config=LLM)

@@ -381,11 +381,19 @@ class CopilotService:
         finally:
             run.finished = True
             try:
+                await self._prune_checkpoints(session_id)
                 await self._storage.sessions.record_run(session_id, usage)
             finally:
                 # No await between these two: whoever sees `done` may start the next run.
                 self._runs.pop(session_id, None)
                 run.queue.put_nowait(events.done(session_id, usage, status))
+
+    async def _prune_checkpoints(self, session_id: str) -> None:
+        """Drop the run's intermediate checkpoints (only the latest is ever read); never fails the run."""
+        try:
+            await self._storage.prune(session_id)
+        except Exception:
+            log.exception("Could not prune the old checkpoints of session %s", session_id)
 
     async def _save_interrupted(self, graph: Any, config: RunnableConfig, partial: str) -> None:
         """Keep the streamed text and answer dangling tool calls so the history stays valid."""
