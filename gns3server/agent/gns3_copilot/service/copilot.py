@@ -342,10 +342,14 @@ class CopilotService:
         status, usage = "completed", {}
         graph = None
         try:
-            # Compiling the graph and creating the provider client (which imports the
-            # provider SDK the first time) are CPU work: keep them off the event loop.
-            settings = self._settings(user, project_id, session_id, llm_config, mode)
-            graph = await asyncio.to_thread(build_copilot_graph, settings, self._storage.checkpointer)
+            # Building the tools (pydantic models), compiling the graph and creating the
+            # provider client (which imports the provider SDK the first time) are CPU
+            # work: keep them off the event loop.
+            def build() -> Any:
+                settings = self._settings(user, project_id, session_id, llm_config, mode)
+                return build_copilot_graph(settings, self._storage.checkpointer)
+
+            graph = await asyncio.to_thread(build)
             if isinstance(start, Command):  # resuming: the decision is being applied
                 await self._storage.sessions.set_pending(session_id, None)
             waiting: list[dict[str, Any]] | None = None
