@@ -170,6 +170,14 @@ async def test_console_tools(vpcs, vpcs2, policy, audit):
     assert overridden["devices"][0]["status"] == "ok" and "NAME" in overridden["devices"][0]["results"][0]["output"]
     with pytest.raises(ValidationError, match="driver"):
         await config.ainvoke({"device": "Host", "commands": ["x"], "driver": "junos"})
+    # Bounded calls: a confused model cannot open hundreds of consoles or queue thousands of lines.
+    for tool, args, field in [
+        (show, {"devices": ["PC1"] * 33, "commands": ["show ip"]}, "devices"),
+        (show, {"devices": ["PC1"], "commands": ["show ip"] * 65}, "commands"),
+        (config, {"device": "PC1", "commands": ["ip 10.0.0.1/24 " + "x" * 1000]}, "commands.0"),
+    ]:
+        with pytest.raises(ValidationError, match=field):
+            await tool.ainvoke(args)
 
     for tool, args, message in [
         (show, {"devices": ["PC9"], "commands": ["show ip"]}, "no node named 'PC9'"),

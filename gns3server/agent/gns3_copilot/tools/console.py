@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.tools import ToolException
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
 from ..console import AuditLog, Device, DeviceLocks, Policy, UnknownDriverError, Who, driver_for, run_commands
 from ..console.runner import Mode
@@ -82,9 +82,20 @@ _DRIVER_HELP = (
 )
 
 
+# Bounds on one call, so that a confused model cannot open hundreds of consoles or
+# queue thousands of lines (each command still has the call's timeout).
+MAX_DEVICES = 32
+MAX_COMMANDS = 64
+Command = Annotated[str, StringConstraints(max_length=1000)]
+
+
 class ShowCommandsInput(BaseModel):
-    devices: list[str] = Field(min_length=1, description="Node names to run the commands on (concurrently).")
-    commands: list[str] = Field(min_length=1, description="Read-only commands, e.g. show ip interface brief, ping 10.0.0.1.")
+    devices: list[str] = Field(
+        min_length=1, max_length=MAX_DEVICES, description="Node names to run the commands on (concurrently)."
+    )
+    commands: list[Command] = Field(
+        min_length=1, max_length=MAX_COMMANDS, description="Read-only commands, e.g. show ip interface brief, ping 10.0.0.1."
+    )
     driver: DriverName | None = Field(None, description=_DRIVER_HELP)
 
 
@@ -108,8 +119,9 @@ class ShowCommandsTool(ConsoleTool):
 
 class ConfigCommandsInput(BaseModel):
     device: str = Field(description="Node name of the device to configure.")
-    commands: list[str] = Field(
+    commands: list[Command] = Field(
         min_length=1,
+        max_length=MAX_COMMANDS,
         description="Configuration commands in order (IOS: as typed inside configure terminal, which is entered for you).",
     )
     driver: DriverName | None = Field(None, description=_DRIVER_HELP)
