@@ -214,6 +214,21 @@ async def test_model_error_ends_with_a_clean_error_event(storage, model, caplog)
     await next_run_completes(service, model, record.session_id, "again")
 
 
+async def test_a_run_that_fails_after_a_tool_keeps_what_it_did(storage, model):
+    """A run writes one checkpoint, when it ends: also when it ends with an error."""
+    service = make_service(storage, model)
+    GATES["fails"] = gates = Gates()
+    gates.release.set()
+    model.enqueue(AIMessage("", tool_calls=[{"name": "slow_tool", "args": {"key": "fails"}, "id": "t1"}]),
+                  RuntimeError("provider went away"))
+    record, stream = await service.chat(ALICE, "p1", "do it", llm_config=LLM)
+    assert (await collect(stream))[-1]["status"] == "error"
+    history = await service.history(ALICE, record.session_id)
+    assert [(m["role"], m.get("status")) for m in history] == [("user", None), ("assistant", None), ("tool", "success")]
+    await next_run_completes(service, model, record.session_id, "again")
+    assert [m.type for m in model.calls[-1]] == ["system", "human", "ai", "tool", "human"]
+
+
 async def test_sessions_belong_to_their_user(storage, model):
     service = make_service(storage, model)
     mine = await service.create_session(ALICE, "p1", "alice's")
@@ -305,12 +320,12 @@ async def test_only_the_latest_checkpoint_of_a_conversation_is_kept(tmp_path, mo
     finally:
         await storage.close()
 
-    # Without pruning (LangGraph's default) every step's copy stays: 4 per turn here, and more.
+    # Without pruning (LangGraph's default) every run's copy of the whole history stays.
     keep_all = await open_sqlite_storage(tmp_path / "keep-all")
     keep_all._prune = None
     try:
         other = await three_turns(make_service(keep_all, model), model)
-        assert stored_rows(tmp_path / "keep-all", other)[0] >= 12
+        assert stored_rows(tmp_path / "keep-all", other)[0] == 3
     finally:
         await keep_all.close()
 

@@ -12,6 +12,7 @@ without a result gets one, so the next run starts from a valid history.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -353,19 +354,26 @@ class CopilotService:
             if isinstance(start, Command):  # resuming: the decision is being applied
                 await self._storage.sessions.set_pending(session_id, None)
             waiting: list[dict[str, Any]] | None = None
-            async for mode_name, event in graph.astream(start, config, stream_mode=["custom", "updates"]):
-                if mode_name == "updates":
-                    if INTERRUPT in event:  # the tools node asks for approval
-                        waiting = event[INTERRUPT][0].value["calls"]
-                    continue
-                if event["type"] == "usage":
-                    usage = event["usage"]  # reported in `done`, also when the run ends early
-                    continue
-                if event["type"] == "context":
-                    run.partial.clear()  # a new model call starts
-                elif event["type"] == "content":
-                    run.partial.append(event["content"])
-                await run.queue.put(event)
+            # durability="exit": one checkpoint when the run ends (completed, interrupted for an
+            # approval, failed or cancelled) instead of one per graph step, each a copy of the
+            # whole history. A server killed mid-run loses that turn; an abort or a shutdown not.
+            # Closed explicitly, so LangGraph's final checkpoint is written before anything reads it.
+            async with contextlib.aclosing(
+                graph.astream(start, config, stream_mode=["custom", "updates"], durability="exit")
+            ) as stream:
+                async for mode_name, event in stream:
+                    if mode_name == "updates":
+                        if INTERRUPT in event:  # the tools node asks for approval
+                            waiting = event[INTERRUPT][0].value["calls"]
+                        continue
+                    if event["type"] == "usage":
+                        usage = event["usage"]  # reported in `done`, also when the run ends early
+                        continue
+                    if event["type"] == "context":
+                        run.partial.clear()  # a new model call starts
+                    elif event["type"] == "content":
+                        run.partial.append(event["content"])
+                    await run.queue.put(event)
             if waiting:
                 await self._storage.sessions.set_pending(session_id, waiting)
                 status = "waiting_confirmation"
