@@ -3,9 +3,9 @@
 Authentication is the host's own (``get_current_active_user``: a GNS3 JWT as
 bearer token or ``?token=``), plus the check GNS3 3.0 leaves out: its decoder
 verifies the signature but not the ``exp`` claim, so an expired token is refused
-here (401 ``token_expired``) before any copilot route runs. Project access is asked of GNS3 itself: the
-project is read through the REST API with the user's token, so GNS3's RBAC
-decides and its answer (403, 404) is what the client gets.
+here (401 ``token_expired``) before any copilot route runs. Project access is
+asked of GNS3 itself: the project is read through the REST API with the user's
+token, so GNS3's RBAC decides and its answer (403, 404) is what the client gets.
 """
 
 from __future__ import annotations

@@ -3,15 +3,16 @@
 The embedded default is one SQLite file in the server's data directory, opened
 with one connection in WAL mode, shared by LangGraph's SQLite checkpointer and
 our session table under the checkpointer's lock; both run in worker threads (see
-``checkpointer.py``), so the event loop never waits on SQLite. Anything else (PostgreSQL for several servers) only needs to
-provide a ``BaseCheckpointSaver`` with ``adelete_thread`` and a ``SessionStore``.
+``checkpointer.py``), so the event loop never waits on SQLite. Anything else
+(PostgreSQL for several servers) only needs to provide a ``BaseCheckpointSaver``
+with ``adelete_thread`` and a ``SessionStore``.
 
-LangGraph writes a checkpoint with the whole message list at every graph step
-and keeps them all (for time travel, which the copilot does not offer), so a
-conversation's storage would grow with the square of its length: 200 turns took
-769 MB. Only each conversation's latest checkpoint (and its pending writes, which
-hold a waiting approval) is ever read, so the others are deleted after every run
-and at start-up (:meth:`Storage.prune`); SQLite reuses the freed pages.
+Every checkpoint holds the whole message list, and LangGraph keeps them all (for
+time travel, which the copilot does not offer), so a conversation's storage would
+grow with the square of its length (769 MB after 200 turns with a checkpoint per
+graph step). Only each conversation's latest checkpoint (and its pending writes,
+which hold a waiting approval) is ever read, so the others are deleted after
+every run and at start-up (:meth:`Storage.prune`); SQLite reuses the freed pages.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ async def open_sqlite_storage(data_dir: str | Path) -> Storage:
         # The saver guards this connection with its own lock; calls come from worker threads.
         connection = sqlite3.connect(path, check_same_thread=False)
         connection.execute("PRAGMA journal_mode=WAL")
-        # WAL's usual pairing: a commit (one per graph step) is not an fsync; a power cut may
-        # lose the last steps, never the database.
+        # WAL's usual pairing: a commit is not an fsync; a power cut may lose the last
+        # commits, never the database.
         connection.execute("PRAGMA synchronous=NORMAL")
         # Debian builds SQLite to zero every deleted page: 20 ms of writes per pruned run at
         # 150 turns. FAST zeroes what costs no extra I/O (3 ms).
