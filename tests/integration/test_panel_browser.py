@@ -616,6 +616,95 @@ def test_narrow_layout_and_keyboard(signed_in: Panel, stub: OpenAIStub) -> None:
     wait_for(panel.driver, lambda d: dialog.get_attribute("open") is None, "the settings did not close")
 
 
+def test_each_conversation_uses_the_llm_chosen_for_it(signed_in: Panel, stub: OpenAIStub, user_rest: Rest) -> None:
+    """Two configs, two stubs: the picker by the composer decides which one answers, per conversation."""
+    panel = signed_in
+    listed = user_rest.ok("GET", f"{COPILOT}/llm-configs")
+    default_id = listed["default_config_id"]
+    assert default_id and next(c for c in listed["configs"] if c["config_id"] == default_id)[
+        "config"]["base_url"] == stub.base_url
+    assert not visible(panel.by_id("llm-picker")), "a picker with a single config to choose"
+    other_key = "sk-panel-other-7c1f0e93a2d84b65"
+    with OpenAIStub.in_thread(api_key=other_key) as other:
+        created = user_rest.ok("POST", f"{COPILOT}/llm-configs", {"config": {
+            **llm_config(other, name="Other stub", context_limit=48), "api_key": other_key}, "is_default": False})
+        other_id = created["config_id"]
+        try:
+            panel.reload()
+            panel.wait_signed_in()
+            select = panel.by_id("llm-select")
+            wait_for(panel.driver, lambda d: visible(panel.by_id("llm-picker")), "no LLM picker with two configs")
+            assert panel.js("return arguments[0].labels[0].textContent", select) == "LLM"
+            assert Select(select).first_selected_option.get_attribute("value") == default_id
+            assert Select(select).first_selected_option.text.endswith("(default)")
+            assert "Other stub" in [o.text for o in Select(select).options]
+
+            # The keyboard reaches the picker from the message box (Tab, Tab) and picks by typing.
+            panel.by_id("prompt").click()
+            for _ in range(2):
+                ActionChains(panel.driver).send_keys(Keys.TAB).perform()
+            wait_for(panel.driver, lambda d: panel.js("return document.activeElement.id") == "llm-select",
+                     "Tab did not reach the LLM picker")
+            ActionChains(panel.driver).send_keys("Other").perform()
+            wait_for(panel.driver, lambda d: select.get_attribute("value") == other_id, "typing did not pick it")
+
+            main_before = len(stub.requests)
+            other.enqueue("Answered by the other model.")
+            panel.send("Which model answers?")
+            turn = panel.wait_turn_status("completed")
+            assert "Answered by the other model." in panel.turn_text(turn)
+            assert len(other.requests) == 1 and len(stub.requests) == main_before
+            assert other.requests[0]["messages"][-1]["content"] == "Which model answers?"
+            assert "/ 48,000 tokens" in panel.meter()["text"]
+            chosen_session = panel.current_session()
+            assert chosen_session
+
+            # A reload keeps that conversation's choice: the picker, the meter and the next answer.
+            panel.reload()
+            panel.wait_signed_in()
+            assert panel.current_session() == chosen_session
+            wait_for(panel.driver, lambda d: panel.by_id("llm-select").get_attribute("value") == other_id,
+                     "the choice was not restored after a reload")
+            wait_for(panel.driver, lambda d: "/ 48,000 tokens" in panel.meter()["text"],
+                     "the meter does not use the chosen config")
+            other.enqueue("Still the other model.")
+            panel.send("And now?")
+            assert "Still the other model." in panel.turn_text(panel.wait_turn_status("completed"))
+            assert len(other.requests) == 2 and len(stub.requests) == main_before
+
+            # A new conversation starts on the default.
+            panel.by_id("new-session").click()
+            wait_for(panel.driver, lambda d: panel.current_session() is None and
+                     panel.by_id("llm-select").get_attribute("value") == default_id,
+                     "a new conversation did not start on the default")
+            stub.enqueue("Answered by the default model.")
+            panel.send("Who answers here?")
+            assert "Answered by the default model." in panel.turn_text(panel.wait_turn_status("completed"))
+            assert len(stub.requests) == main_before + 1 and len(other.requests) == 2
+            assert "/ 16,000 tokens" in panel.meter()["text"]
+
+            # Back to the first conversation: its choice again.
+            panel.session_item(chosen_session).find_element(By.CSS_SELECTOR, ".session-open").click()
+            wait_for(panel.driver, lambda d: panel.current_session() == chosen_session and
+                     panel.by_id("llm-select").get_attribute("value") == other_id, "the choice did not come back")
+
+            # Deleting the config in the LLM settings: the picker follows, the conversation falls back to the default.
+            panel.by_id("settings-button").click()
+            dialog = panel.by_id("settings-dialog")
+            wait_for(panel.driver, lambda d: dialog.get_attribute("open") is not None, "settings did not open")
+            wait_for(panel.driver, lambda d: panel.by_id("settings-status").text != "Loading…", "settings did not load")
+            Select(panel.by_id("config-select")).select_by_value(other_id)
+            panel.by_id("settings-delete").click()
+            wait_for(panel.driver, lambda d: panel.by_id("settings-status").text.startswith("Deleted"), "not deleted")
+            panel.by_id("settings-cancel").click()
+            wait_for(panel.driver, lambda d: not visible(panel.by_id("llm-picker")) and
+                     panel.by_id("llm-select").get_attribute("value") == default_id,
+                     "the picker did not follow the deletion")
+            assert other.pending == 0 and other.unscripted == 0
+        finally:
+            user_rest.call("DELETE", f"{COPILOT}/llm-configs/{other_id}")
+
+
 def test_the_gns3_web_ui_button_opens_the_panel_for_its_project(driver: WebDriver, gns3_server: Any,
                                                                  project: dict[str, Any], with_llm: None) -> None:
     base = gns3_server.base_url

@@ -101,20 +101,26 @@ export class Api {
   session(projectId, sessionId) {
     return this.request("GET", `${this.chatBase(projectId)}/sessions/${enc(sessionId)}`);
   }
-  context(projectId, sessionId, mode) {
-    const query = mode ? `?mode=${enc(mode)}` : "";
-    return this.request("GET", `${this.chatBase(projectId)}/sessions/${enc(sessionId)}/context${query}`);
+  /** `llmConfigId`: the budget of that config (absent: the user's default). */
+  context(projectId, sessionId, mode, llmConfigId) {
+    const query = new URLSearchParams();
+    if (mode) query.set("mode", mode);
+    if (llmConfigId) query.set("llm_config_id", llmConfigId);
+    const search = query.toString() ? `?${query}` : "";
+    return this.request("GET", `${this.chatBase(projectId)}/sessions/${enc(sessionId)}/context${search}`);
   }
 
   /**
    * Start a run and iterate its events (`{type, ...}` objects, in order).
    * `onSession(id)` is called as soon as the session id is known (response
    * header, or the first event that carries one). Aborting `signal` closes the
-   * connection, which cancels the run on the server.
+   * connection, which cancels the run on the server. `llmConfigId`: one of
+   * the user's LLM configs (absent: the user's default, else the server's).
    */
-  chat(projectId, { message, sessionId, mode }, { signal, onSession } = {}) {
+  chat(projectId, { message, sessionId, mode, llmConfigId }, { signal, onSession } = {}) {
     const payload = { message, stream: true, mode };
     if (sessionId) payload.session_id = sessionId;
+    if (llmConfigId) payload.llm_config_id = llmConfigId;
     return this.eventStream(`${this.chatBase(projectId)}/stream`, payload, { signal, onSession });
   }
 
@@ -122,8 +128,9 @@ export class Api {
    * Approve or reject the tool calls a session waits for; the resumed run's
    * events, exactly like chat(). Not waiting: ApiError 409 `no_pending_confirmation`.
    */
-  confirm(projectId, sessionId, { approved, mode }, { signal, onSession } = {}) {
+  confirm(projectId, sessionId, { approved, mode, llmConfigId }, { signal, onSession } = {}) {
     const payload = { approved: Boolean(approved), stream: true, mode };
+    if (llmConfigId) payload.llm_config_id = llmConfigId;
     return this.eventStream(`${this.chatBase(projectId)}/sessions/${enc(sessionId)}/confirm`, payload,
       { signal, onSession });
   }

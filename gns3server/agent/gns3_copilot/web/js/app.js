@@ -1,6 +1,7 @@
 // The copilot panel: sign-in, project and conversation choice, streaming chat,
-// tool cards, the context meter and the LLM settings. State lives in `state`;
-// the DOM is updated by the functions below, never from strings of HTML.
+// tool cards, the context meter, the LLM settings and each conversation's LLM.
+// State lives in `state`; the DOM is updated by the functions below, never from
+// strings of HTML.
 
 import { Api, ApiError, login } from "./api.js";
 import { savedToken, saveToken, signOut, webUiTokens } from "./auth.js";
@@ -19,6 +20,9 @@ const state = {
   sessionId: params.get("session_id") || null,
   mode: ["lab_automation", "teaching"].includes(localStorage.getItem("gns3-copilot.mode"))
     ? localStorage.getItem("gns3-copilot.mode") : "lab_automation",
+  llm: { configs: [], defaultId: "", serverDefault: null, choices: [] }, // the user's LLM configs
+  llmConfigId: "", // the config this conversation uses ("": none named, the server decides)
+  llmChosen: false, // a new conversation's LLM was picked by the user (remembered once it has an id)
   run: null, // {controller, sessionId, turn, stopped}
   loadToken: 0, // bumped by every navigation and send: a load that finishes late changes nothing
 };
@@ -158,8 +162,9 @@ async function enter({ api, user }) {
   $("user-name").textContent = user.username || "";
   $("mode-select").value = state.mode;
   show("main");
+  const llm = await loadLlmConfigs();
   await loadProjects();
-  await checkLlmConfigured();
+  checkLlmConfigured(llm);
   document.body.dataset.ready = "true";
 }
 
@@ -300,6 +305,8 @@ function newSession() {
   if (busyGuard() || !state.projectId) return;
   state.loadToken++;
   state.sessionId = null;
+  state.llmChosen = false;
+  resolveLlmChoice();
   updateUrl();
   renderSessions();
   clearConversation();
@@ -373,8 +380,11 @@ async function deleteSession(session) {
     reportError(error, "Could not delete the conversation");
     return;
   }
+  localStorage.removeItem(llmKey(session.session_id));
   if (state.sessionId === session.session_id) {
     state.sessionId = null;
+    state.llmChosen = false;
+    resolveLlmChoice();
     updateUrl();
     clearConversation();
   }
@@ -521,6 +531,8 @@ function renderHistory(messages) {
 
 async function openSession(sessionId, token = ++state.loadToken) {
   if ($("notice").dataset.code !== "llm_not_configured") clearNotice(); // that one stays until fixed
+  state.llmChosen = false;
+  resolveLlmChoice(); // this conversation's LLM (a new one: the default)
   if (!sessionId) {
     clearConversation();
     return;
@@ -586,7 +598,7 @@ function showReport(report, preview = false) {
 
 async function refreshMeter(sessionId, token) {
   try {
-    const report = await state.api.context(state.projectId, sessionId, state.mode);
+    const report = await state.api.context(state.projectId, sessionId, state.mode, state.llmConfigId || undefined);
     if (token === state.loadToken && !state.run) showReport(report.report || report, true);
   } catch {
     // No LLM configured or the topology is unavailable: the meter waits for the next run.
@@ -605,6 +617,7 @@ function setRunning(running) {
   $("stop-button").hidden = !running;
   $("new-session").disabled = running;
   $("project-select").disabled = running;
+  $("llm-select").disabled = running;
   document.body.classList.toggle("running", running);
   if (running) $("stop-button").focus({ preventScroll: true });
 }
@@ -622,7 +635,8 @@ async function send(text) {
   box.append(question);
   $("prompt").value = "";
   await runTurn((run, signal, adopt) => state.api.chat(state.projectId,
-    { message, sessionId: state.sessionId, mode: state.mode }, { signal, onSession: adopt }), (error) => {
+    { message, sessionId: state.sessionId, mode: state.mode, llmConfigId: run.llmConfigId || undefined },
+    { signal, onSession: adopt }), (error) => {
     // Refused before the run started: nothing was sent, so the text goes back in the box.
     question.remove();
     if (!box.querySelector(".message")) $("empty-chat").hidden = false;
@@ -646,12 +660,13 @@ async function runTurn(start, onRefused) {
 
   const controller = new AbortController();
   const run = { controller, sessionId: state.sessionId, turn, stopped: false, status: null, received: 0,
-    confirmCard: null };
+    confirmCard: null, llmConfigId: state.llmConfigId, llmChosen: !state.sessionId && state.llmChosen };
   state.run = run;
   setRunning(true);
   const adopt = (sessionId) => {
     if (run.sessionId === sessionId) return;
     run.sessionId = sessionId;
+    if (run.llmChosen) rememberLlm(sessionId, run.llmConfigId);
     if (state.run === run) {
       state.sessionId = sessionId;
       updateUrl();
@@ -687,6 +702,7 @@ async function runTurn(start, onRefused) {
     setRunning(false);
     if (run.sessionId && run.sessionId !== state.sessionId) {
       // A run whose id arrived only at the end.
+      if (run.llmChosen) rememberLlm(run.sessionId, run.llmConfigId);
       state.sessionId = run.sessionId;
       updateUrl();
     }
@@ -719,7 +735,8 @@ function showConfirmCard(turn, calls, sessionId) {
     clearNotice();
     state.loadToken++; // whatever was loading must not replace this conversation
     const run = await runTurn((r, signal, adopt) => state.api.confirm(state.projectId, session,
-      { approved, mode: state.mode }, { signal, onSession: adopt }), (error) => {
+      { approved, mode: state.mode, llmConfigId: r.llmConfigId || undefined },
+      { signal, onSession: adopt }), (error) => {
       if (error instanceof ApiError && error.code === "no_pending_confirmation") {
         decided(card, null);
       } else {
@@ -837,17 +854,89 @@ async function stopRun() {
 
 // ---------------------------------------------------------------- LLM check
 
-async function checkLlmConfigured() {
-  try {
-    const data = await state.api.llmConfigs();
-    const configs = Array.isArray(data) ? data : data.configs || [];
-    const serverDefault = !Array.isArray(data) && (data.server_default || data.has_server_default);
-    if (!configs.length && !serverDefault) {
-      notify("warn", "No LLM is configured yet. Add one in the LLM settings to start chatting.", settingsAction);
-    }
-  } catch {
-    // The check is a courtesy; sending a message reports the same problem.
+/** `data`: the answer of GET llm-configs (null when it failed: the check is a courtesy,
+ *  sending a message reports the same problem). */
+function checkLlmConfigured(data) {
+  if (!data) return;
+  const configs = Array.isArray(data) ? data : data.configs || [];
+  const serverDefault = !Array.isArray(data) && (data.server_default || data.has_server_default);
+  if (!configs.length && !serverDefault) {
+    notify("warn", "No LLM is configured yet. Add one in the LLM settings to start chatting.", settingsAction);
   }
+}
+
+// ---------------------------------------------------------------- each conversation's LLM
+//
+// The picker by the composer lists the user's LLM configs; the one chosen goes with
+// every message, approval and meter request of the conversation. A choice the user
+// makes is remembered per session in localStorage; otherwise a conversation uses the
+// user's default (so it follows a change of default).
+
+const llmKey = (sessionId) => `gns3-copilot.llm-config.${sessionId}`;
+
+function rememberLlm(sessionId, configId) {
+  if (sessionId) localStorage.setItem(llmKey(sessionId), configId);
+}
+
+/** Fetch the user's configs and list them in the picker; resolves to the answer (null on failure). */
+async function loadLlmConfigs() {
+  let data;
+  try {
+    data = await state.api.llmConfigs();
+  } catch {
+    return null;
+  }
+  const configs = (Array.isArray(data) ? data : data.configs || []).filter((c) => c && c.config_id);
+  const serverDefault = Array.isArray(data) ? null : data.server_default || null;
+  const named = Array.isArray(data) ? null : data.default_config_id;
+  const defaultId = configs.find((c) => c.config_id === named)?.config_id
+    || configs.find((c) => c.is_default)?.config_id || "";
+  const choices = configs.map((c) => ({
+    value: c.config_id,
+    label: c.config_id === defaultId ? `${c.name || "Unnamed"} (default)` : c.name || "Unnamed",
+  }));
+  if (!defaultId && serverDefault && configs.length) {
+    // No default of the user's own: a chat naming no config uses the server's.
+    choices.unshift({ value: "", label: `Server's ${serverDefault.model || "model"} (default)` });
+  }
+  state.llm = { configs, defaultId, serverDefault, choices };
+  renderLlmPicker();
+  resolveLlmChoice();
+  return data;
+}
+
+function renderLlmPicker() {
+  const select = $("llm-select");
+  select.replaceChildren();
+  for (const choice of state.llm.choices) {
+    const option = el("option", null, choice.label);
+    option.value = choice.value;
+    select.append(option);
+  }
+  $("llm-picker").hidden = state.llm.choices.length < 2; // nothing to choose between
+}
+
+/** What a conversation starts on: the user's default, else the server's (none named), else the first. */
+function defaultLlmChoice() {
+  const { choices, defaultId } = state.llm;
+  if (defaultId) return defaultId;
+  return choices.length ? choices[0].value : "";
+}
+
+/** Show the current conversation's LLM: the user's choice while its config exists, else the default. */
+function resolveLlmChoice() {
+  const wanted = state.sessionId ? localStorage.getItem(llmKey(state.sessionId))
+    : state.llmChosen ? state.llmConfigId : null;
+  const known = wanted !== null && state.llm.choices.some((c) => c.value === wanted);
+  state.llmConfigId = known ? wanted : defaultLlmChoice();
+  $("llm-select").value = state.llmConfigId;
+}
+
+function onLlmChange(event) {
+  state.llmConfigId = event.target.value;
+  if (state.sessionId) rememberLlm(state.sessionId, state.llmConfigId);
+  else state.llmChosen = true; // remembered when the conversation gets its id
+  if (state.projectId && state.sessionId && !state.run) refreshMeter(state.sessionId, state.loadToken);
 }
 
 // ---------------------------------------------------------------- layout and keys
@@ -897,6 +986,7 @@ function wire() {
   $("login-form").addEventListener("submit", onLogin);
   $("logout-button").addEventListener("click", onLogout);
   $("project-select").addEventListener("change", (event) => selectProject(event.target.value));
+  $("llm-select").addEventListener("change", onLlmChange);
   $("mode-select").addEventListener("change", (event) => {
     state.mode = event.target.value;
     localStorage.setItem("gns3-copilot.mode", state.mode);
@@ -923,7 +1013,8 @@ function wire() {
   document.addEventListener("keydown", onKeyDown);
   initSettings({
     api: () => state.api,
-    onChange: () => {
+    onChange: async () => {
+      await loadLlmConfigs(); // a config saved or deleted: the picker lists what is there now
       if (state.projectId && state.sessionId && !state.run) refreshMeter(state.sessionId, state.loadToken);
       if ($("notice").dataset.code === "llm_not_configured") clearNotice();
     },
