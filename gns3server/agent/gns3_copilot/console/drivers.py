@@ -104,7 +104,10 @@ LINUX = Driver(
         r"Permission denied",
         r"^\S+: (?:invalid|unrecognized) option",
     ),
-    setup=("export PAGER=cat SYSTEMD_PAGER=cat TERM=dumb",),
+    # TERM stays what the console set: on a "dumb" terminal bash's readline scrolls
+    # a line longer than the screen sideways, so a long command's echo comes back as
+    # "<" and its tail only, never whole, and the command timed out.
+    setup=("export PAGER=cat SYSTEMD_PAGER=cat",),
 )
 
 DRIVERS: Mapping[str, Driver] = {"vpcs": VPCS, "ios": IOS, "linux": LINUX}
@@ -210,9 +213,10 @@ class DriverSession:
         lines (a banner, the wake-up line) must not be taken for this command's end.
         """
         await self.console.send_line(command)
-        if self.driver.echoes and command:
+        echoed = self.driver.echoes and bool(command)
+        if echoed:
             await self.console.read_until(_echo_pattern(command), timeout)
-        parts: list[str] = [command + "\n"] if self.driver.echoes and command else []
+        parts: list[str] = []
         while True:
             raw, match = await self.console.read_until(self._wait_for, timeout)
             if self.driver.pager is not None and match.lastgroup == "pager":
@@ -220,7 +224,16 @@ class DriverSession:
                 await self.console.send(" ")
                 continue
             parts.append(raw)
-            return clean_output(command, "".join(parts), self.driver.prompt)
+            output = "".join(parts)
+            if echoed:
+                # The rest of the echo's line is echo too (normally just its line
+                # break): when a command ends exactly at the right margin, bash's
+                # readline forces the wrap with a space and a CR, moves the cursor
+                # back with ANSI sequences and prints the last character again, which
+                # leaked into the output. Cut here rather than awaited with the echo,
+                # so that the echo read still ends with the command's own text.
+                output = command + "\n" + output.partition("\n")[2]
+            return clean_output(command, output, self.driver.prompt)
 
     async def enter_config(self, timeout: float) -> None:
         for command in self.driver.config_enter:

@@ -1,0 +1,206 @@
+"""A real interactive bash served on a loopback TCP port, as GNS3 serves a Docker console.
+
+GNS3 relays a Docker node's console between a raw TCP (telnet) connection and an
+interactive shell on a pseudo-terminal inside the container. The LINUX console
+driver must cope with what a real shell on a real terminal sends back (readline's
+echo and line wrapping at the terminal's width, bracketed paste, ANSI sequences),
+which a fake shell only imitates. :class:`ShellServer` reproduces that set-up
+without Docker: one connection at a time, each with a fresh ``bash --norc
+--noprofile -i`` in its own session on a new PTY 80 columns wide, bytes relayed
+both ways until either side closes; then every process of that shell's session is
+killed. The listening socket is bound before :meth:`ShellServer.start` returns, so
+a client may connect at once; the relay runs in a background thread.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import termios
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROMPT = "root@copilot-test:~# "
+COLUMNS, ROWS = 80, 24
+
+
+def session_pids(sid: int) -> list[int]:
+    """Live (not zombie) processes of session ``sid``: the shell, its jobs and their children."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # After the command name: state, ppid, pgrp, session ...
+        if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def kill_session(sid: int, timeout: float) -> None:
+    """SIGKILL every process of session ``sid`` and wait (on pidfds, no polling) until they exit."""
+    deadline = time.monotonic() + timeout
+    while pids := session_pids(sid):
+        pidfds = []
+        for pid in pids:
+            try:
+                pidfd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            pidfds.append(pidfd)
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            while pidfds:  # a pidfd turns readable when its process has exited
+                ready, _, _ = select.select(pidfds, [], [], max(deadline - time.monotonic(), 0))
+                if not ready:
+                    raise RuntimeError(f"processes {session_pids(sid)} of shell session {sid} outlived SIGKILL")
+                for pidfd in ready:
+                    pidfds.remove(pidfd)
+                    os.close(pidfd)
+        finally:
+            for pidfd in pidfds:
+                os.close(pidfd)
+
+
+@dataclass
+class ShellServer:
+    """Serves ``bash -i`` on a PTY to one TCP client at a time (see the module docstring)."""
+
+    listener: socket.socket
+    host: str
+    port: int
+    shells: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    connections: int = 0
+    _wake_r: int = -1
+    _wake_w: int = -1
+    _thread: threading.Thread | None = None
+    _error: BaseException | None = None
+
+    @classmethod
+    def start(cls) -> ShellServer:
+        bash = shutil.which("bash")
+        if bash is None:
+            raise RuntimeError("bash is not installed")
+        listener = socket.create_server(("127.0.0.1", 0), backlog=1)
+        host, port = listener.getsockname()[:2]
+        server = cls(listener, host, port)
+        server._wake_r, server._wake_w = os.pipe()
+        server._thread = threading.Thread(target=server._serve, args=(bash,), name=f"shell-{port}", daemon=True)
+        server._thread.start()
+        return server
+
+    def _serve(self, bash: str) -> None:
+        try:
+            while True:
+                ready, _, _ = select.select([self.listener, self._wake_r], [], [])
+                if self._wake_r in ready:
+                    return
+                conn, _ = self.listener.accept()
+                with conn:
+                    self.connections += 1
+                    if not self._relay(bash, conn):
+                        return
+        except BaseException as exc:  # reported by stop()
+            self._error = exc
+
+    def _spawn(self, bash: str) -> tuple[subprocess.Popen[bytes], int]:
+        master, slave = os.openpty()
+        # 80 columns, so that readline wraps long lines as on a real console.
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": "/root",
+            "TERM": "xterm",
+            "PS1": PROMPT,
+            "LANG": "C.UTF-8",
+        }
+        try:
+            shell = subprocess.Popen(
+                [bash, "--norc", "--noprofile", "-i"],
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                env=env,
+                cwd="/",
+                start_new_session=True,  # its own session, so the PTY becomes its controlling terminal
+            )
+        except BaseException:
+            os.close(master)
+            raise
+        finally:
+            os.close(slave)
+        self.shells.append(shell)
+        return shell, master
+
+    def _relay(self, bash: str, conn: socket.socket) -> bool:
+        """Relay one connection; False when stop() asked to end."""
+        shell, master = self._spawn(bash)
+        keep_serving = True
+        try:
+            while True:
+                ready, _, _ = select.select([conn, master, self._wake_r], [], [])
+                if self._wake_r in ready:
+                    keep_serving = False
+                    break
+                if conn in ready:
+                    try:
+                        data = conn.recv(65536)
+                    except OSError:
+                        data = b""
+                    if not data:
+                        break
+                    os.write(master, data)
+                if master in ready:
+                    try:
+                        data = os.read(master, 65536)
+                    except OSError:  # EIO: the shell and everything on the PTY are gone
+                        data = b""
+                    if not data:
+                        break
+                    try:
+                        conn.sendall(data)
+                    except OSError:
+                        break
+        finally:
+            kill_session(shell.pid, timeout=10)
+            shell.wait(timeout=10)
+            os.close(master)
+        return keep_serving
+
+    def pids(self) -> list[int]:
+        """Live processes of every shell session this server started."""
+        return [pid for shell in self.shells for pid in session_pids(shell.pid)]
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """End the relay, kill every shell session, close the socket; raise if anything is left."""
+        if self._thread is not None:
+            os.write(self._wake_w, b"x")
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                raise RuntimeError(f"the shell server on port {self.port} did not stop within {timeout}s")
+            self._thread = None
+            self.listener.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+        for shell in self.shells:
+            if shell.returncode is None:  # normally reaped when its connection ended
+                kill_session(shell.pid, timeout)
+                shell.wait(timeout)
+        if self._error is not None:
+            raise RuntimeError(f"the shell server on port {self.port} failed") from self._error
+        if left := self.pids():
+            raise RuntimeError(f"shell processes {left} outlived stop()")
