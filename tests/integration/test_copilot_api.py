@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import json
 import stat
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
@@ -194,12 +193,16 @@ async def add_vpcs_node(api: API, project_id: str, name: str) -> dict[str, Any]:
     return node
 
 
-async def wait_until(check: Callable[[], Awaitable[bool]], timeout: float = EVENT_TIMEOUT) -> None:
-    """Poll a server-side state with a deadline (for changes that have no event of their own)."""
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
+async def settled(api: API, project_id: str, session_id: str) -> dict[str, Any]:
+    """The session once its (already cancelled) run has saved what it had.
+
+    ``abort`` returns when the run has stopped and saved; a 409 means it had already.
+    """
+    status, body = await api.post(sessions_path(project_id, session_id, "/abort"))
+    assert status in (200, 409), body
+    status, session = await api.get(sessions_path(project_id, session_id))
+    assert status == 200 and session["running"] is False, session
+    return session
 
 
 # ----------------------------------------------------------------- fixtures
@@ -379,12 +382,9 @@ async def test_a_client_that_disconnects_cancels_its_run(admin, admin_llm, stub,
         session_id = sse.session_id
         await sse.until("content")
         sse.response.close()  # the client goes away mid-answer
-
-    async def stopped() -> bool:
-        status, session = await admin.get(sessions_path(project, session_id))
-        return status == 200 and session["running"] is False and session["runs"] == 1
-
-    await wait_until(stopped)
+    # The reply is held and never released: only a cancelled run lets go of the LLM.
+    await stub.wait_for_disconnects(1)
+    assert (await settled(admin, project, session_id))["runs"] == 1
     status, history = await admin.get(sessions_path(project, session_id, "/history"))
     assert [(m["role"], m["content"]) for m in history["messages"]][-1] == ("assistant", "Partial")
     assert len(stub.requests) == 1  # the held reply was never released, nothing else was asked
@@ -402,12 +402,8 @@ async def test_a_client_that_disconnects_cancels_its_run(admin, admin_llm, stub,
     plain.cancel()  # aiohttp drops the connection
     with contextlib.suppress(asyncio.CancelledError):
         await plain
-
-    async def stopped_again() -> bool:
-        status, session = await admin.get(sessions_path(project, session_id))
-        return session["running"] is False and session["runs"] == 3
-
-    await wait_until(stopped_again)
+    await stub.wait_for_disconnects(2)
+    assert (await settled(admin, project, session_id))["runs"] == 3
     status, history = await admin.get(sessions_path(project, session_id, "/history"))
     assert history["messages"][-1] == {**history["messages"][-1], "role": "user", "content": "Plain, then leave"}
     assert len(stub.requests) == asked + 1

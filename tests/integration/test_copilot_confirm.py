@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 # The API client and its fixtures live with the API tests; reused here as they are.

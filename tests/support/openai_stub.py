@@ -196,7 +196,10 @@ class OpenAIStub:
         self.unscripted = 0
         self._script: deque[ScriptItem] = deque()
         self._lock = threading.Lock()  # the script and records are shared with the test's thread
-        self._waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self.disconnects = 0
+        """Chat completion requests whose client went away before the answer was complete."""
+        # (what is counted: "requests" or "disconnects", the count awaited, the waiter's loop, its future)
+        self._waiters: list[tuple[str, int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._ids = itertools.count(1)
         self._holds = 0
         self._released = 0.0
@@ -235,13 +238,33 @@ class OpenAIStub:
 
     async def wait_for_requests(self, count: int, timeout: float = 10.0) -> None:
         """Wait (from any loop) until ``count`` chat completion requests have arrived."""
+        await self._wait_for("requests", count, timeout)
+
+    async def wait_for_disconnects(self, count: int, timeout: float = 10.0) -> None:
+        """Wait (from any loop) until ``count`` clients have left a chat completion before its end
+        (how a test sees that the server under test cancelled its call to the LLM)."""
+        await self._wait_for("disconnects", count, timeout)
+
+    def _counts(self) -> dict[str, int]:
+        return {"requests": len(self.requests), "disconnects": self.disconnects}
+
+    async def _wait_for(self, kind: str, count: int, timeout: float) -> None:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         with self._lock:
-            if len(self.requests) >= count:
+            if self._counts()[kind] >= count:
                 return
-            self._waiters.append((count, loop, future))
+            self._waiters.append((kind, count, loop, future))
         await asyncio.wait_for(future, timeout)
+
+    def _counted(self) -> None:
+        """Wake the waiters whose count is reached."""
+        with self._lock:
+            counts = self._counts()
+            ready = [(loop, fut) for kind, n, loop, fut in self._waiters if n <= counts[kind]]
+            self._waiters = [w for w in self._waiters if w[1] > counts[w[0]]]
+        for loop, fut in ready:
+            loop.call_soon_threadsafe(_resolve, fut)
 
     # ----------------------------------------------------------- lifecycle
 
@@ -252,7 +275,9 @@ class OpenAIStub:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_get("/v1/models", self._list_models)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
+        # Handlers are cancelled when their client disconnects: that is how a held reply
+        # learns that the server under test gave up on it (counted in `disconnects`).
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0, handler_cancellation=True)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -336,16 +361,11 @@ class OpenAIStub:
 
     def _record(self, request: web.Request, body: Any) -> None:
         record = StubRequest(request.method, request.path, dict(request.headers), body)
-        ready: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         with self._lock:
             self.received.append(record)
             if request.path.endswith("/chat/completions"):
                 self.requests.append(body)
-                count = len(self.requests)
-                ready = [(loop, fut) for n, loop, fut in self._waiters if n <= count]
-                self._waiters = [w for w in self._waiters if w[0] > count]
-        for loop, fut in ready:
-            loop.call_soon_threadsafe(_resolve, fut)
+        self._counted()
 
     def _unauthorised(self, request: web.Request) -> web.Response | None:
         if self.api_key is None or request.headers.get("Authorization") == f"Bearer {self.api_key}":
@@ -363,6 +383,18 @@ class OpenAIStub:
         return web.json_response({"object": "list", "data": data})
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._answer(request)
+        except asyncio.CancelledError:
+            self._client_left()
+            raise
+
+    def _client_left(self) -> None:
+        with self._lock:
+            self.disconnects += 1
+        self._counted()
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await request.json()
         except json.JSONDecodeError:
@@ -446,13 +478,15 @@ class OpenAIStub:
         if item.hold_after is not None:
             self._holds += 1
             hold_ordinal = self._holds
-        with contextlib.suppress(ConnectionError):  # the client gave up (timeout, abort)
+        try:
             for index, payload in enumerate(payloads):
                 if hold_ordinal is not None and index == item.hold_after:
                     await self._wait_released(hold_ordinal)
                 await response.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
             await response.write(b"data: [DONE]\n\n")
             await response.write_eof()
+        except ConnectionError:  # the client gave up while we wrote (timeout, abort)
+            self._client_left()
         return response
 
 

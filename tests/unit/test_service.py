@@ -157,6 +157,28 @@ async def test_abort_mid_answer_keeps_partial_text_and_a_valid_history(storage, 
     assert [m.type for m in model.calls[-1]] == ["system", "human", "ai", "human"]
 
 
+async def test_abort_returns_once_the_partial_answer_is_saved(storage, model):
+    service = make_service(storage, model)
+    (held,) = model.enqueue(ScriptedResponse("Half of it, and the rest.", gate=asyncio.Event(), gate_after=2))
+    record, stream = await service.chat(ALICE, "p1", "explain", llm_config=LLM)
+    consumer = asyncio.create_task(collect(stream))
+    await held.started.wait()
+    # The user presses Stop and closes the panel at once: the run is cancelled once,
+    # and neither caller cuts the saving of the partial answer short.
+    abort = asyncio.create_task(service.abort(ALICE, record.session_id))
+    consumer.cancel()
+    await abort
+    assert not service.is_running(record.session_id)  # stopped when abort returned
+    history = await service.history(ALICE, record.session_id)
+    assert [m["role"] for m in history] == ["user", "assistant"]
+    assert history[1]["content"] and "Half of it, and the rest.".startswith(history[1]["content"])
+    with pytest.raises(asyncio.CancelledError):
+        await consumer
+    with pytest.raises(NoRunningRunError):
+        await service.abort(ALICE, record.session_id)
+    await next_run_completes(service, model, record.session_id, "go on")
+
+
 async def test_abort_during_a_tool_answers_the_call(storage, model):
     service = make_service(storage, model)
     GATES["abort"] = gates = Gates()

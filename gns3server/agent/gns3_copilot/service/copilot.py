@@ -69,6 +69,21 @@ class _Run:
     partial: list[str] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
     finished: bool = False
+    cancel_requested: bool = False
+
+    async def stop(self) -> None:
+        """Cancel the run (once) and wait until it has saved what it had.
+
+        Once only: a second cancel would land in the run's own clean-up and cut the
+        saving of its partial answer short. The wait is not cancelled with the caller
+        (a client that leaves while waiting must not interrupt the save either).
+        """
+        if self.task is None:
+            return
+        if not self.task.done() and not self.cancel_requested:
+            self.cancel_requested = True
+            self.task.cancel()
+        await asyncio.wait({self.task})
 
 
 def message_to_dict(message: BaseMessage) -> dict[str, Any]:
@@ -158,9 +173,8 @@ class CopilotService:
         """Delete the session and every checkpoint of it (aborting a run first)."""
         await self.session(user, session_id)
         run = self._runs.get(session_id)
-        if run is not None and run.task is not None:
-            run.task.cancel()
-            await asyncio.gather(run.task, return_exceptions=True)
+        if run is not None:
+            await run.stop()
         await self._storage.checkpointer.adelete_thread(session_id)
         await self._storage.sessions.delete(session_id)
 
@@ -260,18 +274,16 @@ class CopilotService:
             run.queue.put_nowait(events.done(run.session_id, {}, "aborted"))
 
     async def abort(self, user: User, session_id: str) -> None:
+        """Stop the session's run; returns once it has stopped and its partial answer is saved."""
         await self.session(user, session_id)
         run = self._runs.get(session_id)
         if run is None or run.task is None:
             raise NoRunningRunError(f"Session {session_id} has no run in progress")
-        run.task.cancel()
+        await run.stop()
 
     async def close(self) -> None:
         """Cancel every run and wait for them to save their state."""
-        tasks = [run.task for run in self._runs.values() if run.task is not None]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(run.stop() for run in list(self._runs.values())))
 
     async def _events(self, run: _Run) -> AsyncIterator[Event]:
         try:
@@ -287,10 +299,7 @@ class CopilotService:
         finally:
             if run.task is not None and not run.task.done():
                 log.info("Client left session %s; cancelling its run", run.session_id)
-                run.task.cancel()
-                # Let it save its state. Not gather(): a consumer cancelled again while
-                # waiting (Starlette's cancel scope re-cancels) would cancel the save too.
-                await asyncio.wait({run.task})
+                await run.stop()
 
     @staticmethod
     def _thread(session_id: str) -> RunnableConfig:

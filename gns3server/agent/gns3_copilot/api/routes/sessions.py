@@ -55,7 +55,8 @@ async def delete_session(session: OwnedSession, user: CurrentUser, state: State)
     responses={**_NOT_FOUND, 409: {"description": "The session has no run in progress"}},
 )
 async def abort_session(session: OwnedSession, user: CurrentUser, state: State) -> AbortResult:
-    """Cancel the session's run; its stream ends with ``abort`` then ``done``."""
+    """Cancel the session's run and answer once it has stopped and saved its partial answer;
+    its stream ends with ``abort`` then ``done``."""
     await state.service.abort(user, session.session_id)
     return AbortResult(session_id=session.session_id)
 
