@@ -372,6 +372,23 @@ async def test_checkpoints_left_behind_are_pruned_at_start_up(tmp_path, model, c
         await second.close()
 
 
+async def test_a_deleted_conversation_leaves_no_trace_in_the_database_file(tmp_path, model):
+    """Device output can hold secrets (enable secrets, SNMP communities): deleting a
+    conversation must remove them from disk, superseded copies included."""
+    secret = "enable secret 5 $1$copilot-test-secret-42"
+    storage = await open_sqlite_storage(tmp_path / "data")
+    service = make_service(storage, model)
+    model.enqueue("Here is the running config:\n" + "\n".join([secret] * 400))  # ~20 KB: overflow pages
+    record, stream = await service.chat(ALICE, "p1", "show me R1's config", llm_config=LLM)
+    await collect(stream)
+    await next_run_completes(service, model, record.session_id, "thanks")  # the first copy is pruned
+    await service.delete(ALICE, record.session_id)
+    await service.close()
+    await storage.close()  # the WAL is checkpointed into the file and removed
+    files = list((tmp_path / "data").iterdir())
+    assert files and all(b"copilot-test-secret-42" not in f.read_bytes() for f in files)
+
+
 async def test_invalid_mode_is_rejected_before_anything_is_stored(storage, model):
     service = make_service(storage, model)
     with pytest.raises(ValueError, match="Invalid mode"):

@@ -12,7 +12,8 @@ time travel, which the copilot does not offer), so a conversation's storage woul
 grow with the square of its length (769 MB after 200 turns with a checkpoint per
 graph step). Only each conversation's latest checkpoint (and its pending writes,
 which hold a waiting approval) is ever read, so the others are deleted after
-every run and at start-up (:meth:`Storage.prune`); SQLite reuses the freed pages.
+every run and at start-up (:meth:`Storage.prune`); SQLite zeroes and reuses the
+freed pages.
 """
 
 from __future__ import annotations
@@ -72,9 +73,11 @@ async def open_sqlite_storage(data_dir: str | Path) -> Storage:
         # WAL's usual pairing: a commit is not an fsync; a power cut may lose the last
         # commits, never the database.
         connection.execute("PRAGMA synchronous=NORMAL")
-        # Debian builds SQLite to zero every deleted page: 20 ms of writes per pruned run at
-        # 150 turns. FAST zeroes what costs no extra I/O (3 ms).
-        connection.execute("PRAGMA secure_delete=FAST")
+        # Deleted content is overwritten with zeros, on every platform (Debian's SQLite does it
+        # by default, others do not): device output in a conversation can hold secrets, and a
+        # deleted conversation, or a superseded copy of one, must not stay readable in free
+        # pages. It costs a few ms of this worker thread per pruned run at 150 turns.
+        connection.execute("PRAGMA secure_delete=ON")
         saver = SqliteSaver(connection)
         saver.setup()
         return connection, saver
