@@ -177,6 +177,7 @@ class CopilotService:
             await run.stop()
         await self._storage.checkpointer.adelete_thread(session_id)
         await self._storage.sessions.delete(session_id)
+        await self._storage.scrub()
 
     async def _values(self, session_id: str) -> dict[str, Any]:
         """The session's latest stored graph state (empty before its first run)."""

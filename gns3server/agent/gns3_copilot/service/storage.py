@@ -46,6 +46,7 @@ class Storage:
     sessions: SessionStore
     _connections: tuple[sqlite3.Connection, ...] = ()
     _prune: Callable[[str | None], int] | None = None
+    _scrub: Callable[[], None] | None = None
 
     async def prune(self, thread_id: str | None = None) -> int:
         """Delete the checkpoints that a newer one of the same conversation supersedes
@@ -53,6 +54,15 @@ class Storage:
         if self._prune is None:
             return 0
         return await asyncio.to_thread(self._prune, thread_id)
+
+    async def scrub(self) -> None:
+        """Push deleted content out of the write-ahead log too (after a conversation is deleted).
+
+        The WAL keeps recent page images, old content included, until a checkpoint;
+        TRUNCATE copies them into the (zeroing) database file and empties the log.
+        """
+        if self._scrub is not None:
+            await asyncio.to_thread(self._scrub)
 
     async def close(self) -> None:
         await self.sessions.close()
@@ -87,6 +97,7 @@ async def open_sqlite_storage(data_dir: str | Path) -> Storage:
     storage = Storage(
         checkpointer=ThreadedCheckpointer(saver), sessions=sessions, _connections=(connection,),
         _prune=functools.partial(_prune_superseded, connection, saver.lock),
+        _scrub=functools.partial(_checkpoint_wal, connection, saver.lock),
     )
     removed = await storage.prune()  # left by a crash, or by a version that kept them all
     log.info("Copilot storage opened at %s%s", path, f" ({removed} old checkpoints removed)" if removed else "")
@@ -109,3 +120,8 @@ def _prune_superseded(connection: sqlite3.Connection, lock: threading.Lock, thre
                 )
                 removed += cursor.rowcount if table == "checkpoints" else 0
     return removed
+
+
+def _checkpoint_wal(connection: sqlite3.Connection, lock: threading.Lock) -> None:
+    with lock:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
