@@ -22,7 +22,7 @@ from gns3server.agent.gns3_copilot.service.errors import (
 )
 from gns3server.agent.gns3_copilot.service.storage import DATABASE_NAME, open_sqlite_storage
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
-from tests.support.streams import collect
+from tests.support.streams import collect, read_until
 
 LLM = {"context_limit": 16, "model": "scripted"}
 ALICE = User("u-alice", "alice", "token-alice")
@@ -142,10 +142,10 @@ async def test_abort_mid_answer_keeps_partial_text_and_a_valid_history(storage, 
     gate = asyncio.Event()
     (held,) = model.enqueue(ScriptedResponse("The routing table shows a missing route.", gate=gate, gate_after=3))
     record, stream = await service.chat(ALICE, "p1", "explain", llm_config=LLM)
-    consumer = asyncio.create_task(collect(stream))
+    seen = await read_until(stream, "content")  # some text has reached the client
     await held.started.wait()
     await service.abort(ALICE, record.session_id)
-    seen = await consumer
+    seen += await collect(stream)
     types = [e["type"] for e in seen]
     assert types[-2:] == ["abort", "done"] and seen[-1]["status"] == "aborted"
     partial = "".join(e["content"] for e in seen if e["type"] == "content")
@@ -161,8 +161,9 @@ async def test_abort_returns_once_the_partial_answer_is_saved(storage, model):
     service = make_service(storage, model)
     (held,) = model.enqueue(ScriptedResponse("Half of it, and the rest.", gate=asyncio.Event(), gate_after=2))
     record, stream = await service.chat(ALICE, "p1", "explain", llm_config=LLM)
-    consumer = asyncio.create_task(collect(stream))
+    await read_until(stream, "content")  # some text has reached the client
     await held.started.wait()
+    consumer = asyncio.create_task(collect(stream))
     # The user presses Stop and closes the panel at once: the run is cancelled once,
     # and neither caller cuts the saving of the partial answer short.
     abort = asyncio.create_task(service.abort(ALICE, record.session_id))
