@@ -15,13 +15,14 @@ own console, and what was sent through the administrators' audit route.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 # The API client and its fixtures live with the API tests; reused here as they are.
 from test_copilot_api import (  # noqa: F401
-    COPILOT, API, add_vpcs_node, admin, admin_llm, chat_path, http, project, sessions_path, stub, users,
+    COPILOT, API, SECRET, add_vpcs_node, admin, admin_llm, chat_path, http, project, sessions_path, stub, users,
 )
 from tests.support.openai_stub import OpenAIStub, reply, tool_call
 from vpcs_process import VPCSProcess
@@ -125,6 +126,33 @@ async def test_blocked_commands_are_refused_after_approval_too(admin, admin_llm,
     assert "blocked by the console policy" in stub.requests[-1]["messages"][-1]["content"]
     assert await sent_to_devices(admin, session_id) == [("PC1", "ip 10.0.0.7/24", "not_run"), ("PC1", "RELOAD", "blocked")]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
+
+
+async def test_two_users_read_one_device_at_once(admin, admin_llm, stub, lab, users):
+    """Two users' runs on the same device at the same time both complete with whole
+    outputs, and the audit tells their commands apart. (That the two batches take
+    turns is the per-device lock's job, shown at the runner level in
+    test_console_vpcs.py: VPCS itself copes with two consoles well enough that this
+    test could not tell.)"""
+    project, _ = lab
+    dave = await users("dave-console")
+    batch = {"devices": ["PC1"], "commands": ["show ip"] * 4}
+    async with OpenAIStub(api_key=SECRET) as dave_stub:
+        await dave.use_llm(dave_stub)
+        for llm in (stub, dave_stub):
+            llm.enqueue(reply(tool_calls=[tool_call("gns3_show_commands", batch)]), "Read.")
+        mine, theirs = await asyncio.gather(
+            admin.chat(project, "Read PC1 four times"), dave.chat(project, "Read PC1 four times too")
+        )
+    assert (mine["status"], theirs["status"]) == ("completed", "completed")
+    for llm in (stub, dave_stub):
+        (device,) = json.loads(llm.requests[-1]["messages"][-1]["content"])["devices"]
+        assert device["status"] == "ok" and [r["output"].count("NAME        :") for r in device["results"]] == [1] * 4
+    status, entries = await admin.get(f"{COPILOT}/console/audit?project_id={project}")
+    assert status == 200
+    assert sorted((e["user"], e["session"], e["command"], e["outcome"]) for e in entries) == sorted(
+        [("admin", mine["session_id"], "show ip", "ok")] * 4 + [("dave-console", theirs["session_id"], "show ip", "ok")] * 4
+    )
 
 
 async def test_a_stopped_device_without_a_console_is_reported_stopped(admin, admin_llm, stub, lab):
