@@ -86,10 +86,10 @@ def model():
     return ScriptedChatModel()
 
 
-def make_service(storage, model, **kwargs) -> CopilotService:
+def make_service(storage, model, tools_factory=make_tools, **kwargs) -> CopilotService:
     return CopilotService(
         storage,
-        tools_factory=make_tools,
+        tools_factory=tools_factory,
         bind_tools=lambda tools, config: model.bind_tools(tools),
         is_context_length_error=lambda exc: False,
         client_factory=FakeClient,
@@ -456,14 +456,7 @@ READ = {"name": "read_config", "args": {"device": "R1"}, "id": "r1"}
 
 
 def confirm_service(storage, model) -> CopilotService:
-    return CopilotService(
-        storage,
-        tools_factory=make_confirm_tools,
-        bind_tools=lambda tools, config: model.bind_tools(tools),
-        is_context_length_error=lambda exc: False,
-        client_factory=FakeClient,
-        load_topology=fake_topology,
-    )
+    return make_service(storage, model, tools_factory=make_confirm_tools)
 
 
 async def ask_for_push(service, model, project_id: str):
