@@ -64,16 +64,15 @@ def render_topology(topology: Mapping[str, Any], level: int = 0) -> str:
 class _LinkView:
     """A REST link with its endpoints resolved to names where possible."""
 
-    __slots__ = ("ends", "text")
+    __slots__ = ("ends", "labels", "text")
 
     def __init__(self, link: Mapping[str, Any], by_id: Mapping[Any, Mapping[str, Any]]) -> None:
         self.ends: list[_PortKey] = [
             (end.get("node_id"), end.get("adapter_number"), end.get("port_number"))
             for end in _mappings(link.get("nodes"))
         ]
-        labels = [_endpoint_label(end, by_id) for end in self.ends]
-        labels += ["?"] * (2 - len(labels))
-        text = " <-> ".join(labels)
+        self.labels = [_endpoint_label(end, by_id) for end in self.ends]
+        text = " <-> ".join(self.labels + ["?"] * (2 - len(self.labels)))
         if link.get("suspend"):
             text += " [suspended]"
         filters = link.get("filters")
@@ -121,12 +120,15 @@ def _node_line(node: Mapping[str, Any], *, with_position: bool) -> str:
     return line
 
 
+def _label(port: Mapping[str, Any]) -> str:
+    label = port.get("short_name") or port.get("name")
+    return str(label) if label else f"a{_value(port.get('adapter_number'))}/p{_value(port.get('port_number'))}"
+
+
 def _port_label(node: Mapping[str, Any], adapter: Any, number: Any) -> str:
     for port in _mappings(node.get("ports")):
         if port.get("adapter_number") == adapter and port.get("port_number") == number:
-            label = port.get("short_name") or port.get("name")
-            if label:
-                return str(label)
+            return _label(port)
     return f"a{_value(adapter)}/p{_value(number)}"
 
 
@@ -144,9 +146,8 @@ def _peers(links: Sequence[_LinkView]) -> dict[_PortKey, list[str]]:
     for link in links:
         if len(link.ends) != 2:
             continue
-        labels = link.text.split(" <-> ", 1)
         for here, there in ((0, 1), (1, 0)):
-            peers.setdefault(link.ends[here], []).append(labels[there].split(" [", 1)[0])
+            peers.setdefault(link.ends[here], []).append(link.labels[there])
     return peers
 
 
@@ -160,7 +161,7 @@ def _ports_line(
     linked, free = [], []
     for port in _mappings(node.get("ports")):
         key = (node.get("node_id"), port.get("adapter_number"), port.get("port_number"))
-        label = _port_label(node, key[1], key[2])
+        label = _label(port)
         if key in peers:
             linked.extend(f"{label} -> {peer}" for peer in peers[key])
         else:
