@@ -77,10 +77,15 @@ def needs_confirmation(tool: BaseTool) -> bool:
 REJECTED_RESULT = "Rejected by the user: nothing was sent. Ask what they want instead."
 
 
-def tools_for_mode(tools: Sequence[BaseTool], mode: str) -> list[BaseTool]:
-    """The tools a mode may use: all in lab automation, read-only ones in teaching."""
+def check_mode(mode: str) -> None:
+    """Refuse a mode the agent does not know (ValueError naming the allowed ones)."""
     if mode not in MODES:
         raise ValueError(f"Invalid mode: {mode!r} (allowed: {', '.join(MODES)})")
+
+
+def tools_for_mode(tools: Sequence[BaseTool], mode: str) -> list[BaseTool]:
+    """The tools a mode may use: all in lab automation, read-only ones in teaching."""
+    check_mode(mode)
     return [t for t in tools if mode == "lab_automation" or is_read_only(t)]
 
 
@@ -271,6 +276,7 @@ __all__ = [
     "CopilotState",
     "DEFAULT_MODE",
     "MODES",
+    "check_mode",
     "build_copilot_graph",
     "is_read_only",
     "needs_confirmation",

@@ -26,7 +26,7 @@ from langgraph.types import Command
 from ..agent import events
 from ..agent.context.counting import TokenCounter, content_text
 from ..agent.context_manager import create_pre_model_hook
-from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, MODES, AgentSettings, build_copilot_graph, tools_for_mode
+from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, AgentSettings, build_copilot_graph, check_mode, tools_for_mode
 from ..agent.prompts import system_prompt_for
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
@@ -193,7 +193,8 @@ class CopilotService:
     ) -> dict[str, Any]:
         """The budget report the next model call would start from, without calling the model."""
         record = await self.session(user, session_id)
-        settings = self._settings(user, record.project_id, session_id, llm_config, mode)
+        # Building the tools is pydantic work: off the event loop, as for a run.
+        settings = await asyncio.to_thread(self._settings, user, record.project_id, session_id, llm_config, mode)
         values = await self._values(session_id)
         topology = await settings.load_topology(record.project_id)
         state = {"messages": values.get("messages", []), "topology_info": topology, "token_scale": values.get("token_scale")}
@@ -221,8 +222,7 @@ class CopilotService:
 
         Closing the event iterator early cancels the run, as a disconnect should.
         """
-        if mode not in MODES:
-            raise ValueError(f"Invalid mode: {mode!r} (allowed: {', '.join(MODES)})")
+        check_mode(mode)
         if session_id is None:
             record = await self.create_session(user, project_id, message)
         else:
@@ -247,8 +247,7 @@ class CopilotService:
         mode: str = "lab_automation",
     ) -> tuple[SessionRecord, AsyncIterator[Event]]:
         """Resume a run that waits for approval: the calls run (or are rejected), then the answer."""
-        if mode not in MODES:
-            raise ValueError(f"Invalid mode: {mode!r} (allowed: {', '.join(MODES)})")
+        check_mode(mode)
         record = await self.session(user, session_id)
         if not record.pending_calls:
             raise NoPendingConfirmationError(f"Session {session_id} is not waiting for a confirmation")
@@ -391,14 +390,14 @@ class CopilotService:
         except asyncio.CancelledError:
             status = "aborted"
             if graph is not None:
-                await self._save_interrupted(graph, config, "".join(run.partial))
+                await self._save_interrupted(graph, session_id, "".join(run.partial))
             run.queue.put_nowait(events.abort())
         except Exception as exc:
             status = "error"
             code, text = public_message(exc)
             log.error("Copilot run of session %s failed: %s", session_id, text, exc_info=exc)
             if graph is not None:
-                await self._save_interrupted(graph, config, "".join(run.partial))
+                await self._save_interrupted(graph, session_id, "".join(run.partial))
             run.queue.put_nowait(events.error(text, code))
         finally:
             run.finished = True
@@ -417,9 +416,9 @@ class CopilotService:
         except Exception:
             log.exception("Could not prune the old checkpoints of session %s", session_id)
 
-    async def _save_interrupted(self, graph: Any, config: RunnableConfig, partial: str) -> None:
+    async def _save_interrupted(self, graph: Any, session_id: str, partial: str) -> None:
         """Keep the streamed text and answer dangling tool calls so the history stays valid."""
-        thread = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+        thread = self._thread(session_id)
         try:
             state = await graph.aget_state(thread)
             history = list(state.values.get("messages") or [])
@@ -429,4 +428,4 @@ class CopilotService:
             if additions:
                 await graph.aupdate_state(thread, {"messages": additions}, as_node="tools" if not partial else "llm_call")
         except Exception:  # never let saving the remains hide the original outcome
-            log.exception("Could not save the interrupted state of session %s", thread["configurable"]["thread_id"])
+            log.exception("Could not save the interrupted state of session %s", session_id)

@@ -61,14 +61,11 @@ class SessionRecord:
     def pending_calls(self) -> list[dict[str, Any]] | None:
         return json.loads(self.pending) if self.pending else None
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 class SessionStore(Protocol):
     async def create(self, user_id: str, project_id: str, title: str) -> SessionRecord: ...
     async def get(self, session_id: str) -> SessionRecord | None: ...
-    async def list(self, user_id: str | None, project_id: str) -> list[SessionRecord]: ...
+    async def list(self, user_id: str, project_id: str) -> list[SessionRecord]: ...
     async def rename(self, session_id: str, title: str) -> SessionRecord | None: ...
     async def delete(self, session_id: str) -> bool: ...
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None: ...
@@ -135,14 +132,10 @@ class SQLiteSessionStore:
         )
         return SessionRecord(*row) if row else None
 
-    async def list(self, user_id: str | None, project_id: str) -> list[SessionRecord]:
-        """Sessions of a project, newest first; all users' when ``user_id`` is None."""
-        query = f"SELECT {_COLUMNS} FROM copilot_sessions WHERE project_id = ?"
-        params: tuple[str, ...] = (project_id,)
-        if user_id is not None:
-            query += " AND user_id = ?"
-            params += (user_id,)
-        rows = await self._run(lambda db: db.execute(query + " ORDER BY updated_at DESC", params).fetchall())
+    async def list(self, user_id: str, project_id: str) -> list[SessionRecord]:
+        """A user's sessions of a project, newest first."""
+        query = f"SELECT {_COLUMNS} FROM copilot_sessions WHERE project_id = ? AND user_id = ? ORDER BY updated_at DESC"
+        rows = await self._run(lambda db: db.execute(query, (project_id, user_id)).fetchall())
         return [SessionRecord(*row) for row in rows]
 
     async def rename(self, session_id: str, title: str) -> SessionRecord | None:
