@@ -18,6 +18,7 @@ from gns3server.agent.gns3_copilot.console import (
     Device,
     DeviceBusyError,
     DeviceLocks,
+    DriverSession,
     TelnetConsole,
     UnknownDriverError,
     Who,
@@ -263,3 +264,38 @@ async def test_a_second_line_cannot_be_smuggled_into_a_command(ios, policy, audi
     result = await run(Device("R1", "127.0.0.1", ios.port, IOS), ["show run\nreload", "show run\n"], policy=policy, audit=audit)
     assert [r.status for r in result.results] == ["blocked", "not_run"]
     assert ios.events == []
+
+
+class PiecewiseReader:
+    """A console's incoming side that hands over one prepared piece per read."""
+
+    def __init__(self, *pieces: bytes) -> None:
+        self.pieces = list(pieces)
+
+    async def read(self, size: int) -> bytes:
+        assert self.pieces, "read past the scripted output"
+        return self.pieces.pop(0)
+
+
+class RecordingWriter:
+    def __init__(self) -> None:
+        self.sent = b""
+
+    def write(self, data: bytes) -> None:
+        self.sent += data
+
+    async def drain(self) -> None:
+        return None
+
+
+async def test_a_long_echo_arriving_in_several_reads_is_still_recognised():
+    """A 600-character command echoed in two reads: the echo is matched from its start,
+    not only within the last read plus a short look-back."""
+    command = "echo " + "x" * 595
+    echo = (command + "\r\n").encode()
+    console = TelnetConsole("127.0.0.1", 1)
+    console._reader = PiecewiseReader(echo[:300], echo[300:], b"done\r\nhost$ ")  # type: ignore[assignment]
+    console._writer = RecordingWriter()  # type: ignore[assignment]
+    output = await DriverSession(console, LINUX).command(command, timeout=5)
+    assert output == "done"
+    assert console._writer.sent == (command + "\r").encode()

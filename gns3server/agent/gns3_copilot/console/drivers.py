@@ -215,7 +215,7 @@ class DriverSession:
         await self.console.send_line(command)
         echoed = self.driver.echoes and bool(command)
         if echoed:
-            await self.console.read_until(_echo_pattern(command), timeout)
+            await self.console.read_until(_echo_pattern(command), timeout, lookback=None)
         parts: list[str] = []
         while True:
             raw, match = await self.console.read_until(self._wait_for, timeout)

@@ -167,10 +167,15 @@ class TelnetConsole:
         """Forget text already read but not yet consumed (e.g. a stale prompt)."""
         self._pending = ""
 
-    async def read_until(self, pattern: re.Pattern[str], timeout: float) -> tuple[str, re.Match[str]]:
+    async def read_until(
+        self, pattern: re.Pattern[str], timeout: float, *, lookback: int | None = 256
+    ) -> tuple[str, re.Match[str]]:
         """Read until ``pattern`` matches; return the (capped) text up to its end, and the match.
 
-        Text after the match stays buffered for the next read.
+        Text after the match stays buffered for the next read. After each read only the
+        new text and ``lookback`` characters before it are searched (prompts are short);
+        ``lookback=None`` searches everything again, for a long pattern such as a
+        command's echo that may arrive in several reads.
         """
         if self._reader is None:
             raise ConsoleClosed(f"console {self.host}:{self.port} is not connected")
@@ -182,7 +187,8 @@ class TelnetConsole:
             async with asyncio.timeout(timeout):
                 while True:
                     hay = text.searchable
-                    match = pattern.search(hay, max(0, min(searched, len(hay)) - 256))
+                    start = 0 if lookback is None else max(0, min(searched, len(hay)) - lookback)
+                    match = pattern.search(hay, start)
                     if match:
                         self._pending = hay[match.end():]
                         return text.render(match.end()), match
