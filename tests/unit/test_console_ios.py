@@ -299,3 +299,23 @@ async def test_a_long_echo_arriving_in_several_reads_is_still_recognised():
     output = await DriverSession(console, LINUX).command(command, timeout=5)
     assert output == "done"
     assert console._writer.sent == (command + "\r").encode()
+
+
+async def test_a_cancelled_batch_still_audits_what_was_typed(policy, audit):
+    """Abort or disconnect mid-batch: the commands done, the one in flight and the rest are audited."""
+    gate = asyncio.Event()
+    ios = await FakeIOS(gate=gate).start()
+    try:
+        device = Device("R1", "127.0.0.1", ios.port, IOS)
+        batch = asyncio.create_task(run(device, ["show run", "show slow", "show running-config"], policy=policy, audit=audit))
+        await asyncio.wait_for(ios.slow_started.wait(), 5)
+        batch.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await batch
+    finally:
+        gate.set()
+        await ios.stop()
+    entries = await audit.entries(device="R1")
+    assert [(e.command, e.outcome) for e in reversed(entries)] == [
+        ("show run", "ok"), ("show slow", "failed"), ("show running-config", "not_run")]
+    assert "may have been sent" in entries[1].detail and entries[0].detail == "cancelled"

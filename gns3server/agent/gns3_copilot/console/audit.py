@@ -12,6 +12,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,20 +77,25 @@ class AuditLog:
             self._conn = conn
         return self._conn
 
-    def _record(self, row: tuple[Any, ...]) -> None:
+    def _record(self, rows: list[tuple[Any, ...]]) -> None:
         with self._lock:
             conn = self._connection()
             with conn:
-                conn.execute(
+                conn.executemany(
                     "INSERT INTO console_audit (time, user, session, project, device, command, outcome, detail)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    row,
+                    rows,
                 )
 
     async def record(self, who: Who, device: str, command: str, outcome: str, detail: str = "") -> None:
         """Append one entry, timestamped now."""
-        row = (time.time(), who.user, who.session, who.project, device, command, outcome, detail[:2000])
-        await asyncio.to_thread(self._record, row)
+        await self.record_many(who, device, [(command, outcome, detail)])
+
+    async def record_many(self, who: Who, device: str, entries: Sequence[tuple[str, str, str]]) -> None:
+        """Append a batch's entries (command, outcome, detail) in one transaction, timestamped now."""
+        now = time.time()
+        rows = [(now, who.user, who.session, who.project, device, c, o, d[:2000]) for c, o, d in entries]
+        await asyncio.to_thread(self._record, rows)
 
     def _list(self, filters: dict[str, str], since: float | None, limit: int) -> list[AuditEntry]:
         clauses = [f"{name} = ?" for name in filters]

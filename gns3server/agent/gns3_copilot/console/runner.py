@@ -3,8 +3,10 @@
 The order matters: every command is checked against the policy before anything
 is sent (one blocked command stops the whole batch, so a half-applied change
 never happens); then the device's lock is taken, the console opened and the
-commands run one by one; each command is audited with its outcome. One deadline
-bounds the whole call, lock wait included.
+commands run one by one; each command is audited with its outcome, in one write
+per batch, also when the batch is cancelled (the command in flight then as
+"failed": it may have been sent). One deadline bounds the whole call, lock wait
+included.
 """
 
 from __future__ import annotations
@@ -85,8 +87,7 @@ async def run_commands(
             else CommandResult(c, "blocked", reason=d.reason)
             for c, d in zip(commands, decisions)
         ]
-        for r in results:
-            await audit.record(who, device.name, r.command, r.status, r.reason)
+        await _audit(audit, who, device, results)
         blocked = sum(r.status == "blocked" for r in results)
         log.info("Policy blocked %d command(s) for %s (user %s); nothing sent", blocked, device.name, who.user)
         return DeviceResult(device.name, "blocked", results, "blocked by the console policy; nothing was sent")
@@ -100,14 +101,22 @@ async def run_commands(
             error = await _run_locked(device, commands, mode, results, deadline, max_output)
     except DeviceBusyError as exc:
         error = str(exc)
-    for command in commands[len(results):]:
-        results.append(CommandResult(command, "not_run", reason=error or "not run"))
-    for r in results:
-        await audit.record(who, device.name, r.command, r.status, r.reason or "; ".join(r.errors))
+    except asyncio.CancelledError:
+        # The run was stopped (abort, disconnect) mid-batch: what was typed is audited all the same.
+        error = "cancelled"
+        raise
+    finally:
+        for command in commands[len(results):]:
+            results.append(CommandResult(command, "not_run", reason=error or "not run"))
+        await asyncio.shield(_audit(audit, who, device, results))
     status: Literal["ok", "error", "failed"] = (
         "failed" if error else "error" if any(r.status != "ok" for r in results) else "ok"
     )
     return DeviceResult(device.name, status, results, error)
+
+
+async def _audit(audit: AuditLog, who: Who, device: Device, results: Sequence[CommandResult]) -> None:
+    await audit.record_many(who, device.name, [(r.command, r.status, r.reason or "; ".join(r.errors)) for r in results])
 
 
 async def _run_locked(
@@ -134,19 +143,21 @@ async def _run_locked(
         except ConsoleError as exc:
             return f"could not open {device.name}'s console: {exc}"
         for command in commands:
+            # Stands for the command while it runs: what a cancellation now leaves audited.
+            results.append(CommandResult(command, "failed", reason="cancelled while running; it may have been sent"))
             try:
                 output = await session.command(command, left())
             except ConsoleTimeout as exc:
-                results.append(CommandResult(command, "timeout", exc.output, reason=str(exc)))
+                results[-1] = CommandResult(command, "timeout", exc.output, reason=str(exc))
                 return f"timed out on {command!r}"
             except ConsoleClosed as exc:
-                results.append(CommandResult(command, "failed", exc.output, reason=str(exc)))
+                results[-1] = CommandResult(command, "failed", exc.output, reason=str(exc))
                 return f"console closed during {command!r}"
             except ConsoleError as exc:
-                results.append(CommandResult(command, "failed", reason=str(exc)))
+                results[-1] = CommandResult(command, "failed", reason=str(exc))
                 return str(exc)
             errors = device.driver.error_lines(output)
-            results.append(CommandResult(command, "error" if errors else "ok", output, errors))
+            results[-1] = CommandResult(command, "error" if errors else "ok", output, errors)
         if mode == "config":
             try:
                 await session.exit_config(left())
