@@ -211,9 +211,13 @@ async def test_link_ports_by_name_short_name_or_case(stub: Stub) -> None:
     async with GNS3Client(stub.base_url, token="t") as client:
         for port_a, port_b in (("f0/1", "e0"), ("FastEthernet0/1", "Ethernet0"), ("fastethernet0/1", "E0")):
             assert await client.create_link(PID, "R1", port_a, "PC1", port_b, nodes=nodes) == {"link_id": "l1"}
+        # Node names as the other tools take them: exactly, else ignoring case.
+        assert await client.create_link(PID, "r1", "f0/1", "pc1", "e0", nodes=nodes) == {"link_id": "l1"}
         with pytest.raises(GNS3NotFoundError, match=r"'R1' has no port 'f0/9' \(ports: f0/0, f0/1\)"):
             await client.create_link(PID, "R1", "f0/9", "PC1", "e0", nodes=nodes)
-    assert len([c for c in stub.calls if c[1].endswith("/links")]) == 3
+        with pytest.raises(GNS3NotFoundError, match=r"no node 'PC2'"):
+            await client.create_link(PID, "R1", "f0/0", "PC2", "e0", nodes=nodes)
+    assert len([c for c in stub.calls if c[1].endswith("/links")]) == 4
 
 
 def test_topology_reports_unresolved_endpoints(caplog: pytest.LogCaptureFixture) -> None:

@@ -114,11 +114,19 @@ def _check_id(value: str, what: str) -> str:
         raise GNS3NotFoundError(f"{what} {value!r} is not a GNS3 id (a UUID)") from None
 
 
+def find_named(items: Sequence[Mapping[str, Any]], wanted: str) -> Mapping[str, Any] | None:
+    """The item (node, template ...) named ``wanted``: exactly, else ignoring case; or None."""
+    for exact in (True, False):
+        for item in items:
+            name = str(item.get("name", ""))
+            if name == wanted if exact else name.casefold() == wanted.casefold():
+                return item
+    return None
+
+
 def _find_endpoint(nodes: Sequence[Mapping[str, Any]], node_ref: str, port_ref: str) -> dict[str, Any]:
     """The link endpoint for a node (id or name) and a port (name or short name)."""
-    node = next((n for n in nodes if n.get("node_id") == node_ref), None)
-    if node is None:
-        node = next((n for n in nodes if n.get("name") == node_ref), None)
+    node = next((n for n in nodes if n.get("node_id") == node_ref), None) or find_named(nodes, node_ref)
     if node is None:
         raise GNS3NotFoundError(f"no node {node_ref!r} in the project")
     ports = node.get("ports") or []

@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..gns3_client import GNS3Client, GNS3Error, NodeAction
-from ..gns3_client.client import gather_cancelling
+from ..gns3_client.client import find_named, gather_cancelling
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +38,9 @@ class ProjectTool(BaseTool):
 
 def _by_name(items: Sequence[Mapping[str, Any]], wanted: str, what: str) -> Mapping[str, Any]:
     """Find an item by exact name, then case-insensitively; a clear error otherwise."""
-    for exact in (True, False):
-        for item in items:
-            name = str(item.get("name", ""))
-            if name == wanted if exact else name.casefold() == wanted.casefold():
-                return item
+    item = find_named(items, wanted)
+    if item is not None:
+        return item
     available = ", ".join(sorted(str(i.get("name")) for i in items)) or "none"
     raise ToolException(f"no {what} named {wanted!r} (available: {available})")
 
