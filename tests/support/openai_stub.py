@@ -206,7 +206,6 @@ class OpenAIStub:
         self._release_changed: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
         self.port: int | None = None
 
     # ------------------------------------------------------------- scripting
@@ -325,7 +324,6 @@ class OpenAIStub:
         try:
             if failure:
                 raise RuntimeError("OpenAIStub failed to start") from failure[0]
-            stub._thread = thread
             yield stub
         finally:
             if not failure:

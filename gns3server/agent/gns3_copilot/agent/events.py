@@ -9,11 +9,8 @@ heartbeat). Shapes follow GNS3 3.1's copilot chat API, plus our ``context``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-EventType = Literal[
-    "content", "tool_call", "tool_start", "tool_end", "context", "confirm", "error", "done", "heartbeat", "abort"
-]
 Event = dict[str, Any]
 
 # Tool output shown to the user is capped; the model gets the whole output.

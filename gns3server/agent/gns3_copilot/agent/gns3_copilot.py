@@ -17,7 +17,6 @@ checkpointer, so the service builds one per run.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from langgraph.types import interrupt
 
 from ..gns3_client.exceptions import GNS3Error
 from . import events
-from .context.counting import content_text
+from .context.counting import content_text, json_text
 from .context_manager import clamp_token_scale
 
 logger = logging.getLogger(__name__)
@@ -113,7 +112,7 @@ def _stringify(result: Any) -> str:
         return result
     if isinstance(result, BaseMessage):
         return content_text(result.content)
-    return json.dumps(result, ensure_ascii=False, default=str)
+    return json_text(result)
 
 
 def _validation_summary(exc: pydantic.ValidationError) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from .audit import AuditLog, Who
 from .drivers import Driver, DriverSession
-from .locks import DeviceBusyError, DeviceLocks, device_key
+from .locks import DeviceBusyError, DeviceLocks
 from .policy import Policy
 from .telnet import DEFAULT_MAX_OUTPUT, ConsoleClosed, ConsoleConnectError, ConsoleError, ConsoleTimeout, TelnetConsole
 
@@ -39,10 +39,6 @@ class Device:
     driver: Driver
     # What GNS3 says of the node ("started", "stopped" ...), used to explain an unreachable console.
     reported_status: str | None = None
-
-    @property
-    def key(self) -> str:
-        return device_key(self.host, self.port)
 
 
 @dataclass

@@ -24,7 +24,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from ..agent import events
-from ..agent.context.counting import TokenCounter, content_text
+from ..agent.context.counting import TokenCounter, content_text, role_of
 from ..agent.context_manager import create_pre_model_hook
 from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, AgentSettings, build_copilot_graph, check_mode, tools_for_mode
 from ..agent.prompts import system_prompt_for
@@ -88,8 +88,7 @@ class _Run:
 
 def message_to_dict(message: BaseMessage) -> dict[str, Any]:
     """A stored message as the history API returns it."""
-    role = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}.get(message.type, message.type)
-    data: dict[str, Any] = {"role": role, "content": content_text(message.content)}
+    data: dict[str, Any] = {"role": role_of(message), "content": content_text(message.content)}
     if isinstance(message, AIMessage) and message.tool_calls:
         data["tool_calls"] = [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in message.tool_calls]
     if isinstance(message, ToolMessage):

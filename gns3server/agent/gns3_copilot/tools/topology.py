@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..gns3_client import GNS3APIError, GNS3Client, GNS3Error, fetch_topology
+from ..gns3_client import GNS3APIError, GNS3Error, fetch_topology
+from .nodes import ClientFactory
 
 log = logging.getLogger(__name__)
 
 __all__ = ["GNS3TopologyTool", "TopologyInput"]
-
-ClientFactory = Callable[[], GNS3Client]
 
 
 class TopologyInput(BaseModel):

@@ -57,7 +57,7 @@ def role_of(message: BaseMessage) -> str:
     return str(role)
 
 
-def _json(value: Any) -> str:
+def json_text(value: Any) -> str:
     """Serialise like the OpenAI clients do (UTF-8 kept, default separators)."""
     return json.dumps(value, ensure_ascii=False, default=str)
 
@@ -82,13 +82,13 @@ def _tool_calls(message: BaseMessage) -> list[tuple[str, str]]:
     """(name, JSON arguments) of every call the provider will receive, invalid ones too."""
     if not isinstance(message, AIMessage):
         return []
-    calls = [(str(c.get("name") or ""), _json(c.get("args", {}))) for c in message.tool_calls]
+    calls = [(str(c.get("name") or ""), json_text(c.get("args", {}))) for c in message.tool_calls]
     calls += [(str(c.get("name") or ""), str(c.get("args") or "")) for c in message.invalid_tool_calls]
     return calls
 
 
 def _content_key(content: str | Sequence[Any]) -> Hashable:
-    return content if isinstance(content, str) else ("blocks", _json(content))
+    return content if isinstance(content, str) else ("blocks", json_text(content))
 
 
 def message_key(message: BaseMessage) -> Hashable:
@@ -112,10 +112,6 @@ class TokenCounter:
         # Hooks of concurrent runs share counters and run in worker threads.
         self._lock = threading.Lock()
 
-    @property
-    def encoding_name(self) -> str:
-        return self.encoding.name
-
     def text(self, text: str) -> int:
         """Tokens of plain text; special-token look-alikes count as ordinary text."""
         return len(self.encoding.encode_ordinary(text)) if text else 0
@@ -132,7 +128,7 @@ class TokenCounter:
             elif isinstance(block, Mapping) and block.get("type") in _IMAGE_BLOCKS:
                 total += IMAGE_TOKENS
             else:
-                total += self.text(_json(block))
+                total += self.text(json_text(block))
         return total
 
     def _count_uncached(self, message: BaseMessage) -> int:
@@ -167,7 +163,7 @@ class TokenCounter:
 
     def tool(self, tool: Any) -> int:
         """Tokens of one tool definition as the provider gets it (its JSON schema)."""
-        return self.text(_json(convert_to_openai_tool(tool)))
+        return self.text(json_text(convert_to_openai_tool(tool)))
 
     def tools(self, tools: Iterable[Any]) -> int:
         """Tokens of all tool definitions; a tool we cannot convert counts as 1000."""

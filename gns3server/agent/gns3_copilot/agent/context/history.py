@@ -43,7 +43,6 @@ class RepairStats:
 
     interrupted_calls: int = 0
     orphan_results: int = 0
-    dropped_other: int = 0
 
 
 @dataclass
@@ -60,7 +59,6 @@ class FitResult:
     tokens: int
     truncated: list[dict[str, Any]]
     over_budget: bool
-    synthetic_question: bool
 
 
 def _call_ids(message: AIMessage) -> list[tuple[str, str]]:
@@ -86,9 +84,7 @@ def repair(messages: Sequence[BaseMessage]) -> tuple[list[Unit], RepairStats]:
         elif isinstance(message, AIMessage):
             calls = _call_ids(message)
             if not calls:
-                if _is_empty(message):
-                    stats.dropped_other += 1  # nothing to send; some providers reject it
-                else:
+                if not _is_empty(message):  # an empty one has nothing to send; some providers reject it
                     units.append([message])
                 continue
             answers: dict[str, BaseMessage] = {}
@@ -111,8 +107,7 @@ def repair(messages: Sequence[BaseMessage]) -> tuple[list[Unit], RepairStats]:
             units.append(unit)
         elif isinstance(message, ToolMessage):
             stats.orphan_results += 1  # not right after its call: providers reject it
-        else:
-            stats.dropped_other += 1  # system messages (we send our own) and legacy types
+        # Anything else is dropped: system messages (we send our own) and legacy types.
     return units, stats
 
 
@@ -217,16 +212,14 @@ def fit_history(units: Sequence[Unit], available: int, counter: TokenCounter) ->
     """Keep what fits in ``available`` tokens, by the rules in the module docstring."""
     turns = split_turns(units)
     latest = turns[-1] if turns else Turn(human=None)
-    synthetic = latest.human is None
-    question = HumanMessage(content=NO_USER_MESSAGE) if synthetic else latest.human
-    assert question is not None
+    question = latest.human if latest.human is not None else HumanMessage(content=NO_USER_MESSAGE)
     truncated: list[dict[str, Any]] = []
 
     cost = counter.message(question)
     if cost > available:
         if min_cost(question, counter) > available:
             # Not even the question fits beside the system message: send it whole (seed).
-            return FitResult([question], cost, truncated, over_budget=True, synthetic_question=synthetic)
+            return FitResult([question], cost, truncated, over_budget=True)
         cut = truncate_message(question, available, counter)
         truncated.append(_describe(question, cut, counter))
         question, cost = cut, counter.message(cut)
@@ -264,4 +257,4 @@ def fit_history(units: Sequence[Unit], available: int, counter: TokenCounter) ->
         kept.extend(m for u in turn.units for m in u)
     kept.append(question)
     kept.extend(m for u in reversed(newest_units) for m in u)
-    return FitResult(kept, available - room, truncated, over_budget=False, synthetic_question=synthetic)
+    return FitResult(kept, available - room, truncated, over_budget=False)
