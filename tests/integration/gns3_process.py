@@ -18,7 +18,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from typing import Any
 
 from joserfc import jwt
 from joserfc.jwk import OctKey
+from processes import free_port
 
 from gns3server.agent.gns3_copilot.gns3_client.client import GNS3Client
 
@@ -51,13 +51,6 @@ _PORT_RANGES = {
 }
 
 _COMPUTE_CONNECTED = "Connected to compute 'local'"
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def server_command(config_file: Path, *extra_args: str) -> list[str]:

@@ -18,62 +18,27 @@ import fcntl
 import os
 import select
 import shutil
-import signal
 import socket
 import struct
 import subprocess
 import termios
 import threading
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from processes import kill_and_wait, live_pids
 
 PROMPT = "root@copilot-test:~# "
 COLUMNS, ROWS = 80, 24
 
 
 def session_pids(sid: int) -> list[int]:
-    """Live (not zombie) processes of session ``sid``: the shell, its jobs and their children."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        # After the command name: state, ppid, pgrp, session ...
-        if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
+    """Live processes of session ``sid``: the shell, its jobs and their children."""
+    return live_pids(lambda _, fields: int(fields[3]) == sid)
 
 
 def kill_session(sid: int, timeout: float) -> None:
-    """SIGKILL every process of session ``sid`` and wait (on pidfds, no polling) until they exit."""
-    deadline = time.monotonic() + timeout
-    while pids := session_pids(sid):
-        pidfds = []
-        for pid in pids:
-            try:
-                pidfd = os.pidfd_open(pid)
-            except ProcessLookupError:
-                continue
-            pidfds.append(pidfd)
-            try:
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            while pidfds:  # a pidfd turns readable when its process has exited
-                ready, _, _ = select.select(pidfds, [], [], max(deadline - time.monotonic(), 0))
-                if not ready:
-                    raise RuntimeError(f"processes {session_pids(sid)} of shell session {sid} outlived SIGKILL")
-                for pidfd in ready:
-                    pidfds.remove(pidfd)
-                    os.close(pidfd)
-        finally:
-            for pidfd in pidfds:
-                os.close(pidfd)
+    """SIGKILL every process of session ``sid`` and wait until they have exited."""
+    kill_and_wait(lambda: session_pids(sid), timeout, f"shell session {sid}")
 
 
 @dataclass

@@ -10,22 +10,16 @@ they are gone.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from processes import free_port, kill_and_wait, live_pids
+
 from gns3server.agent.gns3_copilot.console import VPCS, AuditLog, Device, DeviceLocks, Who, load_policy, run_commands
-
-
-def free_port(kind: int = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -36,21 +30,9 @@ class VPCSProcess:
     argv: list[str] = field(default_factory=list)
 
     def pids(self) -> list[int]:
-        """Live (not zombie) processes running exactly our command line."""
+        """Live processes running exactly our command line."""
         wanted = "\0".join(self.argv).encode() + b"\0"
-        found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                if (entry / "cmdline").read_bytes() != wanted:
-                    continue
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if state not in ("Z", "X"):
-                found.append(int(entry.name))
-        return found
+        return live_pids(lambda proc, _: (proc / "cmdline").read_bytes() == wanted)
 
     @classmethod
     def start(cls, workdir: Path, port: int | None = None, startup_timeout: float = 10.0) -> VPCSProcess:
@@ -59,7 +41,7 @@ class VPCSProcess:
         if binary is None:
             raise RuntimeError("vpcs is not installed (apt-get install vpcs; scripts/test does it)")
         port = port or free_port()
-        lport, rport = free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_DGRAM)
+        lport, rport = free_port(kind=socket.SOCK_DGRAM), free_port(kind=socket.SOCK_DGRAM)
         argv = [binary, "-i", "1", "-p", str(port), "-s", str(lport), "-c", str(rport), "-t", "127.0.0.1"]
         process = subprocess.Popen(
             argv,
@@ -99,13 +81,4 @@ class VPCSProcess:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(timeout=timeout)
-        deadline = time.monotonic() + timeout
-        while pids := self.pids():
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"vpcs processes {pids} outlived SIGKILL")
-            time.sleep(0.02)
+        kill_and_wait(self.pids, timeout, f"vpcs on port {self.port}")
