@@ -31,6 +31,8 @@ from gns3server.agent.gns3_copilot.gns3_client import (
     GNS3PermissionError,
     GNS3ServerError,
     Topology,
+    fetch_rest_topology,
+    fetch_topology,
 )
 from gns3server.agent.gns3_copilot.tools import GNS3TopologyTool
 
@@ -254,3 +256,18 @@ async def test_tool_reports_an_unreachable_server() -> None:
         result = await tool.ainvoke({"project_id": PID})
     assert result["error_type"] == "GNS3ConnectionError"
     assert f"{base_url}/v3/projects/{PID}" in result["error"]
+
+
+async def test_rest_topology_is_the_raw_payloads(stub: Stub) -> None:
+    """What the context manager gets: GNS3's payloads as they are, as Topology.as_rest gives them."""
+    project = {"project_id": PID, "name": "lab", "status": "opened", "auto_open": False}
+    nodes = [{"node_id": "n1", "name": "PC1", "node_type": "vpcs", "ports": []}]
+    links = [{"link_id": "l1", "nodes": [{"node_id": "n1", "adapter_number": 0, "port_number": 0},
+                                          {"node_id": "gone", "adapter_number": 0, "port_number": 0}]}]
+    stub.answer("GET", f"/v3/projects/{PID}", 200, project)
+    stub.answer("GET", f"/v3/projects/{PID}/nodes", 200, nodes)
+    stub.answer("GET", f"/v3/projects/{PID}/links", 200, links)
+    async with GNS3Client(stub.base_url, token="t") as client:
+        rest = await fetch_rest_topology(client, PID)
+        built = await fetch_topology(client, PID)
+    assert rest == built.as_rest() == {"project_id": PID, "name": "lab", "status": "opened", "nodes": nodes, "links": links}

@@ -15,7 +15,7 @@ from .exceptions import (
     GNS3ServerError,
     GNS3TimeoutError,
 )
-from .topology import Endpoint, Link, Node, Port, Topology, fetch_topology
+from .topology import Endpoint, Link, Node, Port, Topology, fetch_rest_topology, fetch_topology
 
 __all__ = [
     "GNS3Client",
@@ -36,5 +36,6 @@ __all__ = [
     "Port",
     "Link",
     "Endpoint",
+    "fetch_rest_topology",
     "fetch_topology",
 ]

@@ -22,7 +22,7 @@ from .client import GNS3Client, gather_cancelling
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Endpoint", "Port", "Node", "Link", "Topology", "fetch_topology"]
+__all__ = ["Endpoint", "Port", "Node", "Link", "Topology", "fetch_rest_topology", "fetch_topology"]
 
 
 @dataclass(frozen=True)
@@ -185,10 +185,23 @@ async def fetch_topology(client: GNS3Client, project_id: str) -> Topology:
     Reading has no side effect: a closed project is reported as such (GNS3 lists
     no nodes for it) rather than opened behind the user's back.
     """
-    project, (nodes, links) = await gather_cancelling(
-        client.project(project_id), client.nodes_and_links(project_id)
-    )
+    project, (nodes, links) = await _fetch(client, project_id)
     return Topology.from_rest(project, nodes, links)
+
+
+async def fetch_rest_topology(client: GNS3Client, project_id: str) -> dict[str, Any]:
+    """The same payloads as :meth:`Topology.as_rest`, without resolving them: for the
+    context manager, which renders (and resolves) them itself on every model call."""
+    project, (nodes, links) = await _fetch(client, project_id)
+    return {
+        "project_id": str(project.get("project_id", "")), "name": project.get("name"), "status": project.get("status"),
+        "nodes": list(nodes), "links": list(links),
+    }
+
+
+async def _fetch(client: GNS3Client, project_id: str) -> list[Any]:
+    """The project and (nodes, links), fetched concurrently."""
+    return await gather_cancelling(client.project(project_id), client.nodes_and_links(project_id))
 
 
 def _num(value: int | None) -> str:

@@ -30,7 +30,7 @@ from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, AgentSettings, build_cop
 from ..agent.prompts import system_prompt_for
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
-from ..gns3_client.topology import fetch_topology
+from ..gns3_client.topology import fetch_rest_topology
 from ..tools.toolset import RunContext
 from .errors import (
     ConfirmationPendingError,
@@ -99,11 +99,6 @@ def message_to_dict(message: BaseMessage) -> dict[str, Any]:
     return data
 
 
-async def rest_topology(client: GNS3Client, project_id: str) -> dict[str, Any]:
-    """The project's topology in the REST shape the context manager renders."""
-    return (await fetch_topology(client, project_id)).as_rest()
-
-
 def _unanswered_calls(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
     """Results to store for the calls of the last assistant message that have none."""
     for index in range(len(messages) - 1, -1, -1):
@@ -140,7 +135,7 @@ class CopilotService:
         self._bind_tools = bind_tools
         self._is_context_length_error = is_context_length_error
         self._client_factory = client_factory
-        self._load_topology = load_topology or rest_topology
+        self._load_topology = load_topology or fetch_rest_topology
         self._max_llm_calls = max_llm_calls
         self._heartbeat_seconds = heartbeat_seconds
         self._runs: dict[str, _Run] = {}
