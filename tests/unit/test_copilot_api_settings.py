@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import stat
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
+from gns3server.agent.gns3_copilot.agent.gns3_copilot import MODES
 from gns3server.agent.gns3_copilot.api.crypto import KEY_FILE_NAME, SecretBox, load_or_create_key
 from gns3server.agent.gns3_copilot.api.errors import StoredKeyUnreadableError
 from gns3server.agent.gns3_copilot.api.settings import (
@@ -17,7 +19,9 @@ from gns3server.agent.gns3_copilot.api.settings import (
     local_server_url,
     read_copilot_section,
 )
+from gns3server.agent.gns3_copilot.api.schemas import Mode
 from gns3server.agent.gns3_copilot.api.sse import encode, wire_event
+from gns3server.agent.gns3_copilot.api.state import COMPAT_MODES
 
 
 def settings(values: dict[str, str], **overrides):
@@ -111,3 +115,7 @@ def test_events_on_the_wire_carry_gns3_3_1_names():
     raw = encode({"type": "content", "content": "line\nbreak é"})
     assert raw.startswith(b"data: ") and raw.endswith(b"\n\n") and raw.count(b"\n") == 2
     assert json.loads(raw[len(b"data: "):])["content"] == "line\nbreak é"
+
+
+def test_the_api_accepts_exactly_the_agents_modes_and_the_compatible_ones():
+    assert set(get_args(Mode)) == set(MODES) | COMPAT_MODES
