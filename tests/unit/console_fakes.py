@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 IAC_WILL_ECHO_SGA = bytes([255, 251, 1, 255, 251, 3])
@@ -112,6 +114,8 @@ class FakeIOS:
             if self.gate is not None:
                 await self.gate.wait()
             writer.write(b"slow done\r\n")
+        elif line == "show forever":  # pages without end, each page as soon as it is asked for
+            await self._paged((f"line {i}" for i in itertools.count()), state, reader, writer)
         elif line in ("show running-config", "show run"):
             await self._paged([f"line {i}" for i in range(1, 31)] + ["end"], state, reader, writer)
         elif line == "show tech-support":
@@ -121,7 +125,7 @@ class FakeIOS:
         else:
             writer.write(INVALID.encode())
 
-    async def _paged(self, lines: list[str], state: dict[str, bool], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _paged(self, lines: Iterable[str], state: dict[str, bool], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         for i, text in enumerate(lines):
             if state["paging"] and i and i % self.page_lines == 0:
                 writer.write(MORE.encode())

@@ -125,6 +125,19 @@ async def test_ios_pager_is_answered_when_paging_stays_on(policy, audit):
     assert "More" not in output and "\b" not in output
 
 
+async def test_a_paged_command_gets_one_timeout_for_all_its_pages(policy, audit):
+    # Each page comes at once when asked for, but there is no last page: the command's
+    # timeout must bound all its pages together, not start again at every page.
+    server = await FakeIOS(honour_paging_off=False).start()
+    try:
+        device = Device("R1", "127.0.0.1", server.port, IOS)
+        result = await asyncio.wait_for(run(device, ["show forever"], policy=policy, audit=audit, timeout=1.0), 60)
+    finally:
+        await server.stop()
+    (command,) = result.results
+    assert command.status == "timeout" and "line 1" in command.output
+
+
 async def test_output_is_capped_with_a_marker(ios, policy, audit):
     result = await run(Device("R1", "127.0.0.1", ios.port, IOS), ["show tech-support", "show run"], policy=policy, audit=audit, max_output=8192)
     tech, after = result.results

@@ -52,6 +52,23 @@ async def test_telnet_commands_are_stripped_and_answered_once_if_asked(answer):
     assert got == expected + b"end\r"
 
 
+class ByteByByte(asyncio.StreamReader):
+    """A reader that hands out one byte per read, as a slow link may: every
+    multi-byte character is split across reads."""
+
+    async def read(self, n: int = -1) -> bytes:
+        return await super().read(1)
+
+
+async def test_characters_split_across_reads_are_decoded_whole():
+    console = TelnetConsole("127.0.0.1", 1)
+    reader = ByteByByte()
+    reader.feed_data("interface «uplink» — état ✓\r\nR1#".encode())
+    console._reader = reader  # the decoding under test sits behind the socket
+    text, _ = await console.read_until(re.compile(r"R1#"), 2)
+    assert text == "interface «uplink» — état ✓\r\nR1#"
+
+
 async def test_closed_console_is_reported_with_its_output():
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(b"bye")

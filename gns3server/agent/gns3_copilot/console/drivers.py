@@ -211,14 +211,22 @@ class DriverSession:
 
         The command's echo is awaited first: prompts still in flight from earlier
         lines (a banner, the wake-up line) must not be taken for this command's end.
+        ``timeout`` bounds the whole command, its echo and every page together: a
+        long paged output must not get the full timeout again for each page.
         """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         await self.console.send_line(command)
         echoed = self.driver.echoes and bool(command)
         if echoed:
             await self.console.read_until(_echo_pattern(command), timeout, lookback=None)
         parts: list[str] = []
         while True:
-            raw, match = await self.console.read_until(self._wait_for, timeout)
+            left = max(deadline - loop.time(), 0.001)
+            try:
+                raw, match = await self.console.read_until(self._wait_for, left)
+            except ConsoleTimeout as exc:  # the pages already read are output too
+                raise ConsoleTimeout(str(exc), "".join(parts) + exc.output) from exc
             if self.driver.pager is not None and match.lastgroup == "pager":
                 parts.append(raw[: match.start()])
                 await self.console.send(" ")

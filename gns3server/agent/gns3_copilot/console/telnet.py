@@ -20,6 +20,7 @@ Exceptions (all :class:`ConsoleError`):
 from __future__ import annotations
 
 import asyncio
+import codecs
 import logging
 import re
 from types import TracebackType
@@ -113,6 +114,8 @@ class TelnetConsole:
         self._pending = ""  # decoded text read past the last match
         self._answered: set[tuple[int, int]] = set()
         self._iac_state: bytes = b""  # an incomplete IAC sequence carried between reads
+        # Incremental, so that a character split across two reads is decoded whole.
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
 
     async def connect(self, timeout: float) -> None:
         """Open the connection within ``timeout`` seconds."""
@@ -239,7 +242,7 @@ class TelnetConsole:
         if replies and self.answer_options and self._writer is not None:
             self._writer.write(bytes(replies))
             await self._writer.drain()
-        return out.decode(self.encoding, errors="replace")
+        return self._decoder.decode(bytes(out))
 
     def _answer(self, cmd: int, option: int) -> bytes:
         """Our reply to one option request: accept ECHO/SGA from the server, refuse the rest."""
