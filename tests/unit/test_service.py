@@ -201,6 +201,24 @@ async def test_abort_during_a_tool_answers_the_call(storage, model):
     assert [m.type for m in model.calls[-1]] == ["system", "human", "ai", "tool", "human"]
 
 
+async def test_abort_during_a_tool_keeps_the_text_before_the_call_once(storage, model):
+    service = make_service(storage, model)
+    GATES["once"] = gates = Gates()
+    model.enqueue(AIMessage("Let me check R1.", tool_calls=[{"name": "slow_tool", "args": {"key": "once"}, "id": "t1"}]))
+    record, stream = await service.chat(ALICE, "p1", "check R1", llm_config=LLM)
+    consumer = asyncio.create_task(collect(stream))
+    await gates.started.wait()
+    await service.abort(ALICE, record.session_id)
+    await consumer
+    messages = await service.messages(ALICE, record.session_id)
+    assert [m.type for m in messages] == ["human", "ai", "tool"]
+    assert messages[1].content == "Let me check R1." and messages[1].tool_calls
+    await next_run_completes(service, model, record.session_id, "again")
+    sent = model.calls[-1]
+    assert [m.type for m in sent] == ["system", "human", "ai", "tool", "human"]
+    assert sum("Let me check R1." in str(m.content) for m in sent) == 1
+
+
 async def test_tools_act_with_the_requesting_users_token(storage, model):
     service = make_service(storage, model)
     GATES["token"] = gates = Gates()

@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 MODES = ("teaching", "lab_automation")
 DEFAULT_MODE = "lab_automation"
 DEFAULT_MAX_LLM_CALLS = 25
+LLM_CALL = "llm_call"  # the model node: its update carries the finished model message
 # On a provider's context-length rejection the budget is divided by this, once.
 CONTEXT_RETRY_TIGHTENING = 1.5
 STEP_LIMIT_MESSAGE = (
@@ -262,7 +263,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         return END
 
     builder = StateGraph(CopilotState)
-    builder.add_node("llm_call", llm_call)
+    builder.add_node(LLM_CALL, llm_call)
     builder.add_node("tools", tools)
     builder.add_edge(START, "llm_call")
     builder.add_conditional_edges("llm_call", after_llm, ["tools", END])

@@ -26,7 +26,7 @@ from langgraph.types import Command
 from ..agent import events
 from ..agent.context.counting import TokenCounter, content_text, role_of
 from ..agent.context_manager import create_pre_model_hook
-from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, AgentSettings, build_copilot_graph, check_mode, tools_for_mode
+from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, LLM_CALL, AgentSettings, build_copilot_graph, check_mode, tools_for_mode
 from ..agent.prompts import system_prompt_for
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
@@ -368,6 +368,8 @@ class CopilotService:
                     if mode_name == "updates":
                         if INTERRUPT in event:  # the tools node asks for approval
                             waiting = event[INTERRUPT][0].value["calls"]
+                        elif LLM_CALL in event:  # the streamed text is in the model's message now
+                            run.partial.clear()
                         continue
                     if event["type"] == "usage":
                         usage = event["usage"]  # reported in `done`, also when the run ends early
