@@ -41,7 +41,7 @@ from .errors import (
     public_message,
 )
 from .storage import Storage
-from .store import SessionRecord
+from .store import InFlight, SessionRecord
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,8 @@ class User:
 class _Run:
     session_id: str
     queue: asyncio.Queue[Event] = field(default_factory=asyncio.Queue)
-    partial: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)  # the current model call's text
+    streamed: list[str] = field(default_factory=list)  # all the text of the run
     task: asyncio.Task[None] | None = None
     finished: bool = False
     cancel_requested: bool = False
@@ -84,6 +85,29 @@ class _Run:
             self.cancel_requested = True
             self.task.cancel()
         await asyncio.wait({self.task})
+
+
+INFLIGHT_SAVE_SECONDS = 1.0  # how often a run's streamed text is saved against a kill
+
+
+def _question_of(start: Any) -> str | None:
+    """The user's message a run starts with (None when it resumes after an approval)."""
+    if isinstance(start, Mapping):
+        return content_text(start["messages"][0].content)
+    return None
+
+
+def _aborted(partial: list[str]) -> list[BaseMessage]:
+    text = "".join(partial)
+    return [AIMessage(text, response_metadata={"finish_reason": "aborted"})] if text else []
+
+
+def _remains(leftover: InFlight) -> list[BaseMessage]:
+    """What a run cut short by a killed server leaves: its question and the text it had streamed."""
+    remains: list[BaseMessage] = [] if leftover.question is None else [HumanMessage(leftover.question)]
+    if leftover.partial:
+        remains.append(AIMessage(leftover.partial, response_metadata={"finish_reason": "interrupted"}))
+    return remains
 
 
 def message_to_dict(message: BaseMessage) -> dict[str, Any]:
@@ -180,7 +204,12 @@ class CopilotService:
 
     async def messages(self, user: User, session_id: str) -> list[BaseMessage]:
         await self.session(user, session_id)
-        return list((await self._values(session_id)).get("messages", []))
+        history = list((await self._values(session_id)).get("messages", []))
+        if not self.is_running(session_id):
+            leftover = await self._storage.sessions.inflight(session_id)
+            if leftover is not None:  # a run the server was killed in: shown until the next run folds it in
+                history += _remains(leftover)
+        return history
 
     async def preview_context(
         self, user: User, session_id: str, *, llm_config: Mapping[str, Any], mode: str = "lab_automation"
@@ -354,6 +383,12 @@ class CopilotService:
                 return build_copilot_graph(settings, self._storage.checkpointer)
 
             graph = await asyncio.to_thread(build)
+            leftover = await self._storage.sessions.inflight(session_id)
+            if leftover is not None:  # the server was killed during this session's last run
+                await self._save_interrupted(graph, session_id, _remains(leftover))
+            question = _question_of(start)
+            await self._storage.sessions.set_inflight(session_id, InFlight(question, ""))
+            save_at = asyncio.get_running_loop().time()  # the first text is saved before it is sent
             if isinstance(start, Command):  # resuming: the decision is being applied
                 await self._storage.sessions.set_pending(session_id, None)
             waiting: list[dict[str, Any]] | None = None
@@ -378,6 +413,12 @@ class CopilotService:
                         run.partial.clear()  # a new model call starts
                     elif event["type"] == "content":
                         run.partial.append(event["content"])
+                        run.streamed.append(event["content"])
+                        if asyncio.get_running_loop().time() >= save_at:
+                            save_at = asyncio.get_running_loop().time()  # the first text is saved before it is sent
+                            await self._storage.sessions.set_inflight(
+                                session_id, InFlight(question, "".join(run.streamed))
+                            )
                     await run.queue.put(event)
             if waiting:
                 await self._storage.sessions.set_pending(session_id, waiting)
@@ -386,18 +427,20 @@ class CopilotService:
         except asyncio.CancelledError:
             status = "aborted"
             if graph is not None:
-                await self._save_interrupted(graph, session_id, "".join(run.partial))
+                await self._save_interrupted(graph, session_id, _aborted(run.partial))
             run.queue.put_nowait(events.abort())
         except Exception as exc:
             status = "error"
             code, text = public_message(exc)
             log.error("Copilot run of session %s failed: %s", session_id, text, exc_info=exc)
             if graph is not None:
-                await self._save_interrupted(graph, session_id, "".join(run.partial))
+                await self._save_interrupted(graph, session_id, _aborted(run.partial))
             run.queue.put_nowait(events.error(text, code))
         finally:
             run.finished = True
             try:
+                if graph is not None:  # the run's checkpoint is written: it holds the turn now
+                    await self._storage.sessions.set_inflight(session_id, None)
                 await self._prune_checkpoints(session_id)
                 await self._storage.sessions.record_run(session_id, usage)
             finally:
@@ -412,16 +455,14 @@ class CopilotService:
         except Exception:
             log.exception("Could not prune the old checkpoints of session %s", session_id)
 
-    async def _save_interrupted(self, graph: Any, session_id: str, partial: str) -> None:
-        """Keep the streamed text and answer dangling tool calls so the history stays valid."""
+    async def _save_interrupted(self, graph: Any, session_id: str, remains: list[BaseMessage]) -> None:
+        """Answer dangling tool calls and keep ``remains`` (streamed text ...) so the history stays valid."""
         thread = self._thread(session_id)
         try:
             state = await graph.aget_state(thread)
             history = list(state.values.get("messages") or [])
-            additions: list[BaseMessage] = _unanswered_calls(history)
-            if partial:
-                additions.append(AIMessage(partial, response_metadata={"finish_reason": "aborted"}))
+            additions: list[BaseMessage] = _unanswered_calls(history) + remains
             if additions:
-                await graph.aupdate_state(thread, {"messages": additions}, as_node="tools" if not partial else "llm_call")
+                await graph.aupdate_state(thread, {"messages": additions}, as_node="tools" if not remains else "llm_call")
         except Exception:  # never let saving the remains hide the original outcome
             log.exception("Could not save the interrupted state of session %s", session_id)

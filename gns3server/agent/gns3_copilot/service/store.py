@@ -33,6 +33,12 @@ CREATE TABLE IF NOT EXISTS copilot_sessions (
     pending       TEXT
 );
 CREATE INDEX IF NOT EXISTS copilot_sessions_owner ON copilot_sessions (user_id, project_id, updated_at);
+CREATE TABLE IF NOT EXISTS copilot_inflight (
+    session_id    TEXT PRIMARY KEY,
+    question      TEXT,
+    partial       TEXT NOT NULL DEFAULT '',
+    updated_at    REAL NOT NULL
+);
 """
 _COLUMNS = (
     "session_id, user_id, project_id, title, created_at, updated_at, runs, input_tokens, output_tokens, "
@@ -62,6 +68,19 @@ class SessionRecord:
         return json.loads(self.pending) if self.pending else None
 
 
+@dataclass(frozen=True)
+class InFlight:
+    """A run's question and the text streamed so far, kept while the run lasts.
+
+    Checkpoints are written when a run ends; a server killed mid-run would lose
+    the turn. This record outlives such a kill: what is left of it at the next
+    start is folded into the conversation.
+    """
+
+    question: str | None
+    partial: str
+
+
 class SessionStore(Protocol):
     async def create(self, user_id: str, project_id: str, title: str) -> SessionRecord: ...
     async def get(self, session_id: str) -> SessionRecord | None: ...
@@ -70,6 +89,8 @@ class SessionStore(Protocol):
     async def delete(self, session_id: str) -> bool: ...
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None: ...
     async def set_pending(self, session_id: str, calls: list[dict[str, Any]] | None) -> None: ...
+    async def set_inflight(self, session_id: str, inflight: InFlight | None) -> None: ...
+    async def inflight(self, session_id: str) -> InFlight | None: ...
     async def close(self) -> None: ...
 
 
@@ -148,10 +169,11 @@ class SQLiteSessionStore:
         return await self.get(session_id)
 
     async def delete(self, session_id: str) -> bool:
-        deleted = await self._run(
-            lambda db: db.execute("DELETE FROM copilot_sessions WHERE session_id = ?", (session_id,)).rowcount
-        )
-        return deleted > 0
+        def delete(db: sqlite3.Connection) -> int:
+            db.execute("DELETE FROM copilot_inflight WHERE session_id = ?", (session_id,))
+            return db.execute("DELETE FROM copilot_sessions WHERE session_id = ?", (session_id,)).rowcount
+
+        return await self._run(delete) > 0
 
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None:
         """Count one run and add its token usage to the session's totals."""
@@ -176,3 +198,24 @@ class SQLiteSessionStore:
         await self._run(
             lambda db: db.execute("UPDATE copilot_sessions SET pending = ? WHERE session_id = ?", (pending, session_id))
         )
+
+    async def set_inflight(self, session_id: str, inflight: InFlight | None) -> None:
+        """Remember the running turn (or forget it, with None, once its checkpoint is written)."""
+        if inflight is None:
+            await self._run(lambda db: db.execute("DELETE FROM copilot_inflight WHERE session_id = ?", (session_id,)))
+            return
+        params = (session_id, inflight.question, inflight.partial, time.time())
+        await self._run(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO copilot_inflight (session_id, question, partial, updated_at) VALUES (?, ?, ?, ?)",
+                params,
+            )
+        )
+
+    async def inflight(self, session_id: str) -> InFlight | None:
+        row = await self._run(
+            lambda db: db.execute(
+                "SELECT question, partial FROM copilot_inflight WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        )
+        return InFlight(*row) if row else None
