@@ -571,6 +571,27 @@ def test_an_llm_failure_is_shown_in_the_conversation(signed_in: Panel, stub: Ope
     assert "0x5eed" not in panel.by_id("messages").text
 
 
+def test_the_end_of_a_turn_leaves_the_focus_where_the_user_took_it(signed_in: Panel, stub: OpenAIStub) -> None:
+    panel = signed_in
+    stub.enqueue(reply("Still answering while you look around.", hold_after=1, chunk_chars=6))
+    panel.send("Take your time")
+    wait_for(panel.driver, lambda d: "Still" in panel.last_turn().text, "the answer did not start")
+    # Alt+L: to the conversation list while the answer streams.
+    ActionChains(panel.driver).key_down(Keys.ALT).send_keys("l").key_up(Keys.ALT).perform()
+    listed = "return document.getElementById('session-list').contains(document.activeElement)"
+    wait_for(panel.driver, lambda d: panel.js(listed), "Alt+L did not move the focus to the list")
+    focused = panel.js("return document.activeElement.closest('.session-item').dataset.sessionId")
+    stub.release()
+    panel.wait_turn_status("completed")  # the list was reloaded on the way: its items are new elements
+    assert panel.js(listed), "the end of the turn took the focus away from the list"
+    assert panel.js("return document.activeElement.closest('.session-item').dataset.sessionId") == focused
+    # Without a detour, the focus is back in the message box for the next question.
+    stub.enqueue("Done.")
+    panel.send("And now?")
+    panel.wait_turn_status("completed")
+    assert panel.js("return document.activeElement.id") == "prompt"
+
+
 def test_narrow_layout_and_keyboard(signed_in: Panel, stub: OpenAIStub) -> None:
     panel = signed_in
     assert panel.js("return document.documentElement.scrollWidth") <= 1280

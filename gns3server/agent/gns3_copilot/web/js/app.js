@@ -258,6 +258,10 @@ async function loadSessions() {
 
 function renderSessions() {
   const list = $("session-list");
+  // The list is rebuilt (e.g. when a turn ends): keep the keyboard focus on the same button.
+  const focused = list.contains(document.activeElement) ? document.activeElement : null;
+  const focusedId = focused?.closest(".session-item")?.dataset.sessionId;
+  const focusedClass = focused && ["session-open", "session-rename", "session-delete"].find((c) => focused.classList.contains(c));
   list.replaceChildren();
   $("sessions-empty").hidden = state.sessions.length > 0 || !state.projectId;
   for (const session of state.sessions) {
@@ -282,6 +286,9 @@ function renderSessions() {
     remove.addEventListener("click", () => deleteSession(session));
     item.append(open, rename, remove);
     list.append(item);
+  }
+  if (focusedId && focusedClass) {
+    list.querySelector(`[data-session-id="${CSS.escape(focusedId)}"] .${focusedClass}`)?.focus();
   }
 }
 
@@ -697,7 +704,6 @@ async function runTurn(start, onRefused) {
       onRefused(error);
     }
   } finally {
-    turn.finish(run.status || "error");
     state.run = null;
     setRunning(false);
     if (run.sessionId && run.sessionId !== state.sessionId) {
@@ -707,7 +713,13 @@ async function runTurn(start, onRefused) {
       updateUrl();
     }
     await loadSessions();
-    if (!focusConfirmCard()) $("prompt").focus();
+    // Back to the message box, unless the user went elsewhere meanwhile (the list, the settings).
+    const here = document.activeElement;
+    const moved = here && here !== document.body && !$("composer").contains(here) && !$("messages").contains(here);
+    if (!focusConfirmCard() && !moved) $("prompt").focus();
+    // Last: the turn shows its end once the list and the focus are settled, so that
+    // nothing of this turn moves the focus after the user has seen it end.
+    turn.finish(run.status || "error");
   }
   return run;
 }
