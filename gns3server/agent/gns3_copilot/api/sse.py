@@ -24,7 +24,7 @@ from starlette.types import Receive
 
 from ..service.copilot import Event
 from ..service.errors import CopilotError
-from .schemas import ChatResult, ToolCallSummary
+from .schemas import Approval, ChatResult, ToolCallSummary
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,7 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
     calls: dict[str, ToolCallSummary] = {}
     error: Mapping[str, Any] | None = None
     pending: list[ToolCallSummary] = []
+    approval: Approval | None = None
     done: Mapping[str, Any] = {}
     try:
         async for event in events:
@@ -93,6 +94,7 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
                 calls[event["tool_call_id"]].status = event.get("status")
             elif kind == "confirm":
                 pending = [ToolCallSummary.model_validate(c) for c in event["calls"]]
+                approval = Approval.model_validate(event) if event.get("approval_id") else None
             elif kind == "error":
                 error = event
             elif kind == "done":
@@ -110,6 +112,7 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
         tool_calls=list(calls.values()),
         usage=dict(done.get("usage") or {}),
         pending_calls=pending,
+        approval=approval,
     )
 
 
