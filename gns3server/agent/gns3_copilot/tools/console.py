@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from ..console import AuditLog, Device, DeviceLocks, Policy, UnknownDriverError, Who, driver_for, run_commands
 from ..console.runner import Mode
 from ..gns3_client.client import gather_cancelling
-from .nodes import ProjectTool, _by_name
+from .nodes import PermissionErrors, ProjectTool, _by_name
 from .permissions import NODE_CONSOLE, Authorize, console_path, refusal
 
 log = logging.getLogger(__name__)
@@ -74,8 +74,11 @@ class ConsoleTool(ProjectTool):
 
     async def _devices(self, names: list[str], commands: list[str], driver_name: str | None, who: Who) -> list[Device]:
         """The named devices, once GNS3 lets the user use every one's console (else nothing is sent)."""
-        async with self.client_factory() as client:
-            nodes = await client.nodes(self.project_id)
+        try:
+            async with self.client_factory() as client:
+                nodes = await client.nodes(self.project_id)
+        except PermissionErrors as exc:
+            raise await self._refused(exc, "this project's nodes", "; ".join(commands)) from exc
         chosen = [_by_name(nodes, name, "node") for name in names]
         verdicts = await gather_cancelling(
             *(self.authorize(NODE_CONSOLE, console_path(self.project_id, str(n["node_id"]))) for n in chosen)
@@ -89,9 +92,10 @@ class ConsoleTool(ProjectTool):
             raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(name for name, _ in refused))
         return [self._device(node, driver_name) for node in chosen]
 
-    def _who(self, config: RunnableConfig | None = None) -> Who:
+    def _who(self, config: RunnableConfig) -> Who:
         """Who the commands run for, with the approval they run under (if any)."""
-        approval = ((config or {}).get("configurable") or {}).get("copilot_approval") or {}
+        # (Annotated exactly RunnableConfig in _arun, or LangChain would not pass it.)
+        approval = (config.get("configurable") or {}).get("copilot_approval") or {}
         return Who(
             self.user, self.session_id, self.project_id,
             approval_id=approval.get("approval_id"), approval_digest=approval.get("digest"),
@@ -141,7 +145,7 @@ class ShowCommandsTool(ConsoleTool):
 
     async def _arun(
         self, devices: list[str], commands: list[str], driver: DriverName | None = None,
-        config: RunnableConfig | None = None, **_: Any,
+        *, config: RunnableConfig, **_: Any,
     ) -> dict[str, Any]:
         who = self._who(config)
         targets = await self._devices(devices, commands, driver, who)
@@ -171,7 +175,7 @@ class ConfigCommandsTool(ConsoleTool):
 
     async def _arun(
         self, device: str, commands: list[str], driver: DriverName | None = None,
-        config: RunnableConfig | None = None, **_: Any,
+        *, config: RunnableConfig, **_: Any,
     ) -> dict[str, Any]:
         who = self._who(config)
         (target,) = await self._devices([device], commands, driver, who)
