@@ -230,3 +230,24 @@ async def test_a_user_deactivated_while_waiting_for_approval_cannot_approve(admi
     assert status == 401
     assert await lab.vpcs.address(tmp_path) != "IP/MASK     : 10.9.9.9/24"
     assert await audited(admin, lab.project_id, erin.username) == []
+
+
+async def test_a_user_deactivated_during_a_run_reaches_no_console(admin, gns3_server, stub, labs):
+    """The run started while the account was active; by the time the tool runs, GNS3 refuses it."""
+    lab, _ = labs
+    frank = await person(admin, gns3_server, "frank", "User", "/projects")
+    await frank.api.use_llm(stub)
+    show = {"devices": ["PC1"], "commands": ["show ip"]}
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_show_commands", show)], hold_after=0), "Noted.")
+    asked = len(stub.requests)
+    run = asyncio.create_task(frank.api.post(chat_path(lab.project_id), {"message": "show ip on PC1", "stream": False}))
+    await stub.wait_for_requests(asked + 1)  # the model is held: the run is under way
+    status, _ = await admin.put(f"/v3/access/users/{frank.user_id}", {"is_active": False})
+    assert status == 200
+    gns3_status, _ = await frank.api.get(f"/v3/projects/{lab.project_id}/nodes/{lab.node['node_id']}")
+    stub.release()
+    status, result = await run
+    assert gns3_status == 401 and status == 200 and result["status"] == "completed", result
+    told = stub.requests[-1]["messages"][-1]["content"]
+    assert "GNS3 no longer accepts your login" in told and "nothing was done" in told
+    assert await audited(admin, lab.project_id, frank.username) == [("this project's nodes", "show ip", "denied")]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import configparser
 import logging
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -188,8 +189,16 @@ def load_settings(
         max_llm_calls=_number(values, "max_llm_calls", DEFAULT_MAX_LLM_CALLS, int),
         default_llm_config=_llm_config(values),
         console_policy=_path(values, "console_policy"),
-        approval_seconds=60 * _number(values, "approval_minutes", DEFAULT_APPROVAL_SECONDS / 60, float),
+        approval_seconds=_approval_seconds(values),
     )
+
+
+def _approval_seconds(values: Mapping[str, str]) -> float:
+    """``approval_minutes`` as seconds: finite and greater than 0 (an approval must expire)."""
+    minutes = _number(values, "approval_minutes", DEFAULT_APPROVAL_SECONDS / 60, float)
+    if not math.isfinite(minutes):
+        raise SettingsError(f"[{SECTION}] approval_minutes: must be a finite number of minutes greater than 0")
+    return 60.0 * minutes
 
 
 def _path(values: Mapping[str, str], key: str) -> Path | None:
