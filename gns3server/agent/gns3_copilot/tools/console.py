@@ -81,7 +81,7 @@ class ConsoleTool(ProjectTool):
             raise await self._refused(exc, "this project's nodes", "; ".join(commands)) from exc
         chosen = [_by_name(nodes, name, "node") for name in names]
         verdicts = await gather_cancelling(
-            *(self.authorize(NODE_CONSOLE, console_path(self.project_id, str(n["node_id"]))) for n in chosen)
+            *(self.authorize(NODE_CONSOLE, console_path(self.project_id, str(n.get("node_id")))) for n in chosen)
         )
         refused = [(str(n.get("name")), v) for n, v in zip(chosen, verdicts) if v != "allowed"]
         if refused:
