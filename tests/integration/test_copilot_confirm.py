@@ -212,6 +212,9 @@ async def test_an_approval_is_used_once_and_only_for_its_own_request(admin, admi
     stub.enqueue(reply(tool_calls=[tool_call("gns3_config_commands", second_call)]))
     status, result = await admin.post(confirm, {"approved": True, "stream": False, "approval_id": approval["approval_id"]})
     assert status == 200 and result["status"] == "waiting_confirmation", result
+    # The JSON answer lists the approved call the resumed run ran, then the new one waiting.
+    assert [(c["name"], c["args"], c["status"]) for c in result["tool_calls"]] == [
+        ("gns3_config_commands", CALL, "success"), ("gns3_config_commands", second_call, None)]
     assert result["approval"]["approval_id"] != approval["approval_id"]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
 

@@ -90,6 +90,11 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
                 calls[event["tool_call_id"]] = ToolCallSummary(
                     tool_call_id=event["tool_call_id"], name=event["name"], args=event.get("args") or {}
                 )
+            elif kind == "tool_start" and event["tool_call_id"] not in calls:
+                # A resumed run (after .../confirm) starts calls announced by the run that paused.
+                calls[event["tool_call_id"]] = ToolCallSummary(
+                    tool_call_id=event["tool_call_id"], name=event["name"], args=event.get("args") or {}
+                )
             elif kind == "tool_end" and event["tool_call_id"] in calls:
                 calls[event["tool_call_id"]].status = event.get("status")
             elif kind == "confirm":
