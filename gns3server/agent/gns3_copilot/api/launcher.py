@@ -38,7 +38,7 @@ def _startup(app: FastAPI) -> Callable[[], Awaitable[None]]:
         except SettingsError as exc:
             log.critical("Cannot start the copilot: %s", exc)
             raise
-        app.state.copilot = await CopilotState.open(settings)
+        app.state.copilot = await CopilotState.open(settings, app)
 
     return start_copilot
 

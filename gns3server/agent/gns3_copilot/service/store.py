@@ -61,11 +61,19 @@ class SessionRecord:
     output_tokens: int = 0
     total_tokens: int = 0
     pending: str | None = None
-    """JSON list of the tool calls the run waits to have approved, or None."""
+    """JSON of the approval the run waits for (``agent.approval.PendingApproval``: its tool calls,
+    id, digest, expiry), or None. Older records hold a bare list of calls."""
+
+    @property
+    def pending_value(self) -> Any:
+        return json.loads(self.pending) if self.pending else None
 
     @property
     def pending_calls(self) -> list[dict[str, Any]] | None:
-        return json.loads(self.pending) if self.pending else None
+        value = self.pending_value
+        if value is None:
+            return None
+        return list(value) if isinstance(value, list) else list(value.get("calls") or [])
 
 
 @dataclass(frozen=True)
@@ -88,7 +96,8 @@ class SessionStore(Protocol):
     async def rename(self, session_id: str, title: str) -> SessionRecord | None: ...
     async def delete(self, session_id: str) -> bool: ...
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None: ...
-    async def set_pending(self, session_id: str, calls: list[dict[str, Any]] | None) -> None: ...
+    async def set_pending(self, session_id: str, pending: Any) -> None: ...
+    async def clear_pending(self, session_id: str, expected: str | None) -> bool: ...
     async def set_inflight(self, session_id: str, inflight: InFlight | None) -> None: ...
     async def inflight(self, session_id: str) -> InFlight | None: ...
     async def close(self) -> None: ...
@@ -192,11 +201,11 @@ class SQLiteSessionStore:
             )
         )
 
-    async def set_pending(self, session_id: str, calls: list[dict[str, Any]] | None) -> None:
-        """Remember (or forget, with None) the tool calls the session waits to have approved."""
-        pending = json.dumps(calls, default=str) if calls else None
+    async def set_pending(self, session_id: str, pending: Any) -> None:
+        """Remember (or forget, with None) the approval the session waits for."""
+        text = json.dumps(pending, default=str) if pending else None
         await self._run(
-            lambda db: db.execute("UPDATE copilot_sessions SET pending = ? WHERE session_id = ?", (pending, session_id))
+            lambda db: db.execute("UPDATE copilot_sessions SET pending = ? WHERE session_id = ?", (text, session_id))
         )
 
     async def set_inflight(self, session_id: str, inflight: InFlight | None) -> None:
@@ -219,3 +228,14 @@ class SQLiteSessionStore:
             ).fetchone()
         )
         return InFlight(*row) if row else None
+
+    async def clear_pending(self, session_id: str, expected: str | None) -> bool:
+        """Forget the pending approval if it is still ``expected`` (its stored JSON); True if this call did."""
+        if expected is None:
+            return False
+        cleared = await self._run(
+            lambda db: db.execute(
+                "UPDATE copilot_sessions SET pending = NULL WHERE session_id = ? AND pending = ?", (session_id, expected)
+            ).rowcount
+        )
+        return cleared == 1
