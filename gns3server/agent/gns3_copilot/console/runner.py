@@ -75,7 +75,7 @@ async def run_commands(
 ) -> DeviceResult:
     """Run ``commands`` on ``device`` in ``mode`` ("show" is read-only, "config" enters config mode)."""
     commands = [c.strip() for c in commands if c.strip()]
-    decisions = [policy.check(c, read_only=mode == "show") for c in commands]
+    decisions = [policy.check(c, family=device.driver.name, read_only=mode == "show") for c in commands]
     if not all(d.allowed for d in decisions):
         results = [
             CommandResult(c, "not_run", reason="not sent: another command of the batch is blocked")

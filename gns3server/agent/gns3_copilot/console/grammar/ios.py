@@ -1,0 +1,79 @@
+"""An IOS-style CLI line as the device reads it: ``do``, output modifiers, nested commands.
+
+Words are separated by blanks; abbreviations are left as typed, for the policy's
+patterns (``wr[ite]``: any prefix down to the shortest the device accepts) to
+resolve. What this module adds:
+- a leading ``do`` (exec commands from configuration mode) is dropped;
+- ``|`` outside double quotes starts an output modifier (``| include x``), given
+  as a ``|`` pseudo-command; every ``|`` counts, so a regular expression holding
+  one (``include a|b``) is judged as if it started another modifier (stricter,
+  never looser, whichever way the device reads it);
+- commands that define or schedule other commands are judged for those too:
+  EEM ``action <label> cli command "<cmd>"``, kron's ``cli <cmd>`` and
+  ``alias <mode> <name> <cmd>``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import Analysis
+from .patterns import parse_word
+
+_ACTION, _CLI, _COMMAND, _ALIAS = parse_word("ac[tion]"), parse_word("cl[i]"), parse_word("com[mand]"), parse_word("al[ias]")
+_MAX_DEPTH = 4
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def analyze(text: str) -> Analysis:
+    """The commands ``text`` runs on an IOS-style CLI, and its head and modifiers as stages."""
+    commands: list[tuple[str, ...]] = []
+    stages = _line(text, commands, depth=0)
+    return Analysis(tuple(commands), stages)
+
+
+def _segments(text: str) -> list[str]:
+    """Split at ``|`` outside double quotes."""
+    parts, current, quoted = [], [], False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+        if ch == "|" and not quoted:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def _line(text: str, commands: list[tuple[str, ...]], depth: int) -> tuple[tuple[str, ...], ...]:
+    head, *modifiers = _segments(text)
+    words = head.split()
+    while words and words[0].casefold() == "do":
+        words = words[1:]
+        head = head.split(None, 1)[1] if len(head.split(None, 1)) > 1 else ""
+    commands.append(tuple(words))
+    stages = [tuple(words)]
+    for modifier in modifiers:
+        stage = tuple(modifier.split())
+        commands.append(("|", *stage))
+        stages.append(stage)
+    if depth < _MAX_DEPTH:
+        for nested in _nested(words, head):
+            _line(nested, commands, depth + 1)
+    else:
+        commands.append(("$nested-too-deep",))
+    return tuple(stages)
+
+
+def _nested(words: list[str], head: str) -> list[str]:
+    """Commands the line makes the device run later (EEM, kron, alias)."""
+    if len(words) >= 4 and _ACTION.matches(words[0]) and _CLI.matches(words[2]) and _COMMAND.matches(words[3]):
+        quoted = _QUOTED.search(head)
+        return [quoted.group(1) if quoted else " ".join(words[4:])]
+    if len(words) >= 2 and words[0].casefold() == "cli":
+        return [head.split(None, 1)[1]]
+    if len(words) >= 4 and _ALIAS.matches(words[0]):
+        return [head.split(None, 3)[3]]
+    return []

@@ -1,0 +1,124 @@
+"""The policy file's command patterns: words with abbreviations, globs and wildcards.
+
+A pattern is matched word by word against the start of a canonical command (the
+words a grammar module produced), case-insensitively:
+
+``wr[ite]``   ``write`` or any abbreviation of it down to ``wr``
+``reload``    exactly that word
+``mkfs*``     a glob: ``*`` any characters, ``?`` one character (``*/*``: a word with a slash)
+``{a|b}``     one of several word patterns
+``w...``      zero or more words, each matching the word pattern ``w`` (``{-*}...``: options)
+``*``         any one word
+``...``       any number of words (also none)
+``$``         the end of the command; ``w$`` is ``w`` then the end
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_ANY_ONE, _ANY_MANY, _END = "*", "...", "$"
+
+
+class PatternError(ValueError):
+    """A pattern that cannot be compiled."""
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word of a pattern: a few alternatives, each a regex over the whole word."""
+
+    text: str
+    choices: tuple[re.Pattern[str], ...]
+
+    def matches(self, word: str) -> bool:
+        word = word.casefold()
+        return any(choice.fullmatch(word) for choice in self.choices)
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``w...``: zero or more words matching ``word``."""
+
+    word: Word
+
+
+Token = Word | Repeat | str
+
+
+def _alternative(alt: str, text: str) -> re.Pattern[str]:
+    alt = alt.casefold()
+    if not alt:
+        raise PatternError(f"bad word pattern {text!r}")
+    if "[" in alt or "]" in alt:
+        if not alt.endswith("]") or alt.count("[") != 1 or alt.count("]") != 1 or alt.startswith("["):
+            raise PatternError(f"bad word pattern {text!r}")
+        head, tail = alt[:-1].split("[")
+        # head, then each further letter of tail only after the ones before it: a prefix of head+tail.
+        optional = "".join(f"(?:{re.escape(ch)}" for ch in tail) + ")?" * len(tail)
+        return re.compile(re.escape(head) + optional)
+    if "*" in alt or "?" in alt:
+        return re.compile("".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in alt), re.S)
+    return re.compile(re.escape(alt))
+
+
+def parse_word(text: str) -> Word:
+    """Compile one word pattern (``wr[ite]``, ``mkfs*``, ``{a|b[c]}``)."""
+    braced = text.startswith("{") and text.endswith("}")
+    inner = text[1:-1] if braced else text
+    if not inner or "{" in inner or "}" in inner:
+        raise PatternError(f"bad word pattern {text!r}")
+    return Word(text, tuple(_alternative(alt, text) for alt in (inner.split("|") if braced else [inner])))
+
+
+def _tokens(part: str) -> list[Token]:
+    if part in (_ANY_ONE, _ANY_MANY, _END):
+        return [part]
+    if part.endswith(_END):  # "w$" and "*$": the word (or wildcard), then the end
+        return [*_tokens(part[:-1]), _END]
+    if part.endswith(_ANY_MANY):
+        return [Repeat(parse_word(part[: -len(_ANY_MANY)]))]
+    return [parse_word(part)]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A compiled command pattern."""
+
+    text: str
+    tokens: tuple[Token, ...]
+
+    @classmethod
+    def parse(cls, text: object) -> Pattern:
+        if not isinstance(text, str) or not text.strip():
+            raise PatternError(f"empty command pattern {text!r}")
+        return cls(text, tuple(token for part in text.split() for token in _tokens(part)))
+
+    def matches(self, words: Sequence[str]) -> bool:
+        return _match(self.tokens, tuple(words))
+
+
+def _match(tokens: Sequence[Token], words: Sequence[str]) -> bool:
+    if not tokens:
+        return True  # a pattern matches the start of a command
+    head, rest = tokens[0], tokens[1:]
+    if head == _END:
+        return not words
+    if head == _ANY_MANY:
+        return any(_match(rest, words[i:]) for i in range(len(words) + 1))
+    if isinstance(head, Repeat):
+        i = 0
+        while True:
+            if _match(rest, words[i:]):
+                return True
+            if i < len(words) and head.word.matches(words[i]):
+                i += 1
+                continue
+            return False
+    if not words:
+        return False
+    if head == _ANY_ONE or (isinstance(head, Word) and head.matches(words[0])):
+        return _match(rest, words[1:])
+    return False
