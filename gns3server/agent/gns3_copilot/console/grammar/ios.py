@@ -23,13 +23,19 @@ from .patterns import parse_word
 _ACTION, _CLI, _COMMAND, _ALIAS = parse_word("ac[tion]"), parse_word("cl[i]"), parse_word("com[mand]"), parse_word("al[ias]")
 _MAX_DEPTH = 4
 _QUOTED = re.compile(r'"([^"]*)"')
+# What some CLIs of the family read as separators, redirections or substitutions
+# (NX-OS, run by the same driver, takes "show run > bootflash:x"); IOS itself reads
+# them as text. A "$" ending a regular expression is fine.
+_SHELLISH = re.compile(r"[;<>&`]|\$[({A-Za-z_]")
 
 
 def analyze(text: str) -> Analysis:
     """The commands ``text`` runs on an IOS-style CLI, and its head and modifiers as stages."""
     commands: list[tuple[str, ...]] = []
     stages = _line(text, commands, depth=0)
-    return Analysis(tuple(commands), stages)
+    odd = sorted(set(m.group(0) for m in _SHELLISH.finditer(text)))
+    refusals = (f"characters some CLIs read as separators, redirections or substitutions ({' '.join(odd)})",) if odd else ()
+    return Analysis(tuple(commands), stages, refusals)
 
 
 def _segments(text: str) -> list[str]:
