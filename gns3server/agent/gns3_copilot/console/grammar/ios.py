@@ -3,14 +3,15 @@
 Words are separated by blanks; abbreviations are left as typed, for the policy's
 patterns (``wr[ite]``: any prefix down to the shortest the device accepts) to
 resolve. What this module adds:
-- a leading ``do`` (exec commands from configuration mode) is dropped;
+- a leading ``do`` or ``do-exec`` (exec commands from configuration mode) is dropped;
 - ``|`` outside double quotes starts an output modifier (``| include x``), given
   as a ``|`` pseudo-command; every ``|`` counts, so a regular expression holding
   one (``include a|b``) is judged as if it started another modifier (stricter,
   never looser, whichever way the device reads it);
 - commands that define or schedule other commands are judged for those too:
   EEM ``action <label> cli command "<cmd>"``, kron's ``cli <cmd>`` and
-  ``alias <mode> <name> <cmd>``.
+  ``alias <mode> <name> <cmd>``. An EEM command holding a ``$variable`` is
+  given as ``$...``: what it runs is only known when the applet runs.
 """
 
 from __future__ import annotations
@@ -38,11 +39,11 @@ def analyze(text: str) -> Analysis:
     return Analysis(tuple(commands), stages, refusals)
 
 
-def _segments(text: str) -> list[str]:
-    """Split at ``|`` outside double quotes."""
+def _segments(text: str, respect_quotes: bool = True) -> list[str]:
+    """Split at ``|`` outside double quotes (or at every ``|``)."""
     parts, current, quoted = [], [], False
     for ch in text:
-        if ch == '"':
+        if ch == '"' and respect_quotes:
             quoted = not quoted
         if ch == "|" and not quoted:
             parts.append("".join(current))
@@ -54,22 +55,30 @@ def _segments(text: str) -> list[str]:
 
 
 def _line(text: str, commands: list[tuple[str, ...]], depth: int) -> tuple[tuple[str, ...], ...]:
-    head, *modifiers = _segments(text)
-    words = head.split()
-    while words and words[0].casefold() == "do":
-        words = words[1:]
-        head = head.split(None, 1)[1] if len(head.split(None, 1)) > 1 else ""
-    commands.append(tuple(words))
-    stages = [tuple(words)]
-    for modifier in modifiers:
-        stage = tuple(modifier.split())
-        commands.append(("|", *stage))
-        stages.append(stage)
-    if depth < _MAX_DEPTH:
-        for nested in _nested(words, head):
-            _line(nested, commands, depth + 1)
-    else:
-        commands.append(("$nested-too-deep",))
+    """Record what ``text`` runs into ``commands``; return its head and modifiers.
+
+    Quotes only group on some CLIs and in some commands: both readings (``|``
+    inside quotes splitting or not) are judged for danger; read-only mode goes by
+    the quoted reading only when the quotes are balanced.
+    """
+    readings = [_segments(text)] if text.count('"') % 2 == 0 else []
+    readings.append(_segments(text, respect_quotes=False))
+    stages: list[tuple[str, ...]] = []
+    for reading in readings:
+        head, *modifiers = reading
+        words = head.split()
+        while words and words[0].casefold() in ("do", "do-exec"):
+            words = words[1:]
+            head = head.split(None, 1)[1] if len(head.split(None, 1)) > 1 else ""
+        found = [tuple(words)] + [tuple(m.split()) for m in modifiers]
+        stages = stages or found
+        commands.append(found[0])
+        commands.extend(("|", *stage) for stage in found[1:])
+        if depth < _MAX_DEPTH:
+            for nested in _nested(words, head):
+                _line(nested, commands, depth + 1)
+        else:
+            commands.append(("$nested-too-deep",))
     return tuple(stages)
 
 
@@ -77,7 +86,8 @@ def _nested(words: list[str], head: str) -> list[str]:
     """Commands the line makes the device run later (EEM, kron, alias)."""
     if len(words) >= 4 and _ACTION.matches(words[0]) and _CLI.matches(words[2]) and _COMMAND.matches(words[3]):
         quoted = _QUOTED.search(head)
-        return [quoted.group(1) if quoted else " ".join(words[4:])]
+        nested = quoted.group(1) if quoted else " ".join(words[4:])
+        return ["$" + nested] if "$" in nested else [nested]
     if len(words) >= 2 and words[0].casefold() == "cli":
         return [head.split(None, 1)[1]]
     if len(words) >= 4 and _ALIAS.matches(words[0]):

@@ -180,7 +180,7 @@ def _words(words: list[Word], state: _State, depth: int) -> None:
             words = args[3:]
             continue
         if name in SHELLS:
-            script = _script_option(args, "c", "")
+            script = _script_option(args, "c", "", shell=True)
             if script is not None:
                 _script(script, state, depth)
                 return
@@ -190,6 +190,10 @@ def _words(words: list[Word], state: _State, depth: int) -> None:
             else:
                 _script(Word(" ".join(w.text for w in args), ""), state, depth)
             return
+        elif name == "sg" and _script_option(args, "c", "") is None:
+            if len(args) > 1:  # sg GROUP COMMAND...: the command is run by /bin/sh -c
+                _script(Word(" ".join(w.text for w in args[1:]), "", any(w.dynamic for w in args[1:])), state, depth)
+                return
         elif name in _SCRIPT_OPTIONS and name != "watch":
             short, long = _SCRIPT_OPTIONS[name]
             script = _script_option(args, short, long)
@@ -265,8 +269,12 @@ def _skip_options(name: str, args: Sequence[Word]) -> list[Word]:
     return list(args[i + positionals :]) if i + positionals <= len(args) else []
 
 
-def _script_option(args: Sequence[Word], short: str, long: str) -> Word | None:
-    """The value of ``-c`` (also in a bundle like ``-lc``) or ``--command``, if given."""
+def _script_option(args: Sequence[Word], short: str, long: str, *, shell: bool = False) -> Word | None:
+    """The value of ``-c`` (also in a bundle like ``-lc``) or ``--command``, if given.
+
+    For a shell (``shell=True``) options end at the first operand: ``sh file -c x``
+    runs the script ``file``.
+    """
     for i, word in enumerate(args):
         text = word.text
         if long and text.startswith(long + "="):
@@ -275,7 +283,7 @@ def _script_option(args: Sequence[Word], short: str, long: str) -> Word | None:
             if i + 1 < len(args):
                 return args[i + 1]
             return Word("", "")
-        if not text.startswith("-") and short == "c" and long == "":  # sh file ...: no -c after the script name
+        if shell and not text.startswith("-"):
             break
     return None
 

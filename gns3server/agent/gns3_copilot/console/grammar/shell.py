@@ -8,6 +8,7 @@ What the words *mean* (wrappers, the binary that runs) is ``linux.py``'s job.
 Two choices keep it on the safe side:
 - ``#`` never starts a comment: bash only treats it so when ``interactive_comments``
   is on, and reading on past it can only find more to judge.
+- ``time`` is left to ``linux.py`` as a wrapper (bash's keyword takes ``-p`` too);
 - a word holding anything the shell expands (``$x``, ``$(...)``, backticks, globs,
   ``{a,b}``, ``$'...'``, ``!`` history) is marked ``dynamic``: its value is not known here.
 """
@@ -25,7 +26,7 @@ _METACHARS = set(" \t;&|()<>")
 _GLOB = set("*?[")
 KEYWORDS = frozenset(
     {"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do", "done",
-     "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]"}
+     "in", "function", "coproc", "{", "}", "!", "[[", "]]"}
 )
 _OPENERS = {"if": "fi", "case": "esac", "for": "done", "select": "done", "while": "done", "until": "done", "{": "}"}
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
