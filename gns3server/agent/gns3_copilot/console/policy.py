@@ -123,11 +123,14 @@ class Policy:
         """Why read-only mode refuses the line in ``family``; "" if it does not."""
         if analysis.refusals:
             return f"{', '.join(analysis.refusals)} not allowed"
-        if not analysis.stages or not any(p.matches(analysis.stages[0]) for p in self.read_only.commands(family)):
+        # Allowing is exact on Linux, where case matters (-t is not -T); everywhere else,
+        # and for danger, case is ignored (the stricter reading).
+        fold = family != "linux"
+        if not analysis.stages or not any(p.matches(analysis.stages[0], fold) for p in self.read_only.commands(family)):
             return "only show, ping, traceroute and similar commands are allowed"
         followers = self.read_only.ios_output_modifiers if family == "ios" else self.read_only.linux_filters
         for stage in analysis.stages[1:]:
-            if family not in ("ios", "linux") or not any(p.matches(stage) for p in followers):
+            if family not in ("ios", "linux") or not any(p.matches(stage, fold) for p in followers):
                 what = "output modifiers other than include, exclude, begin, section and count are" if family == "ios" \
                     else "pipes into anything but filters (grep, head, tail, wc, sort, uniq, cut) are"
                 return f"{what} not allowed ({' '.join(stage) or 'empty'})"

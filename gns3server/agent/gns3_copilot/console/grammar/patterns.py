@@ -1,7 +1,8 @@
 """The policy file's command patterns: words with abbreviations, globs and wildcards.
 
 A pattern is matched word by word against the start of a canonical command (the
-words a grammar module produced), case-insensitively:
+words a grammar module produced), case-insensitively unless asked otherwise
+(Linux options are case-sensitive: ``ethtool -t`` runs a self-test, ``-T`` shows):
 
 ``wr[ite]``   ``write`` or any abbreviation of it down to ``wr``
 ``reload``    exactly that word
@@ -31,11 +32,11 @@ class Word:
     """One word of a pattern: a few alternatives, each a regex over the whole word."""
 
     text: str
-    choices: tuple[re.Pattern[str], ...]
+    choices: tuple[re.Pattern[str], ...]  # case-sensitive; with re.IGNORECASE in folded
+    folded: tuple[re.Pattern[str], ...]
 
-    def matches(self, word: str) -> bool:
-        word = word.casefold()
-        return any(choice.fullmatch(word) for choice in self.choices)
+    def matches(self, word: str, fold: bool = True) -> bool:
+        return any(choice.fullmatch(word) for choice in (self.folded if fold else self.choices))
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,8 @@ class Repeat:
 Token = Word | Repeat | str
 
 
-def _alternative(alt: str, text: str) -> re.Pattern[str]:
-    alt = alt.casefold()
+def _alternative(alt: str, text: str) -> str:
+    """The regular expression for one alternative of a word pattern."""
     if not alt:
         raise PatternError(f"bad word pattern {text!r}")
     if "[" in alt or "]" in alt:
@@ -58,10 +59,10 @@ def _alternative(alt: str, text: str) -> re.Pattern[str]:
         head, tail = alt[:-1].split("[")
         # head, then each further letter of tail only after the ones before it: a prefix of head+tail.
         optional = "".join(f"(?:{re.escape(ch)}" for ch in tail) + ")?" * len(tail)
-        return re.compile(re.escape(head) + optional)
+        return re.escape(head) + optional
     if "*" in alt or "?" in alt:
-        return re.compile("".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in alt), re.S)
-    return re.compile(re.escape(alt))
+        return "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in alt)
+    return re.escape(alt)
 
 
 def parse_word(text: str) -> Word:
@@ -70,7 +71,8 @@ def parse_word(text: str) -> Word:
     inner = text[1:-1] if braced else text
     if not inner or "{" in inner or "}" in inner:
         raise PatternError(f"bad word pattern {text!r}")
-    return Word(text, tuple(_alternative(alt, text) for alt in (inner.split("|") if braced else [inner])))
+    regexes = [_alternative(alt, text) for alt in (inner.split("|") if braced else [inner])]
+    return Word(text, tuple(re.compile(r, re.S) for r in regexes), tuple(re.compile(r, re.S | re.I) for r in regexes))
 
 
 def _tokens(part: str) -> list[Token]:
@@ -96,29 +98,29 @@ class Pattern:
             raise PatternError(f"empty command pattern {text!r}")
         return cls(text, tuple(token for part in text.split() for token in _tokens(part)))
 
-    def matches(self, words: Sequence[str]) -> bool:
-        return _match(self.tokens, tuple(words))
+    def matches(self, words: Sequence[str], fold: bool = True) -> bool:
+        return _match(self.tokens, tuple(words), fold)
 
 
-def _match(tokens: Sequence[Token], words: Sequence[str]) -> bool:
+def _match(tokens: Sequence[Token], words: Sequence[str], fold: bool) -> bool:
     if not tokens:
         return True  # a pattern matches the start of a command
     head, rest = tokens[0], tokens[1:]
     if head == _END:
         return not words
     if head == _ANY_MANY:
-        return any(_match(rest, words[i:]) for i in range(len(words) + 1))
+        return any(_match(rest, words[i:], fold) for i in range(len(words) + 1))
     if isinstance(head, Repeat):
         i = 0
         while True:
-            if _match(rest, words[i:]):
+            if _match(rest, words[i:], fold):
                 return True
-            if i < len(words) and head.word.matches(words[i]):
+            if i < len(words) and head.word.matches(words[i], fold):
                 i += 1
                 continue
             return False
     if not words:
         return False
-    if head == _ANY_ONE or (isinstance(head, Word) and head.matches(words[0])):
-        return _match(rest, words[1:])
+    if head == _ANY_ONE or (isinstance(head, Word) and head.matches(words[0], fold)):
+        return _match(rest, words[1:], fold)
     return False
