@@ -212,6 +212,10 @@ def _words(words: list[Word], state: _State, depth: int) -> None:
                     state.commands.append(_assigned(w.text))
         if name in _WRAPPERS:
             rest = _skip_options(name, args)
+            if name == "sudo" and any(w.text in ("-e", "--edit") or (w.text[:1] == "-" and w.text[1:2] != "-" and "e" in w.text[1:])
+                                      for w in args[: len(args) - len(rest)]):
+                state.commands.append(("sudoedit",) + tuple(_canonical(w, state) for w in rest))  # sudo -e: an editor
+                return
             if name == "exec" and rest:  # the shell is replaced: when the command ends, so does the console
                 state.commands.append(("exec",) + tuple(_canonical(w, state) for w in rest))
             if name == "env":
