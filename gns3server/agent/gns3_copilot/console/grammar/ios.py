@@ -4,10 +4,10 @@ Words are separated by blanks; abbreviations are left as typed, for the policy's
 patterns (``wr[ite]``: any prefix down to the shortest the device accepts) to
 resolve. What this module adds:
 - a leading ``do`` or ``do-exec`` (exec commands from configuration mode) is dropped;
-- ``|`` outside double quotes starts an output modifier (``| include x``), given
-  as a ``|`` pseudo-command; every ``|`` counts, so a regular expression holding
-  one (``include a|b``) is judged as if it started another modifier (stricter,
-  never looser, whichever way the device reads it);
+- ``|`` starts an output modifier (``| include x``), given as a ``|``
+  pseudo-command; an unquoted regular expression holding one (``include a|b``) is
+  judged as if it started another modifier (stricter, never looser, whichever way
+  the device reads it);
 - commands that define or schedule other commands are judged for those too:
   EEM ``action <label> cli command "<cmd>"``, kron's ``cli <cmd>`` and
   ``alias <mode> <name> <cmd>``. An EEM command holding a ``$variable`` is
@@ -36,7 +36,7 @@ def analyze(text: str) -> Analysis:
     stages = _line(text, commands, depth=0)
     odd = sorted(set(m.group(0) for m in _SHELLISH.finditer(text)))
     refusals = (f"characters some CLIs read as separators, redirections or substitutions ({' '.join(odd)})",) if odd else ()
-    return Analysis(tuple(commands), stages, refusals)
+    return Analysis(tuple(dict.fromkeys(commands)), stages, refusals)
 
 
 def _segments(text: str, respect_quotes: bool = True) -> list[str]:
