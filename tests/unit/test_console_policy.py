@@ -220,3 +220,14 @@ def test_pattern_language(pattern, words, expected):
 def test_bad_patterns(text):
     with pytest.raises(PatternError):
         Pattern.parse(text)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo " + "$(" * 330 + ")" * 330, "$(" * 333 + ")" * 333, "echo " + "${x:-" * 190 + "}" * 190,
+     "eval " * 200 + "x"],
+)
+def test_deep_nesting_is_refused_plainly(policy, command):
+    """No RecursionError (a 500 from the tool) whatever a 1,000-character line nests."""
+    decision = policy.check(command[:1000], family="linux", read_only=False)
+    assert not decision.allowed

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .grammar import Analysis, IncompleteLine, ios, linux, vpcs
+from .grammar import Analysis, IncompleteLine, TooComplex, ios, linux, vpcs
 from .grammar.patterns import Pattern, PatternError
 
 log = logging.getLogger(__name__)
@@ -104,6 +104,8 @@ class Policy:
         for fam in families:
             try:
                 analyses[fam] = _ANALYZERS[fam](command)
+            except TooComplex as exc:
+                return Decision(False, f"blocked: the {fam} command line is too complex to judge ({exc})")
             except IncompleteLine as exc:
                 return Decision(False, f"blocked: incomplete {fam} command line ({exc}); the device would read the next line as part of it")
         for fam, analysis in analyses.items():

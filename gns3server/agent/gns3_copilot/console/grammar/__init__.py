@@ -14,6 +14,10 @@ class IncompleteLine(ValueError):
     """The line is unfinished: the device would read the next line as part of it."""
 
 
+class TooComplex(IncompleteLine):
+    """Nested deeper than the grammar follows (substitutions, ``sh -c`` in ``sh -c`` ...)."""
+
+
 @dataclass(frozen=True)
 class Analysis:
     """A line as the device reads it.

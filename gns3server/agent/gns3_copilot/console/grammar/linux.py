@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from . import Analysis, IncompleteLine
+from . import Analysis, TooComplex
 from .shell import Command, Line, Word, parse
 
 _MAX_DEPTH = 8  # sh -c 'sh -c ...' nesting before the line is refused as incomplete
@@ -85,7 +85,11 @@ class _State:
 
 
 def analyze(text: str) -> Analysis:
-    """What ``text`` runs on a Linux shell; :class:`IncompleteLine` if the shell would wait for more."""
+    """What ``text`` runs on a Linux shell.
+
+    Raises :class:`~.IncompleteLine` if the shell would wait for more, and
+    :class:`~.TooComplex` past the nesting it follows.
+    """
     line = parse(text)
     lines = line.all_lines()
     state = _State([], [], any(_is_cd(c) for l in lines for p in l.pipelines for c in p))
@@ -118,6 +122,9 @@ def _plain(command: Command, state: _State) -> tuple[str, ...]:
 
 
 def _collect(line: Line, state: _State, depth: int) -> None:
+    """Record what ``line`` runs: its functions, commands and substitutions' commands."""
+    if depth > _MAX_DEPTH:
+        raise TooComplex("commands nested too deeply to judge")
     for name in line.functions:
         state.commands.append(("()", name))
     for pipeline in line.pipelines:
@@ -165,7 +172,7 @@ def _canonical(word: Word, state: _State) -> str:
 def _words(words: list[Word], state: _State, depth: int) -> None:
     """Unwrap ``words`` down to the binary that runs; record it (and whatever else it runs)."""
     if depth > _MAX_DEPTH:
-        raise IncompleteLine("commands nested too deeply to judge")
+        raise TooComplex("commands nested too deeply to judge")
     while words:
         first = words[0]
         if first.dynamic:
@@ -313,19 +320,7 @@ def _script(script: Word, state: _State, depth: int) -> None:
     for l in nested.all_lines():
         if any(_is_cd(c) for p in l.pipelines for c in p):
             state.changes_directory = True
-    _collect_at(nested, state, depth + 1)
-
-
-def _collect_at(line: Line, state: _State, depth: int) -> None:
-    if depth > _MAX_DEPTH:
-        raise IncompleteLine("commands nested too deeply to judge")
-    for name in line.functions:
-        state.commands.append(("()", name))
-    for pipeline in line.pipelines:
-        for command in pipeline:
-            _command(command, state, depth)
-    for nested in line.nested:
-        _collect_at(nested, state, depth + 1)
+    _collect(nested, state, depth + 1)
 
 
 def _find_execs(args: Sequence[Word]) -> Iterator[list[Word]]:

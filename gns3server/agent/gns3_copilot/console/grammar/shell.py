@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from . import IncompleteLine
+from . import IncompleteLine, TooComplex
 
 _OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIRECTIONS = ("<<<", "<<-", "&>>", "<<", "&>", ">>", ">|", "<>", "<&", ">&", "<", ">")
@@ -29,6 +29,7 @@ KEYWORDS = frozenset(
      "in", "function", "coproc", "{", "}", "!", "[[", "]]"}
 )
 _OPENERS = {"if": "fi", "case": "esac", "for": "done", "select": "done", "while": "done", "until": "done", "{": "}"}
+_MAX_NESTING = 32
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
 
@@ -86,6 +87,12 @@ class _Scanner:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.depth = 0  # nested substitutions and expansions being read
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > _MAX_NESTING:
+            raise TooComplex("substitutions nested too deeply to judge")
 
     def peek(self, n: int = 1) -> str:
         return self.text[self.pos : self.pos + n]
@@ -333,6 +340,14 @@ def _ansi_c_end(text: str, pos: int) -> int:
 
 def _expansion(s: _Scanner, line: Line, features: set[str]) -> None:
     """A ``$...`` or backtick expansion at ``s.pos``: skip it, parsing the commands it runs."""
+    s.enter()
+    try:
+        _expansion_at(s, line, features)
+    finally:
+        s.depth -= 1
+
+
+def _expansion_at(s: _Scanner, line: Line, features: set[str]) -> None:
     text = s.text
     if text[s.pos] == "`":
         end = s.pos + 1
@@ -348,7 +363,12 @@ def _expansion(s: _Scanner, line: Line, features: set[str]) -> None:
                 break
             body.append(text[end])
             end += 1
-        line.nested.append(parse("".join(body)))
+        inner = _Scanner("".join(body))
+        inner.depth = s.depth
+        nested = _parse_line(inner, closing=None)
+        if not inner.at_end():
+            raise IncompleteLine(f"unexpected {inner.peek()!r} in backticks")
+        line.nested.append(nested)
         features.add("backtick")
         s.pos = end + 1
         return
