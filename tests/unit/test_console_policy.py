@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gns3server.agent.gns3_copilot.console import PolicyError, load_policy
+from gns3server.agent.gns3_copilot.console import DRIVERS, PolicyError, load_policy
 from gns3server.agent.gns3_copilot.console.grammar.patterns import Pattern, PatternError
+from gns3server.agent.gns3_copilot.console.policy import FAMILIES
 
 
 @pytest.mark.parametrize(
@@ -231,3 +232,8 @@ def test_deep_nesting_is_refused_plainly(policy, command):
     """No RecursionError (a 500 from the tool) whatever a 1,000-character line nests."""
     decision = policy.check(command[:1000], family="linux", read_only=False)
     assert not decision.allowed
+
+
+def test_every_driver_has_a_grammar():
+    """The runner passes the driver's name as the family: a driver without a grammar could not run."""
+    assert set(DRIVERS) == set(FAMILIES)
