@@ -133,8 +133,8 @@ class Policy:
         followers = self.read_only.ios_output_modifiers if family == "ios" else self.read_only.linux_filters
         for stage in analysis.stages[1:]:
             if family not in ("ios", "linux") or not any(p.matches(stage, fold) for p in followers):
-                what = "output modifiers other than include, exclude, begin, section and count are" if family == "ios" \
-                    else "pipes into anything but filters (grep, head, tail, wc, sort, uniq, cut) are"
+                known = "; ".join(p.text for p in followers) or "none"
+                what = f"output modifiers other than {known} are" if family == "ios" else f"pipes into anything but {known} are"
                 return f"{what} not allowed ({' '.join(stage) or 'empty'})"
         if family == "linux":
             for stage in analysis.stages:
