@@ -73,15 +73,27 @@ async def test_show_config_show(vpcs, policy, audit):
     assert entries[2].detail == 'Bad command: "foo bar". Use ? for help.'
 
 
-async def test_blocked_commands_never_reach_the_device(vpcs, policy, audit):
+async def test_blocked_commands_never_reach_the_device(vpcs, policy, audit, tmp_path):
+    # VPCS's own dangerous commands: "q" (quit) stops the PC, "!" runs a command in
+    # the GNS3 host's shell. (IOS's "rel" is VPCS's harmless "relay"; the policy
+    # judges each device in its own CLI's terms.)
+    marker = tmp_path / "host-shell-ran"
     kw: dict[str, Any] = dict(policy=policy, locks=DeviceLocks(), audit=audit, who=WHO, timeout=15)
-    for commands, mode in [(["set pcname HACKED", "rel"], "config"), (["set pcname HACKED"], "show"), (["RELOAD"], "config")]:
+    for commands, mode in [
+        (["set pcname HACKED", "q"], "config"),
+        (["set pcname HACKED"], "show"),
+        ([f"!touch {marker}"], "config"),
+        ([f"show ip; !touch {marker}"], "show"),
+    ]:
         result = await run_commands(pc(vpcs), commands, mode=mode, **kw)
         assert result.status == "blocked"
     shown = await run_commands(pc(vpcs), ["show ip"], mode="show", **kw)
-    assert "HACKED" not in shown.results[0].output and "VPCS[1]" in shown.results[0].output
+    assert "HACKED" not in shown.results[0].output and "VPCS[1]" in shown.results[0].output  # and VPCS still runs
+    assert not marker.exists()
     blocked = await audit.entries(outcome="blocked")
-    assert sorted(e.command for e in blocked) == ["RELOAD", "rel", "set pcname HACKED"]
+    assert sorted(e.command for e in blocked) == sorted(
+        ["q", "set pcname HACKED", f"!touch {marker}", f"show ip; !touch {marker}"]
+    )
 
 
 async def test_concurrent_runs_on_one_device_do_not_interleave(vpcs, vpcs2, policy, audit):

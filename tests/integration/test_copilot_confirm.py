@@ -120,14 +120,14 @@ async def test_rejected_commands_never_reach_the_device(admin, admin_llm, stub, 
 async def test_blocked_commands_are_refused_after_approval_too(admin, admin_llm, stub, lab, tmp_path):
     """Approval does not override the policy: a dangerous command in the batch sends nothing at all."""
     project, vpcs = lab
-    batch = {"device": "PC1", "commands": ["ip 10.0.0.7/24", "RELOAD"]}
+    batch = {"device": "PC1", "commands": ["ip 10.0.0.7/24", "QUIT"]}  # quit stops VPCS
     stub.enqueue(reply(tool_calls=[tool_call("gns3_config_commands", batch)]))
-    session_id = (await admin.chat(project, "Set the address and reboot PC1"))["session_id"]
-    stub.enqueue("The policy refused the reload; nothing was changed.")
+    session_id = (await admin.chat(project, "Set the address and stop PC1"))["session_id"]
+    stub.enqueue("The policy refused the quit; nothing was changed.")
     status, result = await admin.post(sessions_path(project, session_id, "/confirm"), {"approved": True, "stream": False})
     assert status == 200 and result["status"] == "completed", result
     assert "blocked by the console policy" in stub.requests[-1]["messages"][-1]["content"]
-    assert await sent_to_devices(admin, session_id) == [("PC1", "ip 10.0.0.7/24", "not_run"), ("PC1", "RELOAD", "blocked")]
+    assert await sent_to_devices(admin, session_id) == [("PC1", "ip 10.0.0.7/24", "not_run"), ("PC1", "QUIT", "blocked")]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
 
 
