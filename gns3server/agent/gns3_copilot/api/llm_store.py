@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,9 @@ CREATE TABLE IF NOT EXISTS copilot_llm_configs (
 );
 CREATE INDEX IF NOT EXISTS copilot_llm_configs_owner ON copilot_llm_configs (user_id, created_at);
 """
+Approval = Callable[[Mapping[str, Any]], Awaitable[None]]
+"""A last check of a validated config (without its key) before it is stored; raises to refuse."""
+
 _COLUMNS = "config_id, user_id, config, api_key, is_default, created_at, updated_at"
 
 
@@ -114,9 +117,16 @@ class LLMConfigStore:
             row = await cursor.fetchone()
         return LLMConfigRecord.from_row(row) if row else None
 
-    async def create(self, user_id: str, config: Mapping[str, Any], *, make_default: bool) -> LLMConfigRecord:
-        """Validate and store ``config``; the user's first config becomes their default."""
+    async def create(
+        self, user_id: str, config: Mapping[str, Any], *, make_default: bool, approve: Approval | None = None
+    ) -> LLMConfigRecord:
+        """Validate and store ``config``; the user's first config becomes their default.
+
+        ``approve`` (awaited with the validated config before anything is stored) may refuse it.
+        """
         plain, key = _split_key(validate_llm_config(config))
+        if approve is not None:
+            await approve(plain)
         now = time.time()
         config_id = str(uuid.uuid4())
         await self._db.execute(
@@ -127,8 +137,11 @@ class LLMConfigStore:
             await self.set_default(user_id, config_id)
         return await self.get(user_id, config_id)
 
-    async def update(self, user_id: str, config_id: str, changes: Mapping[str, Any]) -> LLMConfigRecord:
-        """Merge ``changes`` (a field set to None is removed; ``api_key`` absent keeps the key), re-validate."""
+    async def update(
+        self, user_id: str, config_id: str, changes: Mapping[str, Any], *, approve: Approval | None = None
+    ) -> LLMConfigRecord:
+        """Merge ``changes`` (a field set to None is removed; ``api_key`` absent keeps the key), re-validate;
+        ``approve`` as for :meth:`create`, with the merged config."""
         record = await self.get(user_id, config_id)
         merged = dict(record.config)
         for name, value in changes.items():
@@ -139,6 +152,8 @@ class LLMConfigStore:
         if "api_key" not in changes and record.encrypted_key is not None:
             merged["api_key"] = "kept"  # stands in for the stored key during validation only
         plain, key = _split_key(validate_llm_config(merged))
+        if approve is not None:
+            await approve(plain)
         if "api_key" in changes:
             encrypted = self._box.encrypt(key) if key else None
         else:

@@ -14,6 +14,8 @@ case), which wins over the file, so a key need not be written in a config file::
     llm_base_url = http://127.0.0.1:11434/v1
     llm_context_limit = 32
     ; GNS3_COPILOT_LLM_API_KEY=... in the environment rather than here
+    ; LLM endpoints ordinary users may use (default: public https endpoints)
+    user_llm_endpoints = public, 10.1.0.0/16, ollama.lab.example
 
 See ``docs/api.md`` for every key. :func:`load_settings` is pure (values in,
 settings out) so that it can be tested without a server; :func:`read_copilot_section`
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import configparser
 import logging
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +36,8 @@ from typing import Any
 from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, DEFAULT_MODE, MODES
 from ..agent.model_factory import LLMConfigError, llm_config_schema, validate_llm_config
 from ..service.copilot import HEARTBEAT_SECONDS
+from .endpoints import SETTING as ENDPOINTS_SETTING
+from .endpoints import EndpointPolicy
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +48,7 @@ DATA_DIR_NAME = "copilot"
 KNOWN_KEYS = frozenset(
     {
         "data_dir", "secrets_dir", "modes", "default_mode", "heartbeat_seconds", "max_llm_calls", "server_url",
-        "console_policy",
+        "console_policy", "user_llm_endpoints",
     }
 )
 
@@ -69,6 +74,8 @@ class CopilotSettings:
     """The server-wide default LLM config (validated), used when a user has none."""
     console_policy: Path | None = None
     """The administrator's device command policy file (None: the packaged default)."""
+    user_llm_endpoints: EndpointPolicy = field(default_factory=EndpointPolicy)
+    """The LLM endpoints ordinary users' configs may point at (see ``endpoints.py``)."""
 
 
 def read_copilot_section(config_files: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
@@ -125,7 +132,7 @@ def _number(values: Mapping[str, str], key: str, default: float, kind: type[int]
         number = kind(raw)
     except ValueError:
         raise SettingsError(f"[{SECTION}] {key}: must be a number greater than 0") from None
-    if number <= 0:
+    if not math.isfinite(number) or number <= 0:
         raise SettingsError(f"[{SECTION}] {key}: must be a number greater than 0")
     return number
 
@@ -183,7 +190,15 @@ def load_settings(
         max_llm_calls=_number(values, "max_llm_calls", DEFAULT_MAX_LLM_CALLS, int),
         default_llm_config=_llm_config(values),
         console_policy=_path(values, "console_policy"),
+        user_llm_endpoints=_endpoints(values),
     )
+
+
+def _endpoints(values: Mapping[str, str]) -> EndpointPolicy:
+    try:
+        return EndpointPolicy.parse(values.get(ENDPOINTS_SETTING))
+    except ValueError as exc:
+        raise SettingsError(f"[{SECTION}] {ENDPOINTS_SETTING}: {exc}") from None
 
 
 def _path(values: Mapping[str, str], key: str) -> Path | None:

@@ -31,6 +31,7 @@ from ..agent.prompts import system_prompt_for
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
+from ..redaction import SECRETS
 from ..tools.toolset import RunContext
 from .errors import (
     ConfirmationPendingError,
@@ -255,7 +256,7 @@ class CopilotService:
             raise SessionBusyError(f"Session {record.session_id} is busy with another request")
         run = _Run(record.session_id)
         self._runs[record.session_id] = run
-        run.task = asyncio.create_task(self._execute(run, user, record.project_id, start, llm_config, mode))
+        run.task = asyncio.create_task(self._execute_hiding_key(run, user, record.project_id, start, llm_config, mode))
         run.task.add_done_callback(lambda _: self._ensure_finished(run))
         return self._events(run)
 
@@ -334,6 +335,14 @@ class CopilotService:
             is_context_length_error=self._is_context_length_error,
             max_llm_calls=self._max_llm_calls,
         )
+
+    async def _execute_hiding_key(
+        self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str
+    ) -> None:
+        """The run, with its API key hidden from every log line and stored error while it runs
+        (a provider may quote it in an error)."""
+        with SECRETS.registered(llm_config.get("api_key")):
+            await self._execute(run, user, project_id, start, llm_config, mode)
 
     async def _execute(
         self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str
