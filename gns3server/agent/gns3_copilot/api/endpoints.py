@@ -149,8 +149,13 @@ class EndpointPolicy:
         if is_superadmin or self.any:
             return
         url = config.get("base_url") or _IMPLICIT_BASE_URLS.get(str(config.get("provider", "openai")))
-        if not url:
-            return  # the provider's own public API
+        if not url:  # the provider's own public API
+            if self.public:
+                return
+            raise EndpointNotAllowedError(
+                f"base_url: the provider's public API is not allowed for users here. Allowed for users: "
+                f"{self.describe()}; an administrator may allow more with [Copilot] {SETTING}."
+            )
         parts = urlsplit(str(url))
         host = (parts.hostname or "").lower().rstrip(".")
         scheme = parts.scheme.lower()
