@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from ..agent.model_factory import create_base_model_with_tools, is_context_length_error
+from ..agent.model_factory import create_base_model_with_tools, is_context_length_error, validate_llm_config
 from ..gns3_client.client import GNS3Client
 from ..service.copilot import CopilotService, User
 from ..service.storage import Storage, open_sqlite_storage
@@ -115,6 +115,9 @@ class CopilotState:
         host may resolve elsewhere than when it was saved); the server default is the admin's."""
         config = await self.llm_config_for(user.user_id, config_id)
         if config_id is not None or await self.llm_configs.default(user.user_id) is not None:
+            # Stored by an older version, a config may break today's rules (credentials in
+            # base_url, NaN): a 422 now rather than a failed run.
+            validate_llm_config(config)
             await self.check_endpoint(user, config)
         return config
 
