@@ -30,6 +30,7 @@ PLAIN = "correct-horse-battery"
         f"x-api-key: {PLAIN}",
         "Google key AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv",
         f"sk-ant-api03-{PLAIN}-abcdef",
+        f'127.0.0.1:5000 - "GET /v3/copilot/projects/p/chat/sessions?token={PLAIN} HTTP/1.1" 200',
     ],
 )
 def test_key_shaped_strings_are_hidden(text):

@@ -8,7 +8,8 @@ bound for a log line or storage goes through :func:`scrub`, which replaces
   a configured key need not look like a key to be hidden), and
 * anything shaped like a key or a credential: ``sk-...`` keys (OpenAI,
   Anthropic, DeepSeek...), Google ``AIza...`` keys, ``Bearer`` tokens,
-  ``api_key=...`` / ``"api-key": "..."`` pairs and ``user:password@`` in URLs,
+  ``api_key=...`` / ``"api-key": "..."`` pairs, ``user:password@`` in URLs and
+  ``?token=`` (a GNS3 login in an access log line),
 
 with ``[REDACTED]``. :func:`install_log_scrubber` makes every log record of the
 process pass through it (message, arguments, traceback), whatever its logger or
@@ -41,7 +42,7 @@ _KEY_SHAPES = re.compile(
     | (?<=\bBearer\ )[A-Za-z0-9._~+/=\-]{6,}          # Authorization: Bearer <token>
     | (?<=\bBasic\ )[A-Za-z0-9+/=]{6,}                # Authorization: Basic <base64>
     | (?<=://)[^/\s@'"<>]+(?=@)                       # user:password@ (or token@) in a URL
-    | (?i:(?<=api[_-]key)|(?<=apikey)|(?<=x-api-key)|(?<=access_token)|(?<=password)|(?<=secret))
+    | (?i:(?<=api[_-]key)|(?<=apikey)|(?<=x-api-key)|(?<=access_token)|(?<=password)|(?<=secret)|(?<=[?&]token))
       (["']?\s*[:=]\s*["']?)(?!\[REDACTED\])[^\s"'&,;}]{4,}   # key=value, "api_key": "value"
     """,
     re.VERBOSE,

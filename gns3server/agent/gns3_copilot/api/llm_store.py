@@ -88,6 +88,8 @@ class LLMConfigStore:
         connection = await aiosqlite.connect(str(data_dir / DATABASE_NAME), isolation_level=None)
         await connection.execute("PRAGMA journal_mode=WAL")
         await connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        # A deleted or replaced config (its encrypted key, a URL) is overwritten, not left in free pages.
+        await connection.execute("PRAGMA secure_delete=ON")
         await connection.executescript(_SCHEMA)
         return cls(connection, box)
 
