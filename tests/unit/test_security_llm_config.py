@@ -49,3 +49,30 @@ def test_the_server_default_obeys_the_same_rules():
     for key in ("heartbeat_seconds", "max_llm_calls"):
         with pytest.raises(SettingsError, match=key):
             load_settings({key: "nan" if key == "heartbeat_seconds" else "inf"}, **common)
+
+
+async def test_credentials_stored_by_an_older_version_are_removed_at_start(tmp_path):
+    import json
+    import sqlite3
+    import time
+
+    from cryptography.fernet import Fernet
+
+    from gns3server.agent.gns3_copilot.api.crypto import SecretBox
+    from gns3server.agent.gns3_copilot.api.llm_store import DATABASE_NAME, LLMConfigStore
+
+    box = SecretBox(Fernet.generate_key())
+    store = await LLMConfigStore.open(tmp_path, box)
+    await store.close()
+    old = {"model": "m", "context_limit": 8, "base_url": "http://copilot:OldSecret42@10.0.0.5:11434/v1"}
+    with sqlite3.connect(tmp_path / DATABASE_NAME) as db:
+        db.execute("INSERT INTO copilot_llm_configs VALUES ('c1', 'u1', ?, NULL, 1, ?, ?)",
+                   (json.dumps(old), time.time(), time.time()))
+    store = await LLMConfigStore.open(tmp_path, box)
+    try:
+        record = await store.get("u1", "c1")
+        assert record.config["base_url"] == "http://10.0.0.5:11434/v1"
+    finally:
+        await store.close()
+    for path in tmp_path.iterdir():
+        assert b"OldSecret42" not in path.read_bytes(), path

@@ -72,8 +72,9 @@ class SecretRegistry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
-        self._secrets: tuple[str, ...] = ()
-        self._pattern: re.Pattern[str] | None = None
+        # (the secrets, longest first; their pattern): replaced whole, so readers in other
+        # threads never see a pattern and a list that disagree.
+        self._current: tuple[tuple[str, ...], re.Pattern[str] | None] = ((), None)
 
     @contextlib.contextmanager
     def registered(self, *secrets: str | None) -> Iterator[None]:
@@ -95,11 +96,10 @@ class SecretRegistry:
                     del self._counts[secret]
             # Longest first, so that a key containing another is hidden whole.
             ordered = tuple(sorted(self._counts, key=len, reverse=True))
-            self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-            self._secrets = ordered
+            self._current = (ordered, re.compile("|".join(map(re.escape, ordered))) if ordered else None)
 
     def scrub(self, text: str) -> str:
-        pattern, secrets = self._pattern, self._secrets
+        secrets, pattern = self._current
         if pattern is None or not any(secret in text for secret in secrets):
             return text
         return pattern.sub(MASK, text)

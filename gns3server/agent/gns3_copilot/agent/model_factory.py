@@ -130,14 +130,15 @@ def _validator() -> jsonschema.protocols.Validator:
     return strict(schema)
 
 
-_URL_CREDENTIALS = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@")
+URL_CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+"""A URL with ``user:password@`` (group 1: the scheme and ``://``)."""
 CREDENTIALS_IN_URL = "must not carry credentials (user:password@host): put the key in api_key, which is stored encrypted"
 
 
 def _semantic_problems(config: Any) -> list[tuple[str | None, str, str]]:
     """Rules a JSON Schema cannot say with a clear message."""
     if isinstance(config, Mapping) and isinstance(config.get("base_url"), str):
-        if _URL_CREDENTIALS.match(config["base_url"]):
+        if URL_CREDENTIALS.match(config["base_url"]):
             return [("base_url", "credentials", CREDENTIALS_IN_URL)]
     return []
 
@@ -204,9 +205,6 @@ def validate_llm_config(config: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------- redaction
 
 
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@")
-
-
 def _mask_key(key: Any) -> str:
     if not isinstance(key, str) or len(key) < 12:
         return "…"
@@ -219,7 +217,7 @@ def redact_config(config: Mapping[str, Any]) -> dict[str, Any]:
     if "api_key" in safe and safe["api_key"] is not None:
         safe["api_key"] = _mask_key(safe["api_key"])
     if isinstance(safe.get("base_url"), str):
-        safe["base_url"] = _USERINFO.sub(r"\1***@", safe["base_url"])
+        safe["base_url"] = URL_CREDENTIALS.sub(r"\1***@", safe["base_url"])
     return safe
 
 

@@ -10,6 +10,7 @@ default (from ``[Copilot]``) applies when a user has none.
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -19,9 +20,11 @@ from typing import Any
 
 import aiosqlite
 
-from ..agent.model_factory import validate_llm_config
+from ..agent.model_factory import URL_CREDENTIALS, validate_llm_config
 from .crypto import SecretBox
 from .errors import LLMConfigNotFoundError
+
+log = logging.getLogger(__name__)
 
 DATABASE_NAME = "llm_configs.sqlite3"
 """A file of its own in the data directory: rare, tiny writes that never wait on conversations."""
@@ -91,7 +94,28 @@ class LLMConfigStore:
         # A deleted or replaced config (its encrypted key, a URL) is overwritten, not left in free pages.
         await connection.execute("PRAGMA secure_delete=ON")
         await connection.executescript(_SCHEMA)
-        return cls(connection, box)
+        store = cls(connection, box)
+        await store._remove_url_credentials()
+        return store
+
+    async def _remove_url_credentials(self) -> None:
+        """Configs saved before credentials in ``base_url`` were refused kept them in plain text:
+        remove them from the stored URL (secure_delete overwrites the old row); the owner sets api_key."""
+        async with self._db.execute("SELECT config_id, config FROM copilot_llm_configs") as cursor:
+            rows = await cursor.fetchall()
+        removed = False
+        for config_id, text in rows:
+            config = json.loads(text)
+            url = config.get("base_url")
+            if isinstance(url, str) and URL_CREDENTIALS.match(url):
+                config["base_url"] = URL_CREDENTIALS.sub(r"\1", url)
+                await self._db.execute(
+                    "UPDATE copilot_llm_configs SET config = ? WHERE config_id = ?", (json.dumps(config), config_id)
+                )
+                log.warning("Removed credentials from the base_url of LLM config %s (use api_key)", config_id)
+                removed = True
+        if removed:  # the old rows' page images must not stay in the write-ahead log either
+            await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     async def close(self) -> None:
         await self._db.close()

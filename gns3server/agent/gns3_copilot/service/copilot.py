@@ -31,7 +31,7 @@ from ..agent.prompts import system_prompt_for
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
-from ..redaction import SECRETS
+from ..redaction import SECRETS, scrub
 from ..tools.toolset import RunContext
 from .errors import (
     ConfirmationPendingError,
@@ -401,7 +401,7 @@ class CopilotService:
             log.error("Copilot run of session %s failed: %s", session_id, text, exc_info=exc)
             if graph is not None:
                 await self._save_interrupted(graph, session_id, "".join(run.partial))
-            run.queue.put_nowait(events.error(text, code))
+            run.queue.put_nowait(events.error(scrub(text), code))
         finally:
             run.finished = True
             try:
