@@ -11,7 +11,6 @@ OpenAI does ("Incorrect API key provided: sk-...").
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import sqlite3

@@ -132,7 +132,9 @@ def _validator() -> jsonschema.protocols.Validator:
 
 URL_CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
 """A URL with ``user:password@`` (group 1: the scheme and ``://``)."""
-CREDENTIALS_IN_URL = "must not carry credentials (user:password@host): put the key in api_key, which is stored encrypted"
+CREDENTIALS_IN_URL = (
+    "must not carry credentials (user:password@host): put the key in api_key, which is stored encrypted"
+)
 
 
 def _semantic_problems(config: Any) -> list[tuple[str | None, str, str]]:

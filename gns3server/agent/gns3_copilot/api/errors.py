@@ -117,7 +117,11 @@ def _excerpt(text: object) -> str:
 def validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     """The request's validation errors without the input they were about: where, what rule, short."""
     return [
-        {"loc": [_excerpt(p) for p in error.get("loc", ())], "type": error.get("type"), "msg": _excerpt(error.get("msg", ""))}
+        {
+            "loc": [_excerpt(part) for part in error.get("loc", ())],
+            "type": error.get("type"),
+            "msg": _excerpt(error.get("msg", "")),
+        }
         for error in exc.errors()[:MAX_ERRORS_SHOWN]
     ]
 
