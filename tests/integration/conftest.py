@@ -19,7 +19,9 @@ from gns3_process import GNS3ServerProcess
 
 from gns3server.agent.gns3_copilot.gns3_client.client import GNS3Client
 
-COPILOT_SETTINGS = {"heartbeat_seconds": 0.5}
+# The administrator of the shared test server lets users reach the loopback stubs (the default
+# policy, public https only, is tested on a server of its own: test_security_secrets.py).
+COPILOT_SETTINGS = {"heartbeat_seconds": 0.5, "user_llm_endpoints": "public, 127.0.0.1"}
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@
 gns3-server has no plugin mechanism, so this console script takes exactly the
 arguments of ``gns3server``, adds the copilot to gns3-server's FastAPI app
 (routes under ``/v3/copilot``, the panel at ``/copilot/``, error handlers, a body
-size limit, startup and shutdown hooks) and then runs gns3-server's own
+size limit, a log filter that scrubs keys, startup and shutdown hooks) and then runs gns3-server's own
 ``main()``. The copilot's state is built in the startup hook, once the server
 has loaded its config, and kept on ``app.state.copilot``.
 """
@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
+from ..redaction import install_log_scrubber
 from .errors import install_error_handlers
 from .middleware import BodySizeLimitMiddleware
 from .routes import PREFIX, copilot_router
@@ -79,7 +80,8 @@ def install(app: FastAPI) -> None:
     app.state.copilot_installed = True
     app.include_router(copilot_router())
     app.mount(PANEL_PATH, StaticFiles(packages=[PANEL_PACKAGE], html=True), name="copilot")
-    install_error_handlers(app)
+    install_error_handlers(app, PREFIX + "/")
+    install_log_scrubber()  # no key in any log line of the process, whatever logs it
     app.add_middleware(BodySizeLimitMiddleware, prefix=PREFIX + "/")
     app.add_middleware(WebUIButtonMiddleware)  # issue 6 (panel): adds its script to /static/web-ui/ pages
     app.router.on_startup.append(_startup(app))

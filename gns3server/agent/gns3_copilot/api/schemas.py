@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ..agent.approval import PendingApproval
 from ..service.store import TITLE_MAX, SessionRecord
@@ -41,12 +41,18 @@ def _not_blank(value: str) -> str:
 # ------------------------------------------------------------------------ chat
 
 
-class ChatRequest(BaseModel):
+class RequestBody(BaseModel):
+    """A request body: booleans are JSON booleans (``"stream": 0`` is a 422), numbers finite."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class ChatRequest(RequestBody):
     """One user message for a new or existing session of the project."""
 
     message: str = Field(..., min_length=1, max_length=MAX_MESSAGE_CHARS, description="The user's message")
     session_id: str | None = Field(None, description="Continue this session (a new one is created when absent)")
-    stream: bool = Field(True, description="Stream events (text/event-stream); false: one JSON answer at the end")
+    stream: StrictBool = Field(True, description="Stream events (text/event-stream); false: one JSON answer at the end")
     mode: Mode | None = Field(
         None,
         description="teaching (read-only tools) or lab_automation; absent or 'text' (GNS3 3.1): the server default",
@@ -85,14 +91,14 @@ class ChatResult(BaseModel):
     approval: Approval | None = Field(None, description="status waiting_confirmation: the approval asked for")
 
 
-class ConfirmRequest(BaseModel):
+class ConfirmRequest(RequestBody):
     """The user's decision on the tool calls a session waits for."""
 
-    approved: bool = Field(..., description="true: run them; false: reject them (nothing is sent)")
+    approved: StrictBool = Field(..., description="true: run them; false: reject them (nothing is sent)")
     approval_id: str | None = Field(
         None, max_length=64, description="The approval_id of the confirm event: refused (409) unless it is the pending one"
     )
-    stream: bool = Field(True, description="Stream the resumed run's events; false: one JSON answer at the end")
+    stream: StrictBool = Field(True, description="Stream the resumed run's events; false: one JSON answer at the end")
     mode: Mode | None = Field(None, description="As for chat/stream")
     llm_config_id: str | None = Field(None, description="As for chat/stream")
 
@@ -100,7 +106,7 @@ class ConfirmRequest(BaseModel):
 # -------------------------------------------------------------------- sessions
 
 
-class SessionBase(BaseModel):
+class SessionBase(RequestBody):
     title: str = Field(..., min_length=1, max_length=TITLE_MAX)
 
     _title_not_blank = field_validator("title")(_not_blank)
@@ -196,7 +202,7 @@ class ContextReport(BaseModel):
 _OBJECT = {"type": "object", "additionalProperties": True}
 
 
-class LLMConfigBase(BaseModel):
+class LLMConfigBase(RequestBody):
     config: Any = Field(
         None,
         description="An LLM config (schema: GET /v3/copilot/llm-configs/schema): model, context_limit, "
@@ -206,7 +212,7 @@ class LLMConfigBase(BaseModel):
 
 
 class LLMConfigCreate(LLMConfigBase):
-    is_default: bool = Field(False, description="Make it the user's default (the first config always is)")
+    is_default: StrictBool = Field(False, description="Make it the user's default (the first config always is)")
 
 
 class LLMConfigUpdate(LLMConfigBase):

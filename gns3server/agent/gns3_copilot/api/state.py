@@ -18,9 +18,9 @@ from typing import Any
 import aiohttp
 from fastapi import FastAPI
 
-from ..agent.model_factory import create_base_model_with_tools, is_context_length_error
+from ..agent.model_factory import create_base_model_with_tools, is_context_length_error, validate_llm_config
 from ..gns3_client.client import GNS3Client
-from ..service.copilot import CopilotService
+from ..service.copilot import CopilotService, User
 from ..service.storage import Storage, open_sqlite_storage
 from ..console import AuditLog, DeviceLocks, load_policy
 from ..tools.toolset import ConsoleServices, build_tools
@@ -112,6 +112,21 @@ class CopilotState:
         if requested not in self.settings.modes:
             raise ModeNotAllowedError(f"mode: must be one of {', '.join(self.settings.modes)}")
         return requested
+
+    async def check_endpoint(self, user: User, config: Mapping[str, Any]) -> None:
+        """EndpointNotAllowedError (403) unless ``user`` may make the server call ``config``'s endpoint."""
+        await self.settings.user_llm_endpoints.check(config, is_superadmin=user.is_superadmin)
+
+    async def llm_config_for_run(self, user: User, config_id: str | None = None) -> dict[str, Any]:
+        """As :meth:`llm_config_for`, the user's own config's endpoint judged again now (its
+        host may resolve elsewhere than when it was saved); the server default is the admin's."""
+        config = await self.llm_config_for(user.user_id, config_id)
+        if config_id is not None or await self.llm_configs.default(user.user_id) is not None:
+            # Stored by an older version, a config may break today's rules (credentials in
+            # base_url, NaN): a 422 now rather than a failed run.
+            validate_llm_config(config)
+            await self.check_endpoint(user, config)
+        return config
 
     async def llm_config_for(self, user_id: str, config_id: str | None = None) -> dict[str, Any]:
         """The full LLM config (key decrypted) a run of this user uses."""

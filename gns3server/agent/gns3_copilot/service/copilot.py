@@ -39,6 +39,7 @@ from ..agent.prompts import system_prompt_for
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
+from ..redaction import SECRETS, scrub
 from ..tools.toolset import RunContext
 from .errors import (
     ApprovalExpiredError,
@@ -337,7 +338,7 @@ class CopilotService:
             raise SessionBusyError(f"Session {record.session_id} is busy with another request")
         run = _Run(record.session_id)
         self._runs[record.session_id] = run
-        run.task = asyncio.create_task(self._execute(run, user, record.project_id, start, llm_config, mode))
+        run.task = asyncio.create_task(self._execute_hiding_key(run, user, record.project_id, start, llm_config, mode))
         run.task.add_done_callback(lambda _: self._ensure_finished(run))
         return self._events(run)
 
@@ -417,6 +418,14 @@ class CopilotService:
             max_llm_calls=self._max_llm_calls,
         )
 
+    async def _execute_hiding_key(
+        self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str
+    ) -> None:
+        """The run, with its API key hidden from every log line and stored error while it runs
+        (a provider may quote it in an error)."""
+        with SECRETS.registered(llm_config.get("api_key")):
+            await self._execute(run, user, project_id, start, llm_config, mode)
+
     async def _execute(
         self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str
     ) -> None:
@@ -489,7 +498,7 @@ class CopilotService:
             log.error("Copilot run of session %s failed: %s", session_id, text, exc_info=exc)
             if graph is not None:
                 await self._save_interrupted(graph, session_id, _aborted(run.partial))
-            run.queue.put_nowait(events.error(text, code))
+            run.queue.put_nowait(events.error(scrub(text), code))
         finally:
             run.finished = True
             try:

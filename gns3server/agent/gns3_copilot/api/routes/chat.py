@@ -29,6 +29,7 @@ SESSION_HEADER = "X-Copilot-Session-Id"
             "content": {"text/event-stream": {}},
         },
         400: {"description": "No LLM is configured"},
+        403: {"description": "No access to the project, or an LLM endpoint this user may not use"},
         404: {"description": "No such project, session or LLM config"},
         409: {"description": "The session is busy with another request"},
         413: {"description": "Request body too large"},
@@ -48,7 +49,7 @@ async def chat_stream(
     if body.session_id is not None:  # someone else's session is a 404 whatever else is wrong
         await session_in_project(state, user, body.session_id, project_id)
     mode = state.mode(body.mode)
-    llm_config = await state.llm_config_for(user.user_id, body.llm_config_id)
+    llm_config = await state.llm_config_for_run(user, body.llm_config_id)
     record, events = await state.service.chat(
         user, project_id, body.message, llm_config=llm_config, session_id=body.session_id, mode=mode
     )
@@ -60,12 +61,15 @@ async def chat_stream(
     response_model=ChatResult,
     responses={
         200: {"description": "As for chat/stream: the resumed run", "content": {"text/event-stream": {}}},
-        404: {"description": "No such project, or no such session of this user in it"},
+        400: {"description": "No LLM is configured"},
+        403: {"description": "No access to the project, or an LLM endpoint this user may not use"},
+        404: {"description": "No such project, session of this user in it, or LLM config"},
         409: {
             "description": "The session is not waiting for a confirmation, or is busy, or approval_id is not the "
             "pending approval (already used, or replaced by a newer one)"
         },
         410: {"description": "approved: true for an approval that has expired (it can still be rejected)"},
+        413: {"description": "Request body too large"},
         422: {"description": "Invalid body or mode"},
     },
 )
@@ -80,7 +84,7 @@ async def confirm(
     sure the decision is for the request the user saw.
     """
     mode = state.mode(body.mode)
-    llm_config = await state.llm_config_for(user.user_id, body.llm_config_id)
+    llm_config = await state.llm_config_for_run(user, body.llm_config_id)
     record, events = await state.service.confirm(
         user, session.session_id, body.approved, llm_config=llm_config, mode=mode, approval_id=body.approval_id
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Query, status
 
 from ..dependencies import CurrentUser, OwnedSession, ProjectId, State
@@ -10,10 +12,13 @@ from ..schemas import AbortResult, ContextReport, HistoryMessage, Mode, Session,
 router = APIRouter()
 
 SESSIONS = "/projects/{project_id}/chat/sessions"
-_NOT_FOUND = {404: {"description": "No such project, or no such session of this user in it"}}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    403: {"description": "GNS3 does not let this user read the project"},
+    404: {"description": "No such project, or no such session of this user in it"},
+}
 
 
-@router.get(SESSIONS, response_model=list[Session])
+@router.get(SESSIONS, response_model=list[Session], responses=_NOT_FOUND)
 async def list_sessions(project_id: ProjectId, user: CurrentUser, state: State) -> list[Session]:
     """The user's sessions of the project, most recently used first."""
     records = await state.service.list_sessions(user, project_id)
@@ -37,7 +42,15 @@ async def get_history(session: OwnedSession, user: CurrentUser, state: State) ->
     )
 
 
-@router.patch(SESSIONS + "/{session_id}", response_model=Session, responses=_NOT_FOUND)
+@router.patch(
+    SESSIONS + "/{session_id}",
+    response_model=Session,
+    responses={
+        **_NOT_FOUND,
+        413: {"description": "Request body too large"},
+        422: {"description": "Invalid title (empty, blank or too long)"},
+    },
+)
 async def rename_session(session: OwnedSession, body: SessionUpdate, user: CurrentUser, state: State) -> Session:
     record = await state.service.rename(user, session.session_id, body.title)
     return Session.from_record(record, running=state.service.is_running(record.session_id))
@@ -61,7 +74,16 @@ async def abort_session(session: OwnedSession, user: CurrentUser, state: State) 
     return AbortResult(session_id=session.session_id)
 
 
-@router.get(SESSIONS + "/{session_id}/context", response_model=ContextReport, responses=_NOT_FOUND)
+@router.get(
+    SESSIONS + "/{session_id}/context",
+    response_model=ContextReport,
+    responses={
+        400: {"description": "No LLM is configured"},
+        **_NOT_FOUND,
+        404: {"description": "No such project, session of this user in it, or LLM config"},
+        422: {"description": "Invalid mode"},
+    },
+)
 async def preview_context(
     session: OwnedSession,
     user: CurrentUser,
