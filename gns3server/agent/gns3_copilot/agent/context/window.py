@@ -1,0 +1,203 @@
+"""Which part of the history a request sends, chosen so that prompt caches keep working.
+
+Providers (OpenAI, Anthropic, DeepSeek) bill a request's prefix that repeats the
+previous request at a fraction of the price, and local servers (llama.cpp, vLLM,
+Ollama) skip re-reading it. Dropping the oldest turn on every call changes
+everything after the system message every time, so nothing is reused. Instead:
+
+- the history sent starts at a remembered *cut* (a user message) and grows at the
+  end while it fits the budget: consecutive requests share their prefix;
+- when it no longer fits, the cut moves forward by whole turns until the history
+  takes at most the *low-water mark* (a share of the message budget), and stays
+  there until the budget is exceeded again;
+- at the same moment, tool outputs of the turns before the last few are *masked*:
+  replaced in the request by a one-line stub saying how to get them again (the
+  stored history keeps them). The masking boundary, too, only moves at a cut.
+
+The remembered window is a small dict kept in the graph state (so it is saved
+with the session's checkpoint): ``{"start", "start_id", "mask_until"}``, indexes
+into the state's message list (which only grows) plus the id of the message at
+``start`` to detect a history that changed under it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from .counting import TokenCounter
+from .history import FitResult, Unit, fit_history, repair, split_turns
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LOW_WATER = 0.65
+DEFAULT_TOOL_OUTPUT_TURNS = 3
+MASK_STUB = (
+    "[output of {tool}{target} masked to save context: {tokens} tokens; "
+    "call {tool} again{args} to see it again]"
+)
+# Tool-call arguments that name the device a tool worked on.
+_TARGET_KEYS = ("node_name", "device", "device_name", "node", "name", "hostname", "target")
+_MAX_STUB_ARGS_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Window:
+    """The remembered cut and masking boundary (indexes into the state's messages)."""
+
+    start: int = 0
+    start_id: str | None = None
+    mask_until: int = 0
+
+    def as_state(self) -> dict[str, Any]:
+        return {"start": self.start, "start_id": self.start_id, "mask_until": self.mask_until}
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """What :func:`plan_window` decided for one request."""
+
+    window: Window
+    fit: FitResult
+    sent: list[BaseMessage]  # the (masked) messages from the cut on, before fitting
+    moved: bool  # the cut or the masking boundary moved in this call
+    masked_outputs: int
+    masked_tokens_saved: int
+    interrupted_calls: int
+    orphan_results: int
+
+
+def restore_window(value: Any, messages: Sequence[BaseMessage]) -> Window:
+    """The stored window if it still matches ``messages``, else the start of the history."""
+    if not isinstance(value, Mapping):
+        return Window()
+    start, mask_until = value.get("start"), value.get("mask_until", 0)
+    if not isinstance(start, int) or not isinstance(mask_until, int) or not 0 <= start <= len(messages):
+        log.warning("Stored context window %r does not match the history; starting from its beginning", value)
+        return Window()
+    if start and (
+        start == len(messages)
+        or not isinstance(messages[start], HumanMessage)
+        or messages[start].id != value.get("start_id")
+    ):
+        log.warning("Stored context window no longer matches the history; starting from its beginning")
+        return Window()
+    return Window(start, value.get("start_id"), max(0, min(mask_until, len(messages))))
+
+
+def _calls_by_id(messages: Sequence[BaseMessage]) -> dict[str, tuple[str, Mapping[str, Any]]]:
+    calls: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                calls[str(call.get("id") or "")] = (str(call.get("name") or ""), call.get("args") or {})
+    return calls
+
+
+def mask_stub(tool: str, args: Mapping[str, Any], tokens: int) -> str:
+    """The one line that stands in for an old tool output: tool, device, size, how to get it again."""
+    target = next((str(args[k]) for k in _TARGET_KEYS if isinstance(args.get(k), (str, int))), "")
+    shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    if len(shown) > _MAX_STUB_ARGS_CHARS:
+        shown = shown[: _MAX_STUB_ARGS_CHARS - 3] + "..."
+    return MASK_STUB.format(
+        tool=tool or "the tool",
+        target=f" for {target}" if target else "",
+        tokens=tokens,
+        args=f" with {shown}" if shown else "",
+    )
+
+
+def masked_view(
+    messages: Sequence[BaseMessage], start: int, mask_until: int, counter: TokenCounter
+) -> tuple[list[BaseMessage], int, int]:
+    """``messages[start:]`` with tool outputs before ``mask_until`` replaced by stubs.
+
+    Returns the view, how many outputs were masked and the tokens that saved.
+    Stubs are a pure function of the output and its call, so a masked message
+    is the same text in every request: it does not break the cached prefix.
+    """
+    view = list(messages[start:])
+    if mask_until <= start:
+        return view, 0, 0
+    calls = _calls_by_id(messages[:mask_until])
+    masked = saved = 0
+    for i in range(mask_until - start):
+        message = view[i]
+        if not isinstance(message, ToolMessage):
+            continue
+        name, args = calls.get(str(message.tool_call_id), (message.name or "", {}))
+        tokens = counter.content(message.content)
+        stub = mask_stub(name, args, tokens)
+        if counter.text(stub) >= tokens:
+            continue  # a short output costs less than its stub
+        copy = message.model_copy(update={"content": stub})
+        saved += counter.message(message) - counter.message(copy)
+        masked += 1
+        view[i] = copy
+    return view, masked, saved
+
+
+def _turn_starts(messages: Sequence[BaseMessage], start: int) -> list[int]:
+    """Indexes (from ``start``) where a turn starts: every user message."""
+    return [i for i in range(start, len(messages)) if isinstance(messages[i], HumanMessage)]
+
+
+def _units_cost(units: Sequence[Unit], counter: TokenCounter) -> int:
+    return sum(counter.message(m) for unit in units for m in unit)
+
+
+def plan_window(
+    messages: Sequence[BaseMessage],
+    previous: Window,
+    available: int,
+    low_water: int,
+    counter: TokenCounter,
+    *,
+    tool_output_turns: int | None = DEFAULT_TOOL_OUTPUT_TURNS,
+) -> WindowPlan:
+    """Keep ``previous`` while the history from it fits ``available``; else cut down to ``low_water``.
+
+    ``available`` and ``low_water`` are token rooms for the history alone (the
+    system message and the reply priming already taken out). ``tool_output_turns``
+    is how many of the latest turns keep their tool outputs when the window moves
+    (None: never mask).
+    """
+    window = previous
+    view, masked, saved = masked_view(messages, window.start, window.mask_until, counter)
+    units, stats = repair(view)
+    moved = False
+    if _units_cost(units, counter) > available:
+        moved = True
+        starts = _turn_starts(messages, window.start)
+        mask_until = window.mask_until
+        if tool_output_turns is not None and len(starts) > max(1, tool_output_turns):
+            mask_until = max(mask_until, starts[-max(1, tool_output_turns)])
+        view, masked, saved = masked_view(messages, window.start, mask_until, counter)
+        units, stats = repair(view)
+        # Cost of each turn of the masked view, to find the oldest start within the low-water mark.
+        position = {id(m): window.start + i for i, m in enumerate(view)}
+        turns = split_turns(units)
+        costs: list[tuple[int, int]] = []  # (message index of the turn's user message, cost)
+        for turn in turns:
+            cost = _units_cost(turn.units, counter)
+            if turn.human is not None:
+                cost += counter.message(turn.human)
+            costs.append((position.get(id(turn.human), window.start) if turn.human is not None else window.start, cost))
+        new_start = costs[-1][0] if costs else window.start
+        total = 0
+        for index, cost in reversed(costs):
+            total += cost
+            if total > low_water:
+                break
+            new_start = index
+        start_id = messages[new_start].id if new_start < len(messages) else None
+        window = Window(new_start, start_id, max(mask_until, new_start))
+        view, masked, saved = masked_view(messages, window.start, window.mask_until, counter)
+        units, stats = repair(view)
+    fit = fit_history(units, available, counter)
+    return WindowPlan(window, fit, view, moved, masked, saved, stats.interrupted_calls, stats.orphan_results)
