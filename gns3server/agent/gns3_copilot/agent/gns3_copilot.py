@@ -38,7 +38,7 @@ from langgraph.types import interrupt
 from ..gns3_client.exceptions import GNS3Error
 from . import events
 from .context.counting import TokenCounter, content_text, json_text
-from .context.summary import clean_summary, count_turns, restore_summary, summary_request
+from .context.summary import clean_summary, count_turns, restore_summary, summary_bounds, summary_request
 from .context.tokenizer import DEFAULT_ENCODING
 from .context_manager import clamp_token_scale
 
@@ -177,9 +177,13 @@ async def _summarize(
     if not isinstance(start, int) or start <= since:
         return None
     dropped = list(messages[since:start])
-    encoding = prepared_state["context_report"].get("encoding", DEFAULT_ENCODING)
-    counter = TokenCounter(encoding)
-    request = await asyncio.to_thread(summary_request, restored["text"] if restored else None, dropped, counter)
+    report = prepared_state["context_report"]
+    counter = TokenCounter(report.get("encoding", DEFAULT_ENCODING))
+    # Bounded by the model's own budget: an 8K model gets a short summary and a short request.
+    max_tokens, max_input = summary_bounds(int(report.get("message_budget") or 0))
+    request = await asyncio.to_thread(
+        summary_request, restored["text"] if restored else None, dropped, counter, max_input, max_tokens
+    )
     try:
         reply = await asyncio.wait_for(settings.summarize(request), settings.summary_timeout)
     except asyncio.TimeoutError:
@@ -193,7 +197,7 @@ async def _summarize(
                        len(dropped), type(exc).__name__)
         return None
     usage.update(_add_usage(usage, reply))
-    text = await asyncio.to_thread(clean_summary, content_text(reply.content), counter)
+    text = await asyncio.to_thread(clean_summary, content_text(reply.content), counter, max_tokens)
     if not text:
         logger.warning("Summary of %d dropped message(s) came back empty; keeping the plain cut", len(dropped))
         return None

@@ -103,6 +103,16 @@ def summary_request(
     ]
 
 
+def summary_bounds(message_budget: int) -> tuple[int, int]:
+    """(summary tokens, summary request tokens) for a model whose message budget is ``message_budget``.
+
+    The summary may take an eighth of the budget (at most :data:`SUMMARY_MAX_TOKENS`);
+    its request fits the budget (at most :data:`SUMMARY_INPUT_MAX_TOKENS`).
+    """
+    max_tokens = max(100, min(SUMMARY_MAX_TOKENS, message_budget // 8))
+    return max_tokens, max(500, min(SUMMARY_INPUT_MAX_TOKENS, message_budget - max_tokens))
+
+
 def count_turns(messages: Sequence[BaseMessage]) -> int:
     return sum(1 for m in messages if isinstance(m, HumanMessage))
 
