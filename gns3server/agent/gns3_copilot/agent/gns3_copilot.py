@@ -237,13 +237,15 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             }
             # CPU-bound (tokenising, and loading an encoding the first time): off the loop.
             prepared_state = await asyncio.to_thread(settings.pre_model_hook, hook_state)
-            if prepared_state["context_report"].get("window_moved") and settings.summarize is not None:
+            moved = bool(prepared_state["context_report"].get("window_moved"))
+            if moved and settings.summarize is not None:
                 new_summary = await _summarize(settings, messages, summary, prepared_state, run_usage)
                 if new_summary is not None:
                     summary = new_summary
                     hook_state.update(context_window=prepared_state.get("context_window"), context_summary=summary)
                     prepared_state = await asyncio.to_thread(settings.pre_model_hook, hook_state)
             prepared, report = prepared_state["messages"], prepared_state["context_report"]
+            report["window_moved"] = moved  # also when the summary's second pass kept the new window
             window = prepared_state.get("context_window", window)
             report["summary_text"] = (summary or {}).get("text") if report.get("summary_tokens") else None
             report["summary_until_id"] = (summary or {}).get("until_id") if report.get("summary_tokens") else None
