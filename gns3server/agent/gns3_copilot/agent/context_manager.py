@@ -197,6 +197,8 @@ class ContextReport(TypedDict):
     masked_tokens_saved: int
     summary_tokens: int
     summarized_turns: int
+    summary_text: str | None
+    summary_until_id: str | None
 
 
 def _report(
@@ -243,6 +245,8 @@ def _report(
         masked_tokens_saved=0,
         summary_tokens=0,
         summarized_turns=0,
+        summary_text=None,
+        summary_until_id=None,
     )
     report.update(extra)  # type: ignore[typeddict-item]
     return report
@@ -375,7 +379,9 @@ def create_pre_model_hook(
             masked_outputs=plan.masked_outputs,
             masked_tokens_saved=plan.masked_tokens_saved,
             summary_tokens=system_tokens - system_plain_tokens,
-            summarized_turns=int(summary.get("turns", 0)) if summary else 0,
+            summarized_turns=int(summary.get("turns", 0)) if section else 0,
+            summary_text=summary["text"] if section and summary else None,
+            summary_until_id=summary.get("until_id") if section and summary else None,
         )
         # The summary is part of the system message but reported on its own.
         report["system_tokens"] -= report["summary_tokens"]

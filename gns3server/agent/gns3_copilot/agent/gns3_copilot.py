@@ -247,8 +247,6 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             prepared, report = prepared_state["messages"], prepared_state["context_report"]
             report["window_moved"] = moved  # also when the summary's second pass kept the new window
             window = prepared_state.get("context_window", window)
-            report["summary_text"] = (summary or {}).get("text") if report.get("summary_tokens") else None
-            report["summary_until_id"] = (summary or {}).get("until_id") if report.get("summary_tokens") else None
             logger.info("Messages prepared: %d → %d", len(messages), len(prepared))
             writer(events.context(report))
             try:
