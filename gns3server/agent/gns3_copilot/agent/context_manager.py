@@ -28,7 +28,7 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 
-from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter
+from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter, content_text, json_text
 from .context.summary import restore_summary, summary_section
 from .context.window import DEFAULT_LOW_WATER, DEFAULT_TOOL_OUTPUT_TURNS, plan_window, restore_window
 from .context.injection import TOPOLOGY_SHARE, TopologyText, fit_topology, inject
@@ -184,6 +184,7 @@ class ContextReport(TypedDict):
     topology_available: bool
     topology_level: int | None
     topology_reduced: bool
+    topology_focus: list[str]
     truncated: list[dict[str, Any]]
     interrupted_calls: int
     orphan_results: int
@@ -232,6 +233,7 @@ def _report(
         topology_available=topology.available,
         topology_level=topology.level,
         topology_reduced=topology.reduced,
+        topology_focus=list(topology.focus),
         truncated=[],
         interrupted_calls=0,
         orphan_results=0,
@@ -256,6 +258,29 @@ def _originals_kept(originals: list[BaseMessage], kept: list[BaseMessage]) -> in
     """How many of ``originals`` are in ``kept`` unchanged (by identity)."""
     ids = {id(m) for m in originals}
     return sum(1 for m in kept if id(m) in ids)
+
+
+# How much of the conversation is searched for node names (messages, characters each).
+MENTION_MESSAGES = 40
+MENTION_CHARS = 4000
+
+
+def _mentions(raw: Any, window: Any) -> str:
+    """What the conversation since the window's start said, tool outputs excepted: the nodes
+    it names get full detail in a big lab's topology. It changes only when a new node is named
+    or the window moves, so the system message stays cacheable."""
+    try:
+        messages = convert_to_messages(raw)
+    except Exception:  # the hook reports unusable messages itself
+        return ""
+    start = restore_window(window, messages, quiet=True).start
+    parts: list[str] = []
+    for message in messages[start:][-MENTION_MESSAGES:]:
+        if message.type == "tool":
+            continue
+        parts.append(content_text(message.content)[:MENTION_CHARS])
+        parts.extend(json_text(call.get("args") or {}) for call in getattr(message, "tool_calls", None) or [])
+    return "\n".join(parts)
 
 
 def create_pre_model_hook(
@@ -307,9 +332,9 @@ def create_pre_model_hook(
                 budget["budget"],
             )
 
-        topology = fit_topology(
-            get_topology_func(state), max(0, int(message_budget * TOPOLOGY_SHARE)), counter
-        )
+        raw_topology = get_topology_func(state)
+        mentions = _mentions(state.get("messages") or [], state.get("context_window")) if isinstance(raw_topology, Mapping) else ""
+        topology = fit_topology(raw_topology, max(0, int(message_budget * TOPOLOGY_SHARE)), counter, mentions)
         if topology.available:
             logger.info("✓ Topology injected: %d chars, nodes: %s", len(topology.text), topology.node_names)
         else:

@@ -71,20 +71,22 @@ class WindowPlan:
     orphan_results: int
 
 
-def restore_window(value: Any, messages: Sequence[BaseMessage]) -> Window:
-    """The stored window if it still matches ``messages``, else the start of the history."""
+def restore_window(value: Any, messages: Sequence[BaseMessage], *, quiet: bool = False) -> Window:
+    """The stored window if it still matches ``messages``, else the start of the history (logged unless ``quiet``)."""
     if not isinstance(value, Mapping):
         return Window()
     start, mask_until = value.get("start"), value.get("mask_until", 0)
     if not isinstance(start, int) or not isinstance(mask_until, int) or not 0 <= start <= len(messages):
-        log.warning("Stored context window %r does not match the history; starting from its beginning", value)
+        if not quiet:
+            log.warning("Stored context window %r does not match the history; starting from its beginning", value)
         return Window()
     if start and (
         start == len(messages)
         or not isinstance(messages[start], HumanMessage)
         or messages[start].id != value.get("start_id")
     ):
-        log.warning("Stored context window no longer matches the history; starting from its beginning")
+        if not quiet:
+            log.warning("Stored context window no longer matches the history; starting from its beginning")
         return Window()
     return Window(start, value.get("start_id"), max(0, min(mask_until, len(messages))))
 
