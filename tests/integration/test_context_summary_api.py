@@ -7,6 +7,7 @@ turn at which the history window moves is known before the stub's replies are sc
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -105,3 +106,11 @@ async def test_summary_switched_off(admin, stub, project):
     assert answer(events) == "No summary." and len(stub.requests) == asked + 1
     report = next(e for e in events if e["type"] == "context")["report"]
     assert report["window_moved"] and report["summary_tokens"] == 0
+
+
+async def test_tokenizers_load_when_the_server_starts(gns3_server):
+    """Off the event loop, at start-up: the line is in the log before any chat (or soon after start)."""
+    deadline = asyncio.get_running_loop().time() + 60
+    while "Tokenizers cl100k_base, o200k_base loaded in" not in gns3_server.log_file.read_text(errors="replace"):
+        assert asyncio.get_running_loop().time() < deadline, "tokenizers not loaded within 60 s of start"
+        await asyncio.sleep(0.2)  # polling the log file with a deadline: it has no event to wait on

@@ -133,7 +133,10 @@ def test_old_tool_outputs_are_masked_in_the_request_only():
     stub = stubs[0].content
     node = next(c["args"]["node_name"] for m in history if isinstance(m, AIMessage)
                 for c in m.tool_calls if c["id"] == stubs[0].tool_call_id)
-    assert f"for {node}" in stub and "200 tokens" in stub and f"node_name='{node}'" in stub
+    original = next(m for m in history if isinstance(m, ToolMessage) and m.tool_call_id == stubs[0].tool_call_id)
+    size = TokenCounter().message(original)  # what the output cost in a request
+    assert 200 < size < 220
+    assert f"for {node}" in stub and f"{size} tokens" in stub and f"node_name='{node}'" in stub
     # the latest turns keep their output, and the stored history keeps every output
     assert tools[-1].content == words(200)
     assert all(m.content == words(200) for m in history if isinstance(m, ToolMessage))
