@@ -133,12 +133,13 @@ def masked_view(
         if not isinstance(message, ToolMessage):
             continue
         name, args = calls.get(str(message.tool_call_id), (message.name or "", {}))
-        tokens = counter.content(message.content)
-        stub = mask_stub(name, args, tokens)
-        if counter.text(stub) >= tokens:
+        # Both counts are memoised by content: masking costs look-ups on every later call.
+        tokens = counter.message(message)
+        copy = message.model_copy(update={"content": mask_stub(name, args, tokens)})
+        stub_tokens = counter.message(copy)
+        if stub_tokens >= tokens:
             continue  # a short output costs less than its stub
-        copy = message.model_copy(update={"content": stub})
-        saved += counter.message(message) - counter.message(copy)
+        saved += tokens - stub_tokens
         masked += 1
         view[i] = copy
     return view, masked, saved
