@@ -30,7 +30,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from .counting import TokenCounter
-from .history import FitResult, Unit, fit_history, repair, split_turns
+from .history import FitResult, fit_history, repair
 
 log = logging.getLogger(__name__)
 
@@ -115,20 +115,20 @@ def mask_stub(tool: str, args: Mapping[str, Any], tokens: int) -> str:
 
 
 def masked_view(
-    messages: Sequence[BaseMessage], start: int, mask_until: int, counter: TokenCounter
+    messages: Sequence[BaseMessage], start: int, mask_until: int, counter: TokenCounter, end: int | None = None
 ) -> tuple[list[BaseMessage], int, int]:
-    """``messages[start:]`` with tool outputs before ``mask_until`` replaced by stubs.
+    """``messages[start:end]`` with tool outputs before ``mask_until`` replaced by stubs.
 
     Returns the view, how many outputs were masked and the tokens that saved.
     Stubs are a pure function of the output and its call, so a masked message
     is the same text in every request: it does not break the cached prefix.
     """
-    view = list(messages[start:])
+    view = list(messages[start:end])
     if mask_until <= start:
         return view, 0, 0
-    calls = _calls_by_id(messages[:mask_until])
+    calls = _calls_by_id(messages[start:mask_until])
     masked = saved = 0
-    for i in range(mask_until - start):
+    for i in range(min(mask_until - start, len(view))):
         message = view[i]
         if not isinstance(message, ToolMessage):
             continue
@@ -150,10 +150,6 @@ def _turn_starts(messages: Sequence[BaseMessage], start: int) -> list[int]:
     return [i for i in range(start, len(messages)) if isinstance(messages[i], HumanMessage)]
 
 
-def _units_cost(units: Sequence[Unit], counter: TokenCounter) -> int:
-    return sum(counter.message(m) for unit in units for m in unit)
-
-
 def plan_window(
     messages: Sequence[BaseMessage],
     previous: Window,
@@ -168,39 +164,34 @@ def plan_window(
     ``available`` and ``low_water`` are token rooms for the history alone (the
     system message and the reply priming already taken out). ``tool_output_turns``
     is how many of the latest turns keep their tool outputs when the window moves
-    (None: never mask).
+    (None: never mask). Turns are costed newest first and only until the room is
+    exceeded, so the dropped part of a long history is never encoded.
     """
     window = previous
-    view, masked, saved = masked_view(messages, window.start, window.mask_until, counter)
-    units, stats = repair(view)
-    moved = False
-    if _units_cost(units, counter) > available:
-        moved = True
-        starts = _turn_starts(messages, window.start)
+    starts = _turn_starts(messages, window.start)
+    # Turn k spans bounds[k]..bounds[k+1]; a head without a user message joins the first turn.
+    bounds = [window.start, *starts[1:], len(messages)] if starts else [window.start, len(messages)]
+
+    def newest_turns(mask_until: int, room: int) -> int:
+        """The start of the oldest turn such that it and all newer ones fit ``room`` (-1: none over)."""
+        total = 0
+        for k in range(len(bounds) - 2, -1, -1):
+            view, _, _ = masked_view(messages, bounds[k], mask_until, counter, bounds[k + 1])
+            total += sum(counter.message(m) for m in view)
+            if total > room:
+                return bounds[k + 1] if k + 1 < len(bounds) - 1 else bounds[-2]
+        return -1
+
+    moved = newest_turns(window.mask_until, available) != -1
+    if moved:
         mask_until = window.mask_until
         if tool_output_turns is not None and len(starts) > max(1, tool_output_turns):
             mask_until = max(mask_until, starts[-max(1, tool_output_turns)])
-        view, masked, saved = masked_view(messages, window.start, mask_until, counter)
-        units, stats = repair(view)
-        # Cost of each turn of the masked view, to find the oldest start within the low-water mark.
-        position = {id(m): window.start + i for i, m in enumerate(view)}
-        turns = split_turns(units)
-        costs: list[tuple[int, int]] = []  # (message index of the turn's user message, cost)
-        for turn in turns:
-            cost = _units_cost(turn.units, counter)
-            if turn.human is not None:
-                cost += counter.message(turn.human)
-            costs.append((position.get(id(turn.human), window.start) if turn.human is not None else window.start, cost))
-        new_start = costs[-1][0] if costs else window.start
-        total = 0
-        for index, cost in reversed(costs):
-            total += cost
-            if total > low_water:
-                break
-            new_start = index
+        new_start = newest_turns(mask_until, low_water)
+        new_start = window.start if new_start == -1 else max(new_start, window.start)
         start_id = messages[new_start].id if new_start < len(messages) else None
         window = Window(new_start, start_id, max(mask_until, new_start))
-        view, masked, saved = masked_view(messages, window.start, window.mask_until, counter)
-        units, stats = repair(view)
+    view, masked, saved = masked_view(messages, window.start, window.mask_until, counter)
+    units, stats = repair(view)
     fit = fit_history(units, available, counter)
     return WindowPlan(window, fit, view, moved, masked, saved, stats.interrupted_calls, stats.orphan_results)
