@@ -16,7 +16,8 @@ also carries a whole new turn, which no cache can have seen). Per variant:
 - ``turns kept``: user turns in a request, on average once full;
 - ``masked saved``: tokens the masked tool outputs saved per request, on average once full.
 
-Variants, in the same run: ``plain`` (the trim before this change: fill the
+Two conversation shapes: ``agent`` (tool outputs of 50-3000 tokens) and
+``short`` (50-600). Variants, in the same run: ``plain`` (the trim before this change: fill the
 budget, newest turns first, nothing remembered: ``context_low_water`` 1.0,
 no masking, no window state), ``window`` (low-water cut kept in the state, no
 masking), ``window+mask`` (the defaults) and ``window+mask+summary`` (a synthetic
@@ -28,16 +29,17 @@ Run: ``.venv/bin/python bench/cache.py`` (``--quick`` for a smoke run).
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from context import PROMPT, TOOLS, TOPOLOGY, conversation  # noqa: E402
+from context import PROMPT, TOOLS, TOPOLOGY, conversation, text_of  # noqa: E402
 
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter, message_key  # noqa: E402
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook  # noqa: E402
@@ -49,6 +51,27 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "window+mask+summary": {"remember": True, "summary": True},
 }
 SUMMARY_WORDS = 400
+
+
+def short_turns(n_messages: int, seed: int = 7) -> list[BaseMessage]:
+    """Lighter turns than ``conversation``: tool outputs of 50-600 tokens, answers of 50-200."""
+    rng = random.Random(seed)
+    messages: list[BaseMessage] = []
+    turn = 0
+    while len(messages) < n_messages:
+        call_id = f"call_{turn}"
+        node = f"R{turn % 30}"
+        messages += [
+            HumanMessage(f"Question {turn}: is {node} forwarding to R{(turn + 1) % 30}?"),
+            AIMessage("", tool_calls=[{"name": "run_show_command", "args": {"node": node, "command": "show ip route"}, "id": call_id}]),
+            ToolMessage(text_of(rng, rng.randint(50, 600)), tool_call_id=call_id, name="run_show_command"),
+            AIMessage(text_of(rng, rng.randint(50, 200))),
+        ]
+        turn += 1
+    return messages[:n_messages]
+
+
+PROFILES = {"agent": conversation, "short": short_turns}
 
 
 def _hook(limit: int, options: Mapping[str, Any]):
@@ -122,11 +145,11 @@ def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], 
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = "| limit | messages | requests at | variant | requests (full) | cacheable once full | uncached tokens | vs plain | turns kept | masked saved |"
-    lines = [head, "|" + "---|" * 10]
+    head = "| conversation | limit | messages | requests at | variant | requests (full) | cacheable once full | uncached tokens | vs plain | turns kept | masked saved |"
+    lines = [head, "|" + "---|" * 11]
     for r in rows:
         lines.append(
-            f"| {r['limit']}K | {r['messages']} | {r['per']} | {r['variant']} | {r['requests']} ({r['requests_full']}) "
+            f"| {r['profile']} | {r['limit']}K | {r['messages']} | {r['per']} | {r['variant']} | {r['requests']} ({r['requests_full']}) "
             f"| {100 * r['cacheable_full']:.1f}% | {r['uncached']:,} | {r['vs_plain']:.2f}x "
             f"| {r['turns_kept']:.1f} | {r['masked_saved']:,.0f} |"
         )
@@ -139,15 +162,16 @@ def main() -> None:
     args = parser.parse_args()
     cases = [(8, 300), (16, 500), (128, 2000)] if not args.quick else [(8, 120), (16, 200)]
     rows = []
-    for limit, n in cases:
-        for per in ("call", "question"):
-            plain_uncached = None
-            for name, options in VARIANTS.items():
-                result = replay(conversation(n), limit, options, per)
-                plain_uncached = plain_uncached or result["uncached"]
-                rows.append({"limit": limit, "messages": n, "per": per, "variant": name, **result,
-                             "vs_plain": result["uncached"] / plain_uncached})
-                print(f"  {limit}K {n} {per} {name}: done", file=sys.stderr)
+    for profile, make in PROFILES.items():
+        for limit, n in cases:
+            for per in ("call", "question"):
+                plain_uncached = None
+                for name, options in VARIANTS.items():
+                    result = replay(make(n), limit, options, per)
+                    plain_uncached = plain_uncached or result["uncached"]
+                    rows.append({"profile": profile, "limit": limit, "messages": n, "per": per, "variant": name,
+                                 **result, "vs_plain": result["uncached"] / plain_uncached})
+                    print(f"  {profile} {limit}K {n} {per} {name}: done", file=sys.stderr, flush=True)
     print(table(rows))
 
 
