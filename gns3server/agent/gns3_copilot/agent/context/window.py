@@ -126,7 +126,7 @@ def masked_view(
     view = list(messages[start:end])
     if mask_until <= start:
         return view, 0, 0
-    calls = _calls_by_id(messages[start:mask_until])
+    calls = _calls_by_id(messages[start : mask_until if end is None else min(mask_until, end)])
     masked = saved = 0
     for i in range(min(mask_until - start, len(view))):
         message = view[i]
