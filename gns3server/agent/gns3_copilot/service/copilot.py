@@ -338,6 +338,7 @@ class CopilotService:
             get_tools_func=lambda: allowed,
             counters=self._counters,
         )
+
         async def summarize(request: list[BaseMessage]) -> Any:
             # The same model without tools; building it imports the provider SDK: off the loop.
             model = await asyncio.to_thread(self._bind_tools, [], llm_config)
