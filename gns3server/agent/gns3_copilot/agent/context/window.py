@@ -150,16 +150,6 @@ def _turn_starts(messages: Sequence[BaseMessage], start: int) -> list[int]:
     return [i for i in range(start, len(messages)) if isinstance(messages[i], HumanMessage)]
 
 
-def _exceeds(view: Sequence[BaseMessage], room: int, counter: TokenCounter) -> bool:
-    """Whether ``view`` costs more than ``room``, counting newest first and stopping as soon as it does."""
-    total = 0
-    for message in reversed(view):
-        total += counter.message(message)
-        if total > room:
-            return True
-    return False
-
-
 def plan_window(
     messages: Sequence[BaseMessage],
     previous: Window,
@@ -193,7 +183,10 @@ def plan_window(
         return -1
 
     view, masked, saved = masked_view(messages, window.start, window.mask_until, counter)
-    moved = _exceeds(view, available, counter)
+    units, stats = repair(view)
+    fit = fit_history(units, available, counter)
+    # Everything from the stored start was sent as it is: the window stays (the common case, one pass).
+    moved = bool(fit.truncated) or fit.over_budget or len(fit.messages) != sum(len(u) for u in units)
     if moved:
         mask_until = window.mask_until
         if tool_output_turns is not None and len(starts) > max(1, tool_output_turns):
@@ -203,6 +196,6 @@ def plan_window(
         start_id = messages[new_start].id if new_start < len(messages) else None
         window = Window(new_start, start_id, max(mask_until, new_start))
         view, masked, saved = masked_view(messages, window.start, window.mask_until, counter)
-    units, stats = repair(view)
-    fit = fit_history(units, available, counter)
+        units, stats = repair(view)
+        fit = fit_history(units, available, counter)
     return WindowPlan(window, fit, view, moved, masked, saved, stats.interrupted_calls, stats.orphan_results)
