@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 # The API client and its fixtures live with the API tests; reused here as they are.
 from test_copilot_api import (  # noqa: F401
-    API, admin, admin_llm, answer, http, kinds, project, sessions_path, stub,
+    API, admin, answer, http, kinds, project, sessions_path, stub,
 )
 from tests.support.openai_stub import OpenAIStub, fault
 
