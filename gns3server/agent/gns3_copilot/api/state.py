@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 from fastapi import FastAPI
 
+from ..agent.context.tokenizer import warm_up
 from ..agent.model_factory import create_base_model_with_tools, is_context_length_error, validate_llm_config
 from ..gns3_client.client import GNS3Client
 from ..service.copilot import CopilotService, User
@@ -56,6 +57,8 @@ class CopilotState:
         self._connector = connector
         self._loop = asyncio.get_running_loop()
         self._closing: asyncio.Task[None] | None = None
+        # Tokenizer files load in a worker thread now, not on the first user's first call.
+        self.tokenizers_ready: asyncio.Future[None] = self._loop.run_in_executor(None, warm_up)
         self.service = CopilotService(
             storage,
             tools_factory=lambda context: build_tools(context, console),

@@ -33,8 +33,16 @@ from langgraph.types import Command
 from ..agent import events
 from ..agent.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
 from ..agent.context.counting import TokenCounter, content_text, role_of
-from ..agent.context_manager import create_pre_model_hook
-from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, LLM_CALL, AgentSettings, build_copilot_graph, check_mode, tools_for_mode
+from ..agent.context_manager import create_pre_model_hook, resolve_window_settings
+from ..agent.gns3_copilot import (
+    DEFAULT_MAX_LLM_CALLS,
+    DEFAULT_SUMMARY_TIMEOUT,
+    LLM_CALL,
+    AgentSettings,
+    build_copilot_graph,
+    check_mode,
+    tools_for_mode,
+)
 from ..agent.prompts import system_prompt_for
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
@@ -235,7 +243,13 @@ class CopilotService:
         settings = await asyncio.to_thread(self._settings, user, record.project_id, session_id, llm_config, mode)
         values = await self._values(session_id)
         topology = await settings.load_topology(record.project_id)
-        state = {"messages": values.get("messages", []), "topology_info": topology, "token_scale": values.get("token_scale")}
+        state = {
+            "messages": values.get("messages", []),
+            "topology_info": topology,
+            "token_scale": values.get("token_scale"),
+            "context_window": values.get("context_window"),
+            "context_summary": values.get("context_summary"),
+        }
         return dict((await asyncio.to_thread(settings.pre_model_hook, state))["context_report"])
 
     async def history(self, user: User, session_id: str) -> list[dict[str, Any]]:
@@ -408,6 +422,13 @@ class CopilotService:
             get_tools_func=lambda: allowed,
             counters=self._counters,
         )
+
+        async def summarize(request: list[BaseMessage]) -> Any:
+            # The same model without tools; building it imports the provider SDK: off the loop.
+            model = await asyncio.to_thread(self._bind_tools, [], llm_config)
+            return await model.ainvoke(request)
+
+        timeout = llm_config.get("timeout")
         return AgentSettings(
             tools=tools,
             mode=mode,
@@ -416,6 +437,8 @@ class CopilotService:
             load_topology=load_topology,
             is_context_length_error=self._is_context_length_error,
             max_llm_calls=self._max_llm_calls,
+            summarize=summarize if resolve_window_settings(llm_config)["summary"] else None,
+            summary_timeout=min(DEFAULT_SUMMARY_TIMEOUT, timeout) if isinstance(timeout, (int, float)) else DEFAULT_SUMMARY_TIMEOUT,
         )
 
     async def _execute_hiding_key(
