@@ -20,7 +20,7 @@ from starlette.staticfiles import StaticFiles
 
 from .errors import install_error_handlers
 from .middleware import BodySizeLimitMiddleware
-from .routes import PREFIX, copilot_router
+from .routes import PREFIX, access_router, copilot_router
 from .settings import SettingsError, settings_from_gns3
 from .state import CopilotState
 from .webui import WebUIButtonMiddleware  # issue 6 (panel): the Copilot button in GNS3's web UI
@@ -78,6 +78,7 @@ def install(app: FastAPI) -> None:
         return
     app.state.copilot_installed = True
     app.include_router(copilot_router())
+    app.include_router(access_router())
     app.mount(PANEL_PATH, StaticFiles(packages=[PANEL_PACKAGE], html=True), name="copilot")
     install_error_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, prefix=PREFIX + "/")

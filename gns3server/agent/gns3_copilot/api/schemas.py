@@ -9,6 +9,7 @@ config is a plain object.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -22,8 +23,10 @@ MAX_MESSAGE_CHARS = 100_000
 Mode = Literal["teaching", "lab_automation", "text"]  # the agent's MODES, plus GNS3 3.1's "text"
 
 
-def _timestamp(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+def session_timestamp(seconds: float) -> str:
+    """GNS3 3.1's timestamps: ISO 8601 in UTC *without* a zone suffix (its web UI appends ``Z``
+    itself, and shows "Invalid Date" for ``...ZZ``)."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None).isoformat()
 
 
 def _not_blank(value: str) -> str:
@@ -93,12 +96,20 @@ class SessionUpdate(SessionBase):
 
 
 class Session(SessionBase):
+    """A session as GNS3 3.1's ``ChatSession`` (thread_id, message_count, pinned, naive UTC
+    timestamps...), plus our own fields under names 3.1 does not use."""
+
     session_id: str
     thread_id: str = Field(..., description="Same as session_id (GNS3 3.1 name)")
     user_id: str
     project_id: str
-    created_at: datetime
-    updated_at: datetime
+    created_at: str = Field(..., description="ISO 8601, UTC, no zone suffix (as GNS3 3.1)")
+    updated_at: str = Field(..., description="ISO 8601, UTC, no zone suffix (as GNS3 3.1)")
+    last_message_at: str | None = Field(None, description="When the last run ended (GNS3 3.1 name)")
+    message_count: int = Field(0, description="Messages in the conversation (user, assistant, tool)")
+    pinned: bool = Field(False, description="Pinned sessions are listed first")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="GNS3 3.1's session metadata")
+    stats: dict[str, Any] = Field(default_factory=dict, description="GNS3 3.1's session statistics")
     runs: int = Field(0, description="Chat requests answered in this session")
     input_tokens: int = 0
     output_tokens: int = 0
@@ -116,8 +127,11 @@ class Session(SessionBase):
             user_id=record.user_id,
             project_id=record.project_id,
             title=record.title,
-            created_at=_timestamp(record.created_at),
-            updated_at=_timestamp(record.updated_at),
+            created_at=session_timestamp(record.created_at),
+            updated_at=session_timestamp(record.updated_at),
+            last_message_at=session_timestamp(record.updated_at) if record.runs else None,
+            message_count=record.message_count,
+            pinned=bool(record.pinned),
             runs=record.runs,
             input_tokens=record.input_tokens,
             output_tokens=record.output_tokens,
@@ -127,27 +141,60 @@ class Session(SessionBase):
         )
 
 
+class ToolFunction(BaseModel):
+    name: str
+    arguments: str = Field(..., description="The arguments as a JSON text (OpenAI's shape)")
+
+
 class HistoryToolCall(BaseModel):
-    id: str | None = None
+    """A tool call as GNS3 3.1 (OpenAI) shapes it, plus ``name`` and ``args`` (ours, an object)."""
+
+    id: str
+    type: Literal["function"] = "function"
+    function: ToolFunction
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def from_call(cls, call: dict[str, Any]) -> HistoryToolCall:
+        args = call.get("args") or {}
+        arguments = json.dumps(args, ensure_ascii=False, default=str)
+        return cls(id=call.get("id") or "", function=ToolFunction(name=call["name"], arguments=arguments),
+                   name=call["name"], args=args)
+
 
 class HistoryMessage(BaseModel):
+    """A stored message as GNS3 3.1's ``OpenAIMessage`` (``id`` always set), plus ``status``."""
+
+    id: str
     role: Literal["user", "assistant", "tool", "system"]
     content: str
-    id: str | None = None
-    tool_calls: list[HistoryToolCall] | None = None
-    tool_call_id: str | None = None
     name: str | None = None
-    status: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: list[HistoryToolCall] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    status: str | None = Field(None, description="Tool messages: success, error, ...")
+
+    @classmethod
+    def from_stored(cls, message: dict[str, Any], fallback_id: str) -> HistoryMessage:
+        """From the service's message dict; a message without an id gets ``fallback_id``."""
+        data = dict(message)
+        calls = data.pop("tool_calls", None)
+        return cls(
+            **{**data, "id": data.get("id") or fallback_id},
+            tool_calls=[HistoryToolCall.from_call(c) for c in calls] if calls else None,
+        )
 
 
 class SessionHistory(BaseModel):
+    """GNS3 3.1's ``ConversationHistory`` plus ``session_id``."""
+
     session_id: str
     thread_id: str
     title: str
     messages: list[HistoryMessage]
+    created_at: str | None = None
+    updated_at: str | None = None
 
 
 class AbortResult(BaseModel):

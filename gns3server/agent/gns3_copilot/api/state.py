@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -26,6 +26,7 @@ from ..tools.toolset import ConsoleServices, build_tools
 from .crypto import SecretBox, load_or_create_key
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_store import LLMConfigRecord, LLMConfigStore
+from .model_configs31 import default_record, named_record
 from .settings import CopilotSettings
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,13 @@ log = logging.getLogger(__name__)
 CONNECTION_LIMIT = 200
 # GNS3 3.1 clients send mode "text"; it stands for this server's default mode.
 COMPAT_MODES = frozenset({"text"})
+# An LLM config's ``copilot_mode`` (GNS3 3.1's names, or ours) as the agent's mode.
+CONFIG_MODES = {
+    "teaching_assistant": "teaching",
+    "lab_automation_assistant": "lab_automation",
+    "teaching": "teaching",
+    "lab_automation": "lab_automation",
+}
 
 
 class CopilotState:
@@ -98,21 +106,29 @@ class CopilotState:
     def _session(self) -> aiohttp.ClientSession:
         return aiohttp.ClientSession(connector=self._connector, connector_owner=False)
 
-    def mode(self, requested: str | None) -> str:
-        """The mode a request runs in: the server default when none (or 3.1's ``text``) is named."""
+    def mode(self, requested: str | None, llm_config: Mapping[str, Any] | None = None) -> str:
+        """The mode a request runs in. When it names none (or 3.1's ``text``): the LLM config's
+        ``copilot_mode`` if the server allows that mode (GNS3 3.1's web UI switches modes by
+        writing it into the config), else the server default."""
         if requested is None or requested in COMPAT_MODES:
+            preferred = CONFIG_MODES.get(str((llm_config or {}).get("copilot_mode")))
+            if preferred is not None and preferred in self.settings.modes:
+                return preferred
             return self.settings.default_mode
         if requested not in self.settings.modes:
             raise ModeNotAllowedError(f"mode: must be one of {', '.join(self.settings.modes)}")
         return requested
 
-    async def llm_config_for(self, user_id: str, config_id: str | None = None) -> dict[str, Any]:
-        """The full LLM config (key decrypted) a run of this user uses."""
+    async def llm_config_for(
+        self, user_id: str, config_id: str | None = None, group_ids: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """The full LLM config (key decrypted) a run of this user uses: the one named (the
+        user's or a group's of theirs), else the user's default, a group's default, the server's."""
         record: LLMConfigRecord | None
         if config_id is not None:
-            record = await self.llm_configs.get(user_id, config_id)
+            record = await named_record(self.llm_configs, user_id, group_ids, config_id)
         else:
-            record = await self.llm_configs.default(user_id)
+            record = await default_record(self.llm_configs, user_id, group_ids)
         if record is not None:
             return self.llm_configs.usable(record)
         if self.settings.default_llm_config is not None:

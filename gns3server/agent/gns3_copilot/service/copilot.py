@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,6 +100,15 @@ def message_to_dict(message: BaseMessage) -> dict[str, Any]:
     return data
 
 
+def is_uuid(text: str) -> bool:
+    """A well-formed UUID (the only kind of id a client may choose for a new session)."""
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _unanswered_calls(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
     """Results to store for the calls of the last assistant message that have none."""
     for index in range(len(messages) - 1, -1, -1):
@@ -150,8 +160,25 @@ class CopilotService:
             raise SessionNotFoundError(f"Session {session_id} not found")
         return record
 
-    async def create_session(self, user: User, project_id: str, title: str = "New conversation") -> SessionRecord:
-        return await self._storage.sessions.create(user.user_id, project_id, title)
+    async def session_or_new(self, user: User, session_id: str) -> SessionRecord | None:
+        """The user's session; None when ``session_id`` is a well-formed UUID that names no
+        session yet (a client may choose the id of a new one); else SessionNotFoundError."""
+        if is_uuid(session_id) and await self._storage.sessions.get(session_id) is None:
+            return None
+        return await self.session(user, session_id)
+
+    async def create_session(
+        self, user: User, project_id: str, title: str = "New conversation", session_id: str | None = None
+    ) -> SessionRecord:
+        """A new session of ``user``; ``session_id`` is a client-chosen id (GNS3 3.1 sends one).
+
+        An id that already names a session is not a new one: someone else's is a 404,
+        exactly like an unknown id, so that an id can be neither taken over nor probed.
+        """
+        record = await self._storage.sessions.create(user.user_id, project_id, title, session_id)
+        if record.user_id != user.user_id or record.project_id != project_id:
+            raise SessionNotFoundError(f"Session {session_id} not found")
+        return record
 
     async def list_sessions(self, user: User, project_id: str) -> list[SessionRecord]:
         return await self._storage.sessions.list(user.user_id, project_id)
@@ -159,6 +186,14 @@ class CopilotService:
     async def rename(self, user: User, session_id: str, title: str) -> SessionRecord:
         await self.session(user, session_id)
         record = await self._storage.sessions.rename(session_id, title)
+        if record is None:
+            raise SessionNotFoundError(f"Session {session_id} not found")
+        return record
+
+    async def pin(self, user: User, session_id: str, pinned: bool) -> SessionRecord:
+        """Pin the session (listed first) or unpin it."""
+        await self.session(user, session_id)
+        record = await self._storage.sessions.set_pinned(session_id, pinned)
         if record is None:
             raise SessionNotFoundError(f"Session {session_id} not found")
         return record
@@ -220,7 +255,11 @@ class CopilotService:
         if session_id is None:
             record = await self.create_session(user, project_id, message)
         else:
-            record = await self.session(user, session_id)
+            existing = await self.session_or_new(user, session_id)
+            if existing is None:  # a client-chosen id for a new session
+                record = await self.create_session(user, project_id, message, session_id)
+            else:
+                record = existing
             if record.project_id != project_id:
                 raise SessionNotFoundError(f"Session {session_id} not found in project {project_id}")
         if record.pending_calls:
@@ -397,11 +436,20 @@ class CopilotService:
             run.finished = True
             try:
                 await self._prune_checkpoints(session_id)
+                await self._count_messages(session_id)
                 await self._storage.sessions.record_run(session_id, usage)
             finally:
                 # No await between these two: whoever sees `done` may start the next run.
                 self._runs.pop(session_id, None)
                 run.queue.put_nowait(events.done(session_id, usage, status))
+
+    async def _count_messages(self, session_id: str) -> None:
+        """Store how many messages the conversation holds (the session list shows it); never fails the run."""
+        try:
+            count = len((await self._values(session_id)).get("messages", []))
+            await self._storage.sessions.set_message_count(session_id, count)
+        except Exception:
+            log.exception("Could not count the messages of session %s", session_id)
 
     async def _prune_checkpoints(self, session_id: str) -> None:
         """Drop the run's intermediate checkpoints (only the latest is ever read); never fails the run."""

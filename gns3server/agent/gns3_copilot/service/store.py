@@ -2,8 +2,9 @@
 
 The conversation itself lives in LangGraph's checkpointer (thread id = session
 id); this table holds what the checkpointer does not: owner, project, title,
-timestamps and token usage. :class:`SessionStore` is the interface the service
-uses; :class:`SQLiteSessionStore` is the embedded implementation.
+timestamps, token usage, whether it is pinned and how many messages it holds
+(GNS3 3.1's session list shows both). :class:`SessionStore` is the interface the
+service uses; :class:`SQLiteSessionStore` is the embedded implementation.
 """
 
 from __future__ import annotations
@@ -30,13 +31,20 @@ CREATE TABLE IF NOT EXISTS copilot_sessions (
     input_tokens  INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0,
     total_tokens  INTEGER NOT NULL DEFAULT 0,
-    pending       TEXT
+    pending       TEXT,
+    pinned        INTEGER NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS copilot_sessions_owner ON copilot_sessions (user_id, project_id, updated_at);
 """
 _COLUMNS = (
     "session_id, user_id, project_id, title, created_at, updated_at, runs, input_tokens, output_tokens, "
-    "total_tokens, pending"
+    "total_tokens, pending, pinned, message_count"
+)
+# Columns added after the first release: (name, definition) added to an older table at start-up.
+_ADDED_COLUMNS = (
+    ("pinned", "INTEGER NOT NULL DEFAULT 0"),
+    ("message_count", "INTEGER NOT NULL DEFAULT 0"),
 )
 TITLE_MAX = 200
 T = TypeVar("T")
@@ -56,6 +64,9 @@ class SessionRecord:
     total_tokens: int = 0
     pending: str | None = None
     """JSON list of the tool calls the run waits to have approved, or None."""
+    pinned: bool = False
+    message_count: int = 0
+    """Messages in the stored conversation (user, assistant, tool), counted after each run."""
 
     @property
     def pending_calls(self) -> list[dict[str, Any]] | None:
@@ -63,13 +74,17 @@ class SessionRecord:
 
 
 class SessionStore(Protocol):
-    async def create(self, user_id: str, project_id: str, title: str) -> SessionRecord: ...
+    async def create(
+        self, user_id: str, project_id: str, title: str, session_id: str | None = None
+    ) -> SessionRecord: ...
     async def get(self, session_id: str) -> SessionRecord | None: ...
     async def list(self, user_id: str, project_id: str) -> list[SessionRecord]: ...
     async def rename(self, session_id: str, title: str) -> SessionRecord | None: ...
     async def delete(self, session_id: str) -> bool: ...
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None: ...
     async def set_pending(self, session_id: str, calls: list[dict[str, Any]] | None) -> None: ...
+    async def set_pinned(self, session_id: str, pinned: bool) -> SessionRecord | None: ...
+    async def set_message_count(self, session_id: str, count: int) -> None: ...
     async def close(self) -> None: ...
 
 
@@ -94,7 +109,7 @@ class SQLiteSessionStore:
     @classmethod
     async def open(cls, connection: sqlite3.Connection, lock: threading.Lock) -> SQLiteSessionStore:
         store = cls(connection, lock)
-        await store._run(lambda db: db.executescript(_SCHEMA))
+        await store._run(_migrate)
         return store
 
     async def close(self) -> None:
@@ -113,16 +128,27 @@ class SQLiteSessionStore:
 
         return await asyncio.to_thread(locked)
 
-    async def create(self, user_id: str, project_id: str, title: str) -> SessionRecord:
+    async def create(
+        self, user_id: str, project_id: str, title: str, session_id: str | None = None
+    ) -> SessionRecord:
+        """A new session; ``session_id`` chosen by the client (GNS3 3.1) or a fresh UUID.
+
+        When the id already exists nothing is written and the existing record is
+        returned: the caller checks its owner (two first messages racing for the same
+        new id both land in one session, and nobody takes over another's).
+        """
         now = time.time()
-        record = SessionRecord(str(uuid.uuid4()), user_id, project_id, clean_title(title), now, now)
+        record = SessionRecord(session_id or str(uuid.uuid4()), user_id, project_id, clean_title(title), now, now)
+        placeholders = ", ".join("?" * len(asdict(record)))
         await self._run(
             lambda db: db.execute(
-                f"INSERT INTO copilot_sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR IGNORE INTO copilot_sessions ({_COLUMNS}) VALUES ({placeholders})",
                 tuple(asdict(record).values()),
             )
         )
-        return record
+        stored = await self.get(record.session_id)
+        assert stored is not None  # inserted, or already there
+        return stored
 
     async def get(self, session_id: str) -> SessionRecord | None:
         row = await self._run(
@@ -133,8 +159,11 @@ class SQLiteSessionStore:
         return SessionRecord(*row) if row else None
 
     async def list(self, user_id: str, project_id: str) -> list[SessionRecord]:
-        """A user's sessions of a project, newest first."""
-        query = f"SELECT {_COLUMNS} FROM copilot_sessions WHERE project_id = ? AND user_id = ? ORDER BY updated_at DESC"
+        """A user's sessions of a project: pinned ones first, then newest first."""
+        query = (
+            f"SELECT {_COLUMNS} FROM copilot_sessions WHERE project_id = ? AND user_id = ? "
+            "ORDER BY pinned DESC, updated_at DESC"
+        )
         rows = await self._run(lambda db: db.execute(query, (project_id, user_id)).fetchall())
         return [SessionRecord(*row) for row in rows]
 
@@ -176,3 +205,28 @@ class SQLiteSessionStore:
         await self._run(
             lambda db: db.execute("UPDATE copilot_sessions SET pending = ? WHERE session_id = ?", (pending, session_id))
         )
+
+    async def set_pinned(self, session_id: str, pinned: bool) -> SessionRecord | None:
+        """Pin (or unpin) the session; its ``updated_at`` is left alone (pinning is not using it)."""
+        await self._run(
+            lambda db: db.execute(
+                "UPDATE copilot_sessions SET pinned = ? WHERE session_id = ?", (int(pinned), session_id)
+            )
+        )
+        return await self.get(session_id)
+
+    async def set_message_count(self, session_id: str, count: int) -> None:
+        await self._run(
+            lambda db: db.execute(
+                "UPDATE copilot_sessions SET message_count = ? WHERE session_id = ?", (count, session_id)
+            )
+        )
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Create the table, or add the columns a table from an older version lacks."""
+    db.executescript(_SCHEMA)
+    present = {row[1] for row in db.execute("PRAGMA table_info(copilot_sessions)")}
+    for name, definition in _ADDED_COLUMNS:
+        if name not in present:
+            db.execute(f"ALTER TABLE copilot_sessions ADD COLUMN {name} {definition}")

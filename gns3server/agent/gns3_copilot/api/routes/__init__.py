@@ -1,15 +1,17 @@
 """Route modules of the copilot API, each with a module-level ``router``.
 
-:func:`copilot_router` puts them together under one prefix (``/v3/copilot``).
+:func:`copilot_router` puts them together under one prefix (``/v3/copilot``);
+:func:`access_router` is GNS3 3.1's LLM-model-config face, under ``/v3/access``.
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from . import chat, console, llm_configs, sessions
+from . import chat, console, llm_configs, llm_model_configs, sessions
 
 PREFIX = "/v3/copilot"
+ACCESS_PREFIX = "/v3/access"
 
 
 def copilot_router() -> APIRouter:
@@ -19,4 +21,11 @@ def copilot_router() -> APIRouter:
     router.include_router(sessions.router, tags=["Copilot sessions"])
     router.include_router(llm_configs.router, prefix="/llm-configs", tags=["Copilot LLM configs"])
     router.include_router(console.router, prefix="/console", tags=["Copilot device consoles"])
+    return router
+
+
+def access_router() -> APIRouter:
+    """GNS3 3.1's ``/v3/access/{users,groups}/{id}/llm-model-configs`` routes over our config store."""
+    router = APIRouter(prefix=ACCESS_PREFIX)
+    router.include_router(llm_model_configs.router, tags=["Copilot LLM model configs (GNS3 3.1)"])
     return router

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, status
 
-from ..dependencies import CurrentUser, OwnedSession, ProjectId, State
-from ..schemas import AbortResult, ContextReport, HistoryMessage, Mode, Session, SessionHistory, SessionUpdate
+from ..dependencies import CurrentUser, GroupIds, OwnedSession, ProjectId, State
+from ..schemas import (
+    AbortResult,
+    ContextReport,
+    HistoryMessage,
+    Mode,
+    Session,
+    SessionHistory,
+    SessionUpdate,
+    session_timestamp,
+)
 
 router = APIRouter()
 
@@ -15,7 +24,7 @@ _NOT_FOUND = {404: {"description": "No such project, or no such session of this 
 
 @router.get(SESSIONS, response_model=list[Session])
 async def list_sessions(project_id: ProjectId, user: CurrentUser, state: State) -> list[Session]:
-    """The user's sessions of the project, most recently used first."""
+    """The user's sessions of the project: pinned ones first, then the most recently used."""
     records = await state.service.list_sessions(user, project_id)
     return [Session.from_record(r, running=state.service.is_running(r.session_id)) for r in records]
 
@@ -33,7 +42,9 @@ async def get_history(session: OwnedSession, user: CurrentUser, state: State) ->
         session_id=session.session_id,
         thread_id=session.session_id,
         title=session.title,
-        messages=[HistoryMessage.model_validate(m) for m in messages],
+        messages=[HistoryMessage.from_stored(m, f"{session.session_id}-{i}") for i, m in enumerate(messages)],
+        created_at=session_timestamp(session.created_at),
+        updated_at=session_timestamp(session.updated_at),
     )
 
 
@@ -47,6 +58,19 @@ async def rename_session(session: OwnedSession, body: SessionUpdate, user: Curre
 async def delete_session(session: OwnedSession, user: CurrentUser, state: State) -> None:
     """Delete the session and its conversation (a run in progress is aborted first)."""
     await state.service.delete(user, session.session_id)
+
+
+@router.put(SESSIONS + "/{session_id}/pin", response_model=Session, responses=_NOT_FOUND)
+async def pin_session(session: OwnedSession, user: CurrentUser, state: State) -> Session:
+    """Pin the session: pinned sessions are listed first (GNS3 3.1)."""
+    record = await state.service.pin(user, session.session_id, True)
+    return Session.from_record(record, running=state.service.is_running(record.session_id))
+
+
+@router.delete(SESSIONS + "/{session_id}/pin", response_model=Session, responses=_NOT_FOUND)
+async def unpin_session(session: OwnedSession, user: CurrentUser, state: State) -> Session:
+    record = await state.service.pin(user, session.session_id, False)
+    return Session.from_record(record, running=state.service.is_running(record.session_id))
 
 
 @router.post(
@@ -66,13 +90,14 @@ async def preview_context(
     session: OwnedSession,
     user: CurrentUser,
     state: State,
+    groups: GroupIds,
     mode: Mode | None = None,
     llm_config_id: str | None = Query(None, description="Budget for this config (default: the user's default)"),
 ) -> ContextReport:
     """The budget report the next model call would start from, without calling the LLM."""
-    llm_config = await state.llm_config_for(user.user_id, llm_config_id)
+    llm_config = await state.llm_config_for(user.user_id, llm_config_id, groups)
     report = await state.service.preview_context(
-        user, session.session_id, llm_config=llm_config, mode=state.mode(mode)
+        user, session.session_id, llm_config=llm_config, mode=state.mode(mode, llm_config)
     )
     return ContextReport.model_validate(report)
 
