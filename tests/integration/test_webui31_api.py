@@ -292,3 +292,107 @@ async def test_group_configs_are_inherited_by_members_only(users, stub, project,
     assert status == 204
     status, body = await erin.post(chat_path(project), {"message": "x"})
     assert status == 400
+
+
+# ------------------------------------------- fault injection and prompts
+
+
+async def test_an_injected_fault_is_hidden_revealed_to_its_injector_and_reverted(users, stub, admin):
+    teacher = await users("teacher31")
+    student = await users("student31")
+    await teacher.use_llm(stub)
+    await student.use_llm(stub)
+    status, made = await admin.post("/v3/projects", {"name": f"faults-{uuid.uuid4().hex[:8]}"})
+    assert status == 201
+    pid = made["project_id"]
+    try:
+        # Never started: GNS3 3.0 refuses to start Debian's VPCS 0.8 (tests drive the daemon itself), and
+        # stopping a stopped node succeeds, which is all the injection needs to be recorded as a fault.
+        status, node = await admin.post(f"/v3/projects/{pid}/nodes",
+                                        {"name": "PC1", "node_type": "vpcs", "compute_id": "local"})
+        assert status == 201, node
+
+        stub.enqueue(reply(tool_calls=[tool_call("gns3_topology", {"project_id": pid}),
+                                       tool_call("gns3_node_action", {"action": "stop", "nodes": ["PC1"]})]),
+                     "A fault was injected.")
+        chosen = str(uuid.uuid4())
+        status, result = await teacher.post(f"{COPILOT}/projects/{pid}/chat/inject",
+                                            {"message": "Inject random network fault(s)", "session_id": chosen,
+                                             "stream": False})
+        assert status == 200 and result["session_id"] == chosen, result
+        assert result["content"] == "A fault was injected."
+        assert "fault injection" in stub.requests[0]["messages"][0]["content"]  # the injection prompt
+        end = [m for m in stub.requests[1]["messages"] if m["role"] == "tool"][-1]  # gns3_node_action's result
+        assert "\"failed\": 0" in end["content"], end  # done for real, through our node tool
+
+        # The session is marked as 3.1 marks it; its history hides the fault from whoever reads it...
+        status, listed = await teacher.get(sessions_path(pid))
+        assert listed[0]["metadata"] == {"copilot_mode": "troubleshooting_injection"}
+        status, history = await teacher.get(sessions_path(pid, chosen, "/history"))
+        tool_messages = [m for m in history["messages"] if m["role"] == "tool"]
+        assert tool_messages and all(m["content"].startswith("[hidden") for m in tool_messages)
+        assert all(c["args"] == {} for m in history["messages"] for c in m.get("tool_calls") or [])
+        assert "PC1" not in json.dumps(history)
+        # ...and the student sees neither the session nor the faults.
+        status, theirs = await student.get(sessions_path(pid))
+        assert theirs == []
+        status, body = await student.get(sessions_path(pid, chosen, "/history") + "?reveal=true")
+        assert status == 404
+        status, none = await student.get(f"{COPILOT}/projects/{pid}/faults")
+        assert status == 200 and none == []
+
+        # The injector reveals: only the lab-changing call is a fault.
+        status, revealed = await teacher.get(sessions_path(pid, chosen, "/history") + "?reveal=true")
+        assert "PC1" in json.dumps(revealed)
+        status, faults = await teacher.get(f"{COPILOT}/projects/{pid}/faults")
+        assert [(f["tool"], f["args"], f["status"], f["revertible"]) for f in faults] == [
+            ("gns3_node_action", {"action": "stop", "nodes": ["PC1"]}, "success", True)]
+        fault_id = faults[0]["fault_id"]
+        status, body = await student.post(f"{COPILOT}/projects/{pid}/faults/{fault_id}/revert")
+        assert status == 404
+
+        # Reverting starts the node through the same tool, as the teacher; here GNS3 refuses (VPCS 0.8),
+        # which is reported, and the fault stays unreverted.
+        status, body = await teacher.post(f"{COPILOT}/projects/{pid}/faults/{fault_id}/revert")
+        assert status == 409 and body["code"] == "fault_not_revertible" and "VPCS" in body["message"], body
+        status, faults = await teacher.get(f"{COPILOT}/projects/{pid}/faults")
+        assert faults[0]["reverted_at"] is None and faults[0]["revertible"] is True
+
+        # A plain chat session cannot be used for an injection.
+        stub.enqueue("hi")
+        plain = (await teacher.chat(pid, "hello"))["session_id"]
+        status, body = await teacher.post(f"{COPILOT}/projects/{pid}/chat/inject", {"session_id": plain})
+        assert status == 409 and body["code"] == "session_kind"
+    finally:
+        await admin.delete(f"/v3/projects/{pid}")
+
+
+async def test_reload_skills_reads_the_administrators_prompt_files(gns3_server, admin, users, stub, project):
+    prompts_dir = gns3_server.root / "config" / "copilot-prompts"  # [Copilot] prompts_dir (conftest)
+    status, body = await (await users("alice31")).post(f"{COPILOT}/reload/skills")
+    assert status == 403
+    status, body = await admin.post(f"{COPILOT}/reload/skills")
+    assert status == 200 and set(body["sources"].values()) == {"packaged"}, body
+
+    prompts_dir.mkdir(parents=True, exist_ok=True)
+    (prompts_dir / "teaching.md").write_text("teaching. Answer only in haiku.\n")
+    try:
+        (prompts_dir / "system.md").write_text("No placeholders here.\n")
+        status, body = await admin.post(f"{COPILOT}/reload/skills")
+        assert status == 422 and "system.md" in body["message"] and "{mode_rules}" in body["message"]
+        (prompts_dir / "system.md").unlink()
+
+        await admin.use_llm(stub)
+        stub.enqueue("before")
+        await admin.chat(project, "hi", mode="teaching")
+        assert "haiku" not in stub.requests[-1]["messages"][0]["content"]  # not before a reload
+        status, body = await admin.post(f"{COPILOT}/reload/skills")
+        assert status == 200 and body["sources"]["teaching.md"].endswith("teaching.md"), body
+        stub.enqueue("after")
+        await admin.chat(project, "hi", mode="teaching")
+        assert "Answer only in haiku." in stub.requests[-1]["messages"][0]["content"]
+    finally:
+        for file in prompts_dir.iterdir():
+            file.unlink()
+        status, body = await admin.post(f"{COPILOT}/reload/skills")
+        assert status == 200

@@ -14,6 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from ..agent.model_factory import LLMConfigError
+from ..agent.prompts import PromptFileError
 from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3Error, GNS3NotFoundError, GNS3PermissionError
 from ..service.errors import CopilotError
 
@@ -69,6 +70,11 @@ class ServiceUnavailableError(CopilotError):
     code = "copilot_unavailable"
 
 
+async def prompt_file_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """An administrator's prompt file that cannot be used: the message names the file."""
+    return JSONResponse(status_code=422, content={"message": str(exc), "code": "prompt_file_invalid"})
+
+
 async def copilot_error_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, CopilotError)
     return JSONResponse(status_code=exc.status, content={"message": str(exc), "code": exc.code})
@@ -101,3 +107,4 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(CopilotError, copilot_error_handler)
     app.add_exception_handler(LLMConfigError, llm_config_error_handler)
     app.add_exception_handler(GNS3Error, gns3_error_handler)
+    app.add_exception_handler(PromptFileError, prompt_file_error_handler)

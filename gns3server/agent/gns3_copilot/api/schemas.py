@@ -20,6 +20,9 @@ from ..service.store import TITLE_MAX, SessionRecord
 MAX_MESSAGE_CHARS = 100_000
 """Longest user message accepted (about 25k tokens); longer ones are a 422."""
 
+TROUBLESHOOTING_INJECTION = "troubleshooting_injection"
+"""GNS3 3.1's ``metadata.copilot_mode`` of a fault-injection session (its web UI shows a fault icon)."""
+
 Mode = Literal["teaching", "lab_automation", "text"]  # the agent's MODES, plus GNS3 3.1's "text"
 
 
@@ -132,6 +135,7 @@ class Session(SessionBase):
             last_message_at=session_timestamp(record.updated_at) if record.runs else None,
             message_count=record.message_count,
             pinned=bool(record.pinned),
+            metadata={"copilot_mode": TROUBLESHOOTING_INJECTION} if record.kind == "fault_injection" else {},
             runs=record.runs,
             input_tokens=record.input_tokens,
             output_tokens=record.output_tokens,
@@ -262,6 +266,43 @@ class EffectiveLLMConfig(BaseModel):
     source: Literal["user", "server"]
     config_id: str | None = None
     config: dict[str, Any]
+
+
+class InjectRequest(BaseModel):
+    """GNS3 3.1's ``chat/inject`` body (its ChatRequest, the message optional)."""
+
+    message: str = Field(
+        "Inject a network fault for troubleshooting practice", min_length=1, max_length=MAX_MESSAGE_CHARS,
+        description="What to break, e.g. 'Inject interface network fault(s)'; 'random' lets the copilot choose",
+    )
+    session_id: str | None = Field(None, description="A new session's id (the client may choose it), or a "
+                                   "fault-injection session of the caller's")
+    stream: bool = Field(True, description="As for chat/stream")
+    mode: Mode | None = Field(None, description="Ignored: faults are injected with lab automation's tools")
+    llm_config_id: str | None = Field(None, description="As for chat/stream")
+
+    _message_not_blank = field_validator("message")(_not_blank)
+
+
+class Fault(BaseModel):
+    """One lab change made by a fault injection: revealed only to whoever injected it (and superadmins)."""
+
+    fault_id: str
+    session_id: str
+    project_id: str
+    user_id: str = Field(..., description="Who asked for the injection")
+    tool: str
+    args: dict[str, Any]
+    status: str = Field(..., description="The tool's outcome: success or error")
+    output: str
+    created_at: str
+    reverted_at: str | None = None
+    revertible: bool = Field(..., description="POST .../revert can undo it (a node stopped or suspended)")
+
+
+class ReloadResult(BaseModel):
+    status: Literal["ok"] = "ok"
+    sources: dict[str, str] = Field(..., description="Each prompt file, and where it was read from")
 
 
 class ConsoleAuditEntry(BaseModel):

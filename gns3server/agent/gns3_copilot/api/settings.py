@@ -14,6 +14,8 @@ case), which wins over the file, so a key need not be written in a config file::
     llm_base_url = http://127.0.0.1:11434/v1
     llm_context_limit = 32
     ; GNS3_COPILOT_LLM_API_KEY=... in the environment rather than here
+    ; system prompts an administrator edits (reloaded by POST /v3/copilot/reload/skills)
+    prompts_dir = /etc/gns3/copilot-prompts
 
 See ``docs/api.md`` for every key. :func:`load_settings` is pure (values in,
 settings out) so that it can be tested without a server; :func:`read_copilot_section`
@@ -43,7 +45,7 @@ DATA_DIR_NAME = "copilot"
 KNOWN_KEYS = frozenset(
     {
         "data_dir", "secrets_dir", "modes", "default_mode", "heartbeat_seconds", "max_llm_calls", "server_url",
-        "console_policy",
+        "console_policy", "prompts_dir",
     }
 )
 
@@ -69,6 +71,8 @@ class CopilotSettings:
     """The server-wide default LLM config (validated), used when a user has none."""
     console_policy: Path | None = None
     """The administrator's device command policy file (None: the packaged default)."""
+    prompts_dir: Path | None = None
+    """The administrator's prompt files (``system.md``, ``teaching.md``...; None: the packaged ones)."""
 
 
 def read_copilot_section(config_files: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
@@ -183,6 +187,7 @@ def load_settings(
         max_llm_calls=_number(values, "max_llm_calls", DEFAULT_MAX_LLM_CALLS, int),
         default_llm_config=_llm_config(values),
         console_policy=_path(values, "console_policy"),
+        prompts_dir=_path(values, "prompts_dir"),
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 
 from ..agent.model_factory import create_base_model_with_tools, is_context_length_error
+from ..agent.prompts import PromptSet, load_prompts
 from ..gns3_client.client import GNS3Client
 from ..service.copilot import CopilotService
 from ..service.storage import Storage, open_sqlite_storage
@@ -54,6 +55,7 @@ class CopilotState:
         llm_configs: LLMConfigStore,
         connector: aiohttp.TCPConnector,
         console: ConsoleServices,
+        prompts: PromptSet | None = None,
     ) -> None:
         self.settings = settings
         self.storage = storage
@@ -70,6 +72,7 @@ class CopilotState:
             client_factory=self.gns3_client,
             max_llm_calls=settings.max_llm_calls,
             heartbeat_seconds=settings.heartbeat_seconds,
+            prompts=prompts,
         )
 
     @classmethod
@@ -84,7 +87,8 @@ class CopilotState:
         connector = aiohttp.TCPConnector(limit=CONNECTION_LIMIT, ssl=None if settings.verify_tls else False)
         policy = await asyncio.to_thread(load_policy, settings.console_policy)
         console = ConsoleServices(policy=policy, locks=DeviceLocks(), audit=AuditLog(settings.data_dir))
-        state = cls(settings, storage, llm_configs, connector, console)
+        prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
+        state = cls(settings, storage, llm_configs, connector, console, prompts)
         default = settings.default_llm_config
         log.info(
             "Copilot started: data in %s, GNS3 API at %s, modes %s, server default LLM %s",
@@ -94,6 +98,16 @@ class CopilotState:
             f"{default['provider']}/{default['model']}" if default else "none",
         )
         return state
+
+    async def reload_prompts(self) -> PromptSet:
+        """Read the prompt files again (administrators' edits) and use them from the next run on.
+
+        A bad file raises PromptFileError and the prompts in use stay as they were.
+        """
+        prompts = await asyncio.to_thread(load_prompts, self.settings.prompts_dir)
+        self.service.prompts = prompts
+        log.info("Copilot prompts reloaded from %s", ", ".join(sorted(set(prompts.sources.values()))))
+        return prompts
 
     @property
     def closing(self) -> bool:

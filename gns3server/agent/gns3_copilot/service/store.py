@@ -33,18 +33,20 @@ CREATE TABLE IF NOT EXISTS copilot_sessions (
     total_tokens  INTEGER NOT NULL DEFAULT 0,
     pending       TEXT,
     pinned        INTEGER NOT NULL DEFAULT 0,
-    message_count INTEGER NOT NULL DEFAULT 0
+    message_count INTEGER NOT NULL DEFAULT 0,
+    kind          TEXT NOT NULL DEFAULT 'chat'
 );
 CREATE INDEX IF NOT EXISTS copilot_sessions_owner ON copilot_sessions (user_id, project_id, updated_at);
 """
 _COLUMNS = (
     "session_id, user_id, project_id, title, created_at, updated_at, runs, input_tokens, output_tokens, "
-    "total_tokens, pending, pinned, message_count"
+    "total_tokens, pending, pinned, message_count, kind"
 )
 # Columns added after the first release: (name, definition) added to an older table at start-up.
 _ADDED_COLUMNS = (
     ("pinned", "INTEGER NOT NULL DEFAULT 0"),
     ("message_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("kind", "TEXT NOT NULL DEFAULT 'chat'"),
 )
 TITLE_MAX = 200
 T = TypeVar("T")
@@ -67,6 +69,8 @@ class SessionRecord:
     pinned: bool = False
     message_count: int = 0
     """Messages in the stored conversation (user, assistant, tool), counted after each run."""
+    kind: str = "chat"
+    """``chat``, or ``fault_injection`` (made by ``chat/inject``: its tool calls are hidden faults)."""
 
     @property
     def pending_calls(self) -> list[dict[str, Any]] | None:
@@ -75,7 +79,7 @@ class SessionRecord:
 
 class SessionStore(Protocol):
     async def create(
-        self, user_id: str, project_id: str, title: str, session_id: str | None = None
+        self, user_id: str, project_id: str, title: str, session_id: str | None = None, kind: str = "chat"
     ) -> SessionRecord: ...
     async def get(self, session_id: str) -> SessionRecord | None: ...
     async def list(self, user_id: str, project_id: str) -> list[SessionRecord]: ...
@@ -129,7 +133,7 @@ class SQLiteSessionStore:
         return await asyncio.to_thread(locked)
 
     async def create(
-        self, user_id: str, project_id: str, title: str, session_id: str | None = None
+        self, user_id: str, project_id: str, title: str, session_id: str | None = None, kind: str = "chat"
     ) -> SessionRecord:
         """A new session; ``session_id`` chosen by the client (GNS3 3.1) or a fresh UUID.
 
@@ -138,7 +142,9 @@ class SQLiteSessionStore:
         new id both land in one session, and nobody takes over another's).
         """
         now = time.time()
-        record = SessionRecord(session_id or str(uuid.uuid4()), user_id, project_id, clean_title(title), now, now)
+        record = SessionRecord(
+            session_id or str(uuid.uuid4()), user_id, project_id, clean_title(title), now, now, kind=kind
+        )
         placeholders = ", ".join("?" * len(asdict(record)))
         await self._run(
             lambda db: db.execute(

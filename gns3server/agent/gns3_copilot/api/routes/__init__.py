@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from . import chat, console, llm_configs, llm_model_configs, sessions
+from . import chat, console, faults, llm_configs, llm_model_configs, sessions, skills
 
 PREFIX = "/v3/copilot"
 ACCESS_PREFIX = "/v3/access"
@@ -19,6 +19,8 @@ def copilot_router() -> APIRouter:
     router = APIRouter(prefix=PREFIX)
     router.include_router(chat.router, tags=["Copilot chat"])
     router.include_router(sessions.router, tags=["Copilot sessions"])
+    router.include_router(faults.router, tags=["Copilot fault injection"])
+    router.include_router(skills.router, tags=["Copilot prompts"])
     router.include_router(llm_configs.router, prefix="/llm-configs", tags=["Copilot LLM configs"])
     router.include_router(console.router, prefix="/console", tags=["Copilot device consoles"])
     return router

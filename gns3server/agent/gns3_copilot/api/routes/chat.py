@@ -52,7 +52,7 @@ async def chat_stream(
     record, events = await state.service.chat(
         user, project_id, body.message, llm_config=llm_config, session_id=body.session_id, mode=mode
     )
-    return await _respond(request, record.session_id, events, body.stream)
+    return await respond(request, record.session_id, events, body.stream)
 
 
 @router.post(
@@ -77,10 +77,10 @@ async def confirm(
     record, events = await state.service.confirm(
         user, session.session_id, body.approved, llm_config=llm_config, mode=mode
     )
-    return await _respond(request, record.session_id, events, body.stream)
+    return await respond(request, record.session_id, events, body.stream)
 
 
-async def _respond(request: Request, session_id: str, events: AsyncIterator[Event], stream: bool) -> Response:
+async def respond(request: Request, session_id: str, events: AsyncIterator[Event], stream: bool) -> Response:
     """The run as SSE, or gathered into one JSON answer (``stream: false``)."""
     headers = {SESSION_HEADER: session_id}
     if not stream:

@@ -35,9 +35,18 @@ async def get_session(session: OwnedSession, state: State) -> Session:
 
 
 @router.get(SESSIONS + "/{session_id}/history", response_model=SessionHistory, responses=_NOT_FOUND)
-async def get_history(session: OwnedSession, user: CurrentUser, state: State) -> SessionHistory:
-    """The stored conversation: user, assistant (with tool calls) and tool messages, oldest first."""
-    messages = await state.service.history(user, session.session_id)
+async def get_history(
+    session: OwnedSession,
+    user: CurrentUser,
+    state: State,
+    reveal: bool = Query(False, description="A fault-injection session: show the faults (tool calls)"),
+) -> SessionHistory:
+    """The stored conversation: user, assistant (with tool calls) and tool messages, oldest first.
+
+    A fault-injection session (``chat/inject``) hides its tool calls' arguments and
+    results unless ``reveal=true`` (only its owner, or a superadmin, reaches it).
+    """
+    messages = await state.service.history(user, session.session_id, reveal=reveal)
     return SessionHistory(
         session_id=session.session_id,
         thread_id=session.session_id,
