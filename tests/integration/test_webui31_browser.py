@@ -327,3 +327,35 @@ def test_pin_and_unpin_from_the_session_menu(ui: WebUI, user_rest: Rest, project
     ui.wait(lambda d: "Can you add a router?" in ui.session_rows()[0].text, "unpinned session still first")
     assert not any(s["pinned"] for s in sessions(user_rest, project["project_id"]))
     assert visible(ui.session_rows()[0])
+
+
+def test_an_injected_fault_is_shown_and_recorded_for_its_injector(
+    ui: WebUI, user_rest: Rest, project: dict[str, Any], model_configs: list[dict[str, Any]], stub: OpenAIStub
+) -> None:
+    pid = project["project_id"]
+    if not ui.driver.current_url.startswith(ui.proxy.base_url + "/static/web-ui/controller"):
+        ui.sign_in(USER, PASSWORD)  # run on its own
+    ui.open_project(pid)
+    ui.click(ui.wait(lambda d: ui.css(".fault-inject-button"), "no Inject Fault button"))
+    dialog = ui.wait(lambda d: ui.css("mat-dialog-container"), "no fault injection dialog")
+
+    def dialog_button(text: str) -> WebElement:
+        return ui.wait(lambda d: next((b for b in dialog.find_elements(By.CSS_SELECTOR, "button")
+                                       if text in (b.get_attribute("textContent") or "")), None), f"no {text!r}")
+
+    ui.click(dialog_button("Inject Fault"))
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_node_action", {"action": "stop", "nodes": ["PC1"]})]),
+                 "A fault was injected.")
+    ui.click(dialog_button("Confirm & Inject"))
+    ui.wait(lambda d: "Fault injected successfully!" in dialog.text, "the injection did not complete", timeout=SLOW)
+
+    faults = user_rest.ok("GET", f"{COPILOT}/projects/{pid}/faults")
+    assert [(f["tool"], f["args"]) for f in faults] == [("gns3_node_action", {"action": "stop", "nodes": ["PC1"]})]
+    injected = [s for s in sessions(user_rest, pid) if s["metadata"].get("copilot_mode") == "troubleshooting_injection"]
+    assert len(injected) == 1 and injected[0]["session_id"] == faults[0]["session_id"]
+
+    ui.click(dialog_button("View in AI Chat"))
+    ui.open_chat()
+    ui.open_sidebar()
+    ui.wait(lambda d: any(r.find_elements(By.CSS_SELECTOR, ".gns3-chat-session-list__fault-icon")
+                          for r in ui.session_rows()), "no fault-injection session in the list")
