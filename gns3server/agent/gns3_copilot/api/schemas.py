@@ -45,7 +45,11 @@ class ChatRequest(BaseModel):
     """One user message for a new or existing session of the project."""
 
     message: str = Field(..., min_length=1, max_length=MAX_MESSAGE_CHARS, description="The user's message")
-    session_id: str | None = Field(None, description="Continue this session (a new one is created when absent)")
+    session_id: str | None = Field(
+        None,
+        description="Continue this session of yours; absent, or a well-formed UUID naming no session: a new one "
+        "(with that id; GNS3 3.1's client chooses it)",
+    )
     stream: bool = Field(True, description="Stream events (text/event-stream); false: one JSON answer at the end")
     mode: Mode | None = Field(
         None,

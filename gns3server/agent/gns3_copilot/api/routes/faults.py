@@ -17,13 +17,14 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from ...service.copilot import FAULT_INJECTION
+from ...service.copilot import FAULT_INJECTION, User
 from ...service.errors import CopilotError
 from ...service.faults import FaultRecord
 from ...tools.toolset import RunContext, build_tools
 from ..dependencies import CurrentUser, GroupIds, ProjectId, State, session_for_chat
 from ..errors import ModeNotAllowedError
 from ..schemas import ChatResult, Fault, InjectRequest, session_timestamp
+from ..state import CopilotState
 from .chat import respond
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ async def inject(
     return await respond(request, record.session_id, events, body.stream)
 
 
-async def _faults(state: Any, project_id: str, user: Any) -> list[FaultRecord]:
+async def _faults(state: CopilotState, project_id: str, user: User) -> list[FaultRecord]:
     if state.storage.faults is None:
         return []
     return await state.storage.faults.list(project_id, None if user.is_superadmin else user.user_id)

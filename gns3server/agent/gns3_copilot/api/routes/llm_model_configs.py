@@ -57,6 +57,8 @@ def _object(body: Any) -> Mapping[str, Any]:
 class NotFoundError(LLMConfigNotFoundError):
     """No such user or group (same status and shape as an unknown config)."""
 
+    code = "not_found"
+
 
 async def _user_owner(user_id: UUID, caller: User, users: UsersRepository) -> str:
     """The owner key of ``user_id``'s configs, once the caller may manage them."""
