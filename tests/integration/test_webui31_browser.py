@@ -203,9 +203,12 @@ class WebUI:
     def session_rows(self) -> list[WebElement]:
         return self.all(".gns3-chat-session-list__session")
 
-    def model_menu(self) -> WebElement:
+    def model_menu(self) -> str:
+        """Open the model chip's menu; its text (textContent: the menu fades in, invisible to .text at first)."""
         self.click(self.css(".gns3-chat-input-area__model-chip"))
-        return self.wait(lambda d: self.css(".mat-mdc-menu-panel"), "no model menu")
+        return self.wait(lambda d: next((t for t in (p.get_attribute("textContent") or ""
+                                                     for p in self.all(".mat-mdc-menu-panel"))
+                                         if "Select AI Model" in t and "Copilot Mode" in t), None), "no model menu")
 
     def menu_item(self, text: str) -> WebElement:
         return self.wait(lambda d: next((i for i in self.all(".mat-mdc-menu-panel [mat-menu-item]")
@@ -277,8 +280,8 @@ def test_the_model_list_is_filled_and_model_and_mode_switch(
     ui.open_project(project["project_id"])
     ui.open_chat()
     menu = ui.model_menu()
-    assert "stub-model (127.0.0.1)" in menu.text and "stub-model-b (127.0.0.1)" in menu.text
-    assert "Teaching Assistant" in menu.text and "Lab Automation" in menu.text
+    assert "stub-model (127.0.0.1)" in menu and "stub-model-b (127.0.0.1)" in menu
+    assert "Teaching Assistant" in menu and "Lab Automation" in menu
     ui.click(ui.menu_item("stub-model-b"))
     ui.wait(lambda d: user_rest.ok("GET", base + "/default")["config_id"] == model_configs[1]["config_id"],
             "the default model did not change")
