@@ -27,7 +27,10 @@ COPILOT_SETTINGS = {"heartbeat_seconds": 0.5, "user_llm_endpoints": "public, 127
 @pytest.fixture(scope="session")
 def gns3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GNS3ServerProcess]:
     # A short heartbeat so that copilot tests see one while a scripted LLM is held.
-    server = GNS3ServerProcess.start(tmp_path_factory.mktemp("gns3server"), copilot=COPILOT_SETTINGS)
+    root = tmp_path_factory.mktemp("gns3server")
+    # prompts_dir: where test_webui31_api writes an administrator's prompt files (absent: packaged ones).
+    copilot = {**COPILOT_SETTINGS, "prompts_dir": root / "config" / "copilot-prompts"}
+    server = GNS3ServerProcess.start(root, copilot=copilot)
     try:
         yield server
     finally:

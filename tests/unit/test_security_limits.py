@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from gns3server.agent.gns3_copilot.api import middleware
 from gns3server.agent.gns3_copilot.api.errors import EXCERPT_CHARS, install_error_handlers
-from gns3server.agent.gns3_copilot.api.middleware import BodySizeLimitMiddleware
+from gns3server.agent.gns3_copilot.api.middleware import BodySizeLimitMiddleware, path_matches
+from gns3server.agent.gns3_copilot.api.routes import OUR_PATHS
 from gns3server.agent.gns3_copilot.api.schemas import ChatRequest, ConfirmRequest, LLMConfigCreate
 
 pytestmark = pytest.mark.security
@@ -150,3 +151,19 @@ def test_validation_errors_of_our_routes_quote_nothing_of_the_input():
         assert all(len(part) <= EXCERPT_CHARS for e in extra.json()["errors"] for part in e["loc"])
         # Other routes keep the host's handler (FastAPI's default here).
         assert "detail" in http.post("/v3/other", json={"message": "x", "stream": "no!"}).json()
+
+
+@pytest.mark.parametrize(
+    ("path", "ours"),
+    [
+        ("/v3/copilot/projects/p/chat/stream", True),
+        ("/v3/access/users/0b5c/llm-model-configs", True),
+        ("/v3/access/groups/0b5c/llm-model-configs/default/x", True),
+        ("/v3/access/users/0b5c", False),  # GNS3's own user routes keep the host's limits and handlers
+        ("/v3/access/users/0b5c/llm-model-configsX", False),
+        ("/v3/projects", False),
+        ("/v3/copilotX", False),
+    ],
+)
+def test_the_limits_and_quiet_422s_cover_every_path_of_ours_and_no_other(path, ours):
+    assert path_matches(OUR_PATHS, path) is ours

@@ -20,8 +20,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
 from ..agent.model_factory import LLMConfigError
+from ..agent.prompts import PromptFileError
 from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3Error, GNS3NotFoundError, GNS3PermissionError
 from ..service.errors import CopilotError
+from .middleware import PathRule, path_matches
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,11 @@ class ServiceUnavailableError(CopilotError):
     code = "copilot_unavailable"
 
 
+async def prompt_file_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """An administrator's prompt file that cannot be used: the message names the file."""
+    return JSONResponse(status_code=422, content={"message": str(exc), "code": "prompt_file_invalid"})
+
+
 async def copilot_error_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, CopilotError)
     return JSONResponse(status_code=exc.status, content={"message": str(exc), "code": exc.code})
@@ -126,12 +133,12 @@ def validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
-def validation_error_handler(prefix: str, host_handler: Handler) -> Handler:
+def validation_error_handler(prefix: PathRule, host_handler: Handler) -> Handler:
     """422 for our routes that never echoes the body (the host's echoes it whole, and logs it)."""
 
     async def handle(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
-        if not request.url.path.startswith(prefix):
+        if not path_matches(prefix, request.url.path):
             return await host_handler(request, exc)
         errors = validation_errors(exc)
         summary = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors)
@@ -141,10 +148,11 @@ def validation_error_handler(prefix: str, host_handler: Handler) -> Handler:
     return handle
 
 
-def install_error_handlers(app: FastAPI, prefix: str) -> None:
+def install_error_handlers(app: FastAPI, prefix: PathRule) -> None:
     """Map our exception types on the host app (GNS3's own handlers stay as they are for its routes)."""
     app.add_exception_handler(CopilotError, copilot_error_handler)
     app.add_exception_handler(LLMConfigError, llm_config_error_handler)
     app.add_exception_handler(GNS3Error, gns3_error_handler)
     host_handler = app.exception_handlers.get(RequestValidationError, request_validation_exception_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler(prefix, host_handler))
+    app.add_exception_handler(PromptFileError, prompt_file_error_handler)

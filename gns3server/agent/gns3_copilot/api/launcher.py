@@ -21,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 from ..redaction import install_log_scrubber
 from .errors import install_error_handlers
 from .middleware import BodySizeLimitMiddleware
-from .routes import PREFIX, copilot_router
+from .routes import OUR_PATHS, access_router, copilot_router
 from .settings import SettingsError, settings_from_gns3
 from .state import CopilotState
 from .webui import WebUIButtonMiddleware  # issue 6 (panel): the Copilot button in GNS3's web UI
@@ -79,10 +79,11 @@ def install(app: FastAPI) -> None:
         return
     app.state.copilot_installed = True
     app.include_router(copilot_router())
+    app.include_router(access_router())
     app.mount(PANEL_PATH, StaticFiles(packages=[PANEL_PACKAGE], html=True), name="copilot")
-    install_error_handlers(app, PREFIX + "/")
+    install_error_handlers(app, OUR_PATHS)
     install_log_scrubber()  # no key in any log line of the process, whatever logs it
-    app.add_middleware(BodySizeLimitMiddleware, prefix=PREFIX + "/")
+    app.add_middleware(BodySizeLimitMiddleware, prefix=OUR_PATHS)
     app.add_middleware(WebUIButtonMiddleware)  # issue 6 (panel): adds its script to /static/web-ui/ pages
     app.router.on_startup.append(_startup(app))
     # Ours first: runs end (and save) while GNS3's controller and database are still up.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -27,16 +28,24 @@ class BodyTooLarge(Exception):
     """The body passed the limit (raised inside the middleware only)."""
 
 
-class BodySizeLimitMiddleware:
-    """ASGI middleware: 413 ``{"message": ...}`` for bodies over ``max_bytes`` under ``prefix``."""
+PathRule = str | re.Pattern[str]
+"""Which paths are ours: a prefix, or a regular expression matched at the path's start."""
 
-    def __init__(self, app: ASGIApp, *, prefix: str, max_bytes: int = MAX_BODY_BYTES) -> None:
+
+def path_matches(rule: PathRule, path: str) -> bool:
+    return path.startswith(rule) if isinstance(rule, str) else rule.match(path) is not None
+
+
+class BodySizeLimitMiddleware:
+    """ASGI middleware: 413 ``{"message": ...}`` for bodies over ``max_bytes`` on paths ``prefix`` matches."""
+
+    def __init__(self, app: ASGIApp, *, prefix: PathRule, max_bytes: int = MAX_BODY_BYTES) -> None:
         self.app = app
         self.prefix = prefix
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
+        if scope["type"] != "http" or not path_matches(self.prefix, scope["path"]):
             await self.app(scope, receive, send)
             return
         length = dict(scope["headers"]).get(b"content-length", b"")

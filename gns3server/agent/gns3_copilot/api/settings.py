@@ -18,6 +18,8 @@ case), which wins over the file, so a key need not be written in a config file::
     ; GNS3_COPILOT_LLM_API_KEY=... in the environment rather than here
     ; LLM endpoints ordinary users may use (default: public https endpoints)
     user_llm_endpoints = public, 10.1.0.0/16, ollama.lab.example
+    ; system prompts an administrator edits (reloaded by POST /v3/copilot/reload/skills)
+    prompts_dir = /etc/gns3/copilot-prompts
 
 See ``docs/api.md`` for every key. :func:`load_settings` is pure (values in,
 settings out) so that it can be tested without a server; :func:`read_copilot_section`
@@ -51,7 +53,7 @@ DATA_DIR_NAME = "copilot"
 KNOWN_KEYS = frozenset(
     {
         "data_dir", "secrets_dir", "modes", "default_mode", "heartbeat_seconds", "max_llm_calls", "server_url",
-        "console_policy", "approval_minutes", "user_llm_endpoints",
+        "console_policy", "approval_minutes", "user_llm_endpoints", "prompts_dir",
     }
 )
 
@@ -81,6 +83,8 @@ class CopilotSettings:
     """How long a request for approval of device changes stays usable (``approval_minutes``)."""
     user_llm_endpoints: EndpointPolicy = field(default_factory=EndpointPolicy)
     """The LLM endpoints ordinary users' configs may point at (see ``endpoints.py``)."""
+    prompts_dir: Path | None = None
+    """The administrator's prompt files (``system.md``, ``teaching.md``...; None: the packaged ones)."""
 
 
 def read_copilot_section(config_files: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
@@ -197,6 +201,7 @@ def load_settings(
         console_policy=_path(values, "console_policy"),
         approval_seconds=_approval_seconds(values),
         user_llm_endpoints=_endpoints(values),
+        prompts_dir=_path(values, "prompts_dir"),
     )
 
 
