@@ -142,7 +142,27 @@ def test_cache_is_bounded():
     counter = TokenCounter(cache_size=10)
     for i in range(50):
         counter.message(HumanMessage(f"message {i}"))
-    assert len(counter._cache) == 10
+    assert counter.cache_info()[0] == 10
+
+
+def test_cache_is_bounded_by_the_size_of_the_texts_it_keeps():
+    # Long tool outputs: a few entries fill the byte budget long before the entry cap.
+    counter = TokenCounter(cache_bytes=100_000)
+    outputs = [ToolMessage(f"{i} " + "x" * 30_000, tool_call_id=f"t{i}") for i in range(20)]
+    counts = [counter.message(m) for m in outputs]
+    entries, size = counter.cache_info()
+    assert entries == 3 and 90_000 < size <= 100_000
+    # The most recent ones are kept (LRU): counting them again needs no encoding.
+    counter.encoding = None  # any encoding now would fail
+    assert [counter.message(m) for m in outputs[-3:]] == counts[-3:]
+
+
+def test_a_text_bigger_than_the_whole_cache_is_counted_and_not_kept():
+    counter = TokenCounter(cache_bytes=10_000)
+    small = HumanMessage("show ip route")
+    counter.message(small)
+    assert counter.message(HumanMessage("y" * 50_000)) > 6_000
+    assert counter.cache_info()[0] == 1  # the small entry was not evicted for it
 
 
 class _V2Args(pydantic.BaseModel):

@@ -23,7 +23,10 @@ an image block costs :data:`IMAGE_TOKENS` (OpenAI's price of a high-detail
 Per-message counts are memoised by content (an LRU keyed by what the provider
 would receive), so re-counting a long history costs dictionary look-ups: message
 objects rebuilt from a checkpoint hit the cache just like the originals. The
-cache is thread-safe: the agent prepares requests in worker threads.
+cache is thread-safe: the agent prepares requests in worker threads. Its keys keep
+message texts alive, so it is bounded by their size (``cache_bytes``, counted in
+characters plus a fixed overhead per entry) as well as by entries: a server that
+has seen many long tool outputs does not keep them all for its lifetime.
 """
 
 from __future__ import annotations
@@ -108,13 +111,37 @@ def message_key(message: BaseMessage) -> Hashable:
     )
 
 
+DEFAULT_CACHE_BYTES = 32 * 1024 * 1024
+_ENTRY_OVERHEAD = 200  # the key tuple, the dict slot and the count, roughly
+
+
+def _key_size(key: Hashable) -> int:
+    """What a cache entry keeps alive: the texts in its key (characters), plus the entry itself."""
+    size = _ENTRY_OVERHEAD
+    stack = [key]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item)
+        elif isinstance(item, tuple):
+            stack.extend(item)
+    return size
+
+
 class TokenCounter:
     """Counts tokens of text, messages and tool schemas for one encoding."""
 
-    def __init__(self, encoding: str | tiktoken.Encoding = DEFAULT_ENCODING, cache_size: int = 50_000) -> None:
+    def __init__(
+        self,
+        encoding: str | tiktoken.Encoding = DEFAULT_ENCODING,
+        cache_size: int = 50_000,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
         self.encoding = get_encoding(encoding) if isinstance(encoding, str) else encoding
-        self._cache: OrderedDict[Hashable, int] = OrderedDict()
+        self._cache: OrderedDict[Hashable, tuple[int, int]] = OrderedDict()  # key -> (count, size)
         self._cache_size = cache_size
+        self._cache_bytes = cache_bytes
+        self._cached_bytes = 0
         # Hooks of concurrent runs share counters and run in worker threads.
         self._lock = threading.Lock()
 
@@ -155,13 +182,24 @@ class TokenCounter:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
-                return cached
+                return cached[0]
         count = self._count_uncached(message)
+        size = _key_size(key)
+        if size > self._cache_bytes:
+            return count  # bigger than the whole cache: counted, not kept
         with self._lock:
-            self._cache[key] = count
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            if key not in self._cache:
+                self._cache[key] = (count, size)
+                self._cached_bytes += size
+            while len(self._cache) > self._cache_size or self._cached_bytes > self._cache_bytes:
+                _, (_, dropped) = self._cache.popitem(last=False)
+                self._cached_bytes -= dropped
         return count
+
+    def cache_info(self) -> tuple[int, int]:
+        """(entries, size) of the count cache; the size as :data:`DEFAULT_CACHE_BYTES` counts it."""
+        with self._lock:
+            return len(self._cache), self._cached_bytes
 
     def messages(self, messages: Iterable[BaseMessage]) -> int:
         """Tokens of a whole request's messages, reply priming included."""
