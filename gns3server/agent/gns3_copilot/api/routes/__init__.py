@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from . import chat, console, llm_configs, sessions
+from . import chat, console, llm_configs, mcp, sessions
 
 PREFIX = "/v3/copilot"
 
@@ -19,4 +19,5 @@ def copilot_router() -> APIRouter:
     router.include_router(sessions.router, tags=["Copilot sessions"])
     router.include_router(llm_configs.router, prefix="/llm-configs", tags=["Copilot LLM configs"])
     router.include_router(console.router, prefix="/console", tags=["Copilot device consoles"])
+    router.include_router(mcp.router, prefix="/mcp", tags=["Copilot MCP keys and approvals"])
     return router
