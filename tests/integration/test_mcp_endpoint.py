@@ -53,6 +53,22 @@ async def mcp_client(
                 yield session
 
 
+def http_statuses(error: BaseException) -> set[int]:
+    """HTTP statuses of the requests that failed inside the client's task groups."""
+    if isinstance(error, BaseExceptionGroup):
+        return set().union(*(http_statuses(e) for e in error.exceptions))
+    response = getattr(error, "response", None)
+    return {response.status_code} if response is not None else set()
+
+
+async def refused(base_url: str, credential: str) -> set[int]:
+    """The statuses the official client met when opening a session with ``credential``."""
+    with pytest.raises(BaseException) as caught:
+        async with mcp_client(base_url, credential):
+            pass
+    return http_statuses(caught.value)
+
+
 def payload(result: types.CallToolResult) -> Any:
     (content,) = result.content
     assert isinstance(content, types.TextContent)
@@ -106,9 +122,7 @@ async def test_requests_without_a_usable_credential_are_refused(gns3_server, htt
             body = await response.json()
             assert response.status == 401 and message in body["message"], (credential, body)
             assert response.headers["WWW-Authenticate"].startswith("Bearer")
-    with pytest.raises(Exception):  # the official client sees the 401 too
-        async with mcp_client(gns3_server.base_url, "gns3c_mcp_nosuchkey"):
-            pass
+    assert await refused(gns3_server.base_url, "gns3c_mcp_nosuchkey") == {401}  # the official client too
 
 
 # ------------------------------------------------------------------ tools
@@ -158,8 +172,8 @@ async def test_policy_refuses_commands_and_the_audit_names_the_key(gns3_server, 
     key = await new_key(admin, f"laptop-{uuid.uuid4().hex[:6]}", "read_only")
     async with mcp_client(gns3_server.base_url, key["key"]) as client:
         args = {"devices": ["PC1"], "commands": ["show ip", "ip 10.0.0.9/24"], "project_id": project}
-        refused = await client.call_tool("gns3_show_commands", args)
-        (device,) = payload(refused)["devices"]
+        blocked = await client.call_tool("gns3_show_commands", args)
+        (device,) = payload(blocked)["devices"]
         assert device["status"] == "blocked" and [r["status"] for r in device["results"]] == ["not_run", "blocked"]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
     assert await audit(admin, f"mcp:key:{key['name']}") == [
@@ -171,10 +185,10 @@ async def test_read_only_keys_get_the_read_only_tools(gns3_server, admin, lab):
     key = await new_key(admin, "reader", "read_only")
     async with mcp_client(gns3_server.base_url, key["key"]) as client:
         assert {t.name for t in (await client.list_tools()).tools} == READ_ONLY_TOOLS
-        refused = await client.call_tool("gns3_config_commands", {**SET_IP, "project_id": project})
-        assert refused.isError and "read-only" in payload(refused)
-        refused = await client.call_tool("gns3_create_node", {"template": "VPCS", "project_id": project})
-        assert refused.isError
+        result = await client.call_tool("gns3_config_commands", {**SET_IP, "project_id": project})
+        assert result.isError and "read-only" in payload(result)
+        result = await client.call_tool("gns3_create_node", {"template": "VPCS", "project_id": project})
+        assert result.isError
     status, nodes = await admin.get(f"/v3/projects/{project}/nodes")
     assert [n["name"] for n in nodes] == ["PC1"]
 
@@ -215,7 +229,7 @@ async def test_approval_round_trip_without_elicitation(gns3_server, admin, users
         approval_id = waiting.structuredContent["approval_id"]
         assert f"POST {MCP}/approvals/{approval_id}" == waiting.structuredContent["approve_with"]
         again = await client.call_tool("gns3_config_commands", {**call, "approval_id": approval_id})
-        assert "Still waiting" in payload(again)["message"]
+        assert "Still waiting" in again.structuredContent["message"]
         assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
 
         status, pending = await admin.get(f"{MCP}/approvals")
@@ -267,19 +281,18 @@ async def test_keys_are_shown_once_and_a_revoked_key_stops_at_once(gns3_server, 
     stranger = await users(f"mcp-other-{uuid.uuid4().hex[:6]}")
     status, _ = await stranger.delete(f"{MCP}/keys/{key['key_id']}")
     assert status == 404
-    async with mcp_client(gns3_server.base_url, key["key"]) as client:
-        assert not (await client.call_tool("gns3_topology", {"project_id": project})).isError
-        status, _ = await admin.delete(f"{MCP}/keys/{key['key_id']}")
-        assert status == 204
-        with pytest.raises(Exception):  # the next request of the open session is refused (401)
-            with anyio.fail_after(60):
+    with pytest.raises(BaseException) as caught:
+        async with mcp_client(gns3_server.base_url, key["key"]) as client:
+            assert not (await client.call_tool("gns3_topology", {"project_id": project})).isError
+            status, _ = await admin.delete(f"{MCP}/keys/{key['key_id']}")
+            assert status == 204
+            with anyio.fail_after(60):  # the next request of the open session is refused
                 await client.call_tool("gns3_topology", {"project_id": project})
+    assert http_statuses(caught.value) == {401}
     status, listed = await admin.get(f"{MCP}/keys")
     (mine,) = [k for k in listed if k["key_id"] == key["key_id"]]
     assert not mine["active"] and mine["revoked_at"] is not None and mine["last_used_at"] is not None
-    with pytest.raises(Exception):
-        async with mcp_client(gns3_server.base_url, key["key"]):
-            pass
+    assert await refused(gns3_server.base_url, key["key"]) == {401}
 
 
 async def test_a_user_without_the_gns3_privilege_gets_nothing_more_through_mcp(gns3_server, admin, users, lab):
@@ -293,8 +306,8 @@ async def test_a_user_without_the_gns3_privilege_gets_nothing_more_through_mcp(g
             for tool, args in [("gns3_topology", {}), ("gns3_select_project", {}),
                                ("gns3_show_commands", {"devices": ["PC1"], "commands": ["show ip"]}),
                                ("gns3_create_node", {"template": "VPCS"})]:
-                refused = await client.call_tool(tool, {**args, "project_id": project})
-                assert refused.isError and payload(refused).startswith("GNS3 refused"), (tool, payload(refused))
+                result = await client.call_tool(tool, {**args, "project_id": project})
+                assert result.isError and payload(result).startswith("GNS3 refused"), (tool, payload(result))
             with pytest.raises(Exception, match="GNS3|ermission|403"):
                 await client.read_resource(f"gns3://projects/{project}/topology")
     status, nodes = await admin.get(f"/v3/projects/{project}/nodes")
@@ -305,9 +318,7 @@ async def test_a_user_without_the_gns3_privilege_gets_nothing_more_through_mcp(g
     user_id = next(u["user_id"] for u in found if u["username"] == name)
     status, body = await admin.put(f"/v3/access/users/{user_id}", {"is_active": False})
     assert status == 200, body
-    with pytest.raises(Exception):
-        async with mcp_client(gns3_server.base_url, key["key"]):
-            pass
+    assert await refused(gns3_server.base_url, key["key"]) == {401}
 
 
 # ------------------------------------------------------------------ resources and prompts
