@@ -85,8 +85,9 @@ async def new_key(api: API, name: str, scope: str = "full", **extra: Any) -> dic
     return body
 
 
-async def audit(admin: API, session: str) -> list[tuple[str, str, str, str]]:
-    status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={session}")
+async def audit(admin: API, session: str, project: str) -> list[tuple[str, str, str, str]]:
+    """What the console audit holds for this MCP credential in this project, oldest first."""
+    status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={session}&project_id={project}")
     assert status == 200, entries
     return [(e["user"], e["device"], e["command"], e["outcome"]) for e in reversed(entries)]
 
@@ -176,7 +177,7 @@ async def test_policy_refuses_commands_and_the_audit_names_the_key(gns3_server, 
         (device,) = payload(blocked)["devices"]
         assert device["status"] == "blocked" and [r["status"] for r in device["results"]] == ["not_run", "blocked"]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
-    assert await audit(admin, f"mcp:key:{key['name']}") == [
+    assert await audit(admin, f"mcp:key:{key['name']}", project) == [
         ("admin", "PC1", "show ip", "not_run"), ("admin", "PC1", "ip 10.0.0.9/24", "blocked")]
 
 
@@ -216,7 +217,7 @@ async def test_elicitation_asks_the_client_and_only_an_approval_runs(gns3_server
         assert not done.isError and payload(done)["status"] == "ok", payload(done)
     assert len(asked) == 2 and "ip 10.0.0.1/24 10.0.0.254" in asked[0] and "PC1" in asked[0]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
-    assert await audit(admin, "mcp:token") == [("admin", "PC1", "ip 10.0.0.1/24 10.0.0.254", "ok")]
+    assert await audit(admin, "mcp:token", project) == [("admin", "PC1", "ip 10.0.0.1/24 10.0.0.254", "ok")]
 
 
 async def test_approval_round_trip_without_elicitation(gns3_server, admin, users, lab, tmp_path):
@@ -252,7 +253,7 @@ async def test_approval_round_trip_without_elicitation(gns3_server, admin, users
         reused = await client.call_tool("gns3_config_commands", {**call, "approval_id": approval_id})
         assert reused.isError and "not found" in payload(reused)
     assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
-    assert await audit(admin, f"mcp:key:{key['name']}") == [("admin", "PC1", "ip 10.0.0.1/24 10.0.0.254", "ok")]
+    assert await audit(admin, f"mcp:key:{key['name']}", project) == [("admin", "PC1", "ip 10.0.0.1/24 10.0.0.254", "ok")]
 
     # A rejection is final too.
     async with mcp_client(gns3_server.base_url, key["key"]) as client:

@@ -15,6 +15,7 @@ import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 from test_mcp_endpoint import READ_ONLY_TOOLS, http_statuses, mcp_client
+
 from tests.browser.chromium import start_chromium, visible, wait_for
 from tests.browser.panel import Panel
 from tests.browser.rest import Rest

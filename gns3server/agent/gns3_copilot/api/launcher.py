@@ -21,7 +21,6 @@ from starlette.staticfiles import StaticFiles
 
 from ..mcp.auth import gns3_user_lookup  # issue 16: the MCP endpoint
 from ..mcp.server import ENDPOINT_STATE, MCP_PATH, MCPEndpoint, MCPRoute
-
 from .errors import install_error_handlers
 from .middleware import BodySizeLimitMiddleware
 from .routes import PREFIX, copilot_router

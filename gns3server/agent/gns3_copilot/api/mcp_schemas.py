@@ -13,8 +13,12 @@ from ..mcp.keys import MCPKey as MCPKeyRecord
 MAX_EXPIRY_DAYS = 3650
 
 
-def _timestamp(seconds: float | None) -> datetime | None:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc) if seconds is not None else None
+def _timestamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+def _maybe(seconds: float | None) -> datetime | None:
+    return _timestamp(seconds) if seconds is not None else None
 
 
 class MCPKeyCreate(BaseModel):
@@ -49,8 +53,8 @@ class MCPKey(BaseModel):
     def of(cls, record: MCPKeyRecord, now: float) -> MCPKey:
         return cls(
             key_id=record.key_id, name=record.name, scope=record.scope, prefix=record.prefix,
-            created_at=_timestamp(record.created_at), expires_at=_timestamp(record.expires_at),
-            revoked_at=_timestamp(record.revoked_at), last_used_at=_timestamp(record.last_used_at),
+            created_at=_timestamp(record.created_at), expires_at=_maybe(record.expires_at),
+            revoked_at=_maybe(record.revoked_at), last_used_at=_maybe(record.last_used_at),
             active=record.usable(now),
         )
 

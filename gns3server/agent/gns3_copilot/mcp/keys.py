@@ -15,6 +15,7 @@ import hashlib
 import secrets
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -79,7 +80,7 @@ class MCPKey:
     last_used_at: float | None
 
     @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> MCPKey:
+    def from_row(cls, row: Sequence[Any]) -> MCPKey:
         return cls(*row)
 
     def usable(self, now: float) -> bool:

@@ -38,7 +38,7 @@ from .auth import CALLER_SCOPE_KEY, Authenticator, Caller, MCPAuthMiddleware, Us
 from .keys import MCPKeyStore
 from .prompts import PROMPTS, get_prompt
 from .resources import TEMPLATES, ResourceError, TopologyResources
-from .tools import ToolGateway
+from .tools import ToolGateway, text_result
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,12 @@ def build_server(gateway: ToolGateway, resources: TopologyResources) -> Server[A
     # input check reads a tool cache shared by every session).
     @server.call_tool(validate_input=False)
     async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        return await gateway.call(_caller(server), server.request_context.session, name, arguments)
+        caller = _caller(server)
+        try:
+            return await gateway.call(caller, server.request_context.session, name, arguments)
+        except Exception:  # a bug of ours: the details go to the log, never to the client
+            log.exception("MCP tool %s failed for %s", name, caller.username)
+            return text_result(f"{name} failed unexpectedly; the details are in the GNS3 server log.", error=True)
 
     @server.list_resources()
     async def list_resources() -> list[types.Resource]:

@@ -31,7 +31,8 @@ from typing import Any
 from langchain_core.tools import BaseTool, ToolException
 from mcp import types
 from mcp.server.session import ServerSession
-from pydantic import ValidationError
+from mcp.shared.exceptions import McpError
+from pydantic import BaseModel, ValidationError
 
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
@@ -69,8 +70,9 @@ def _flags(tool: BaseTool) -> tuple[bool, bool]:
 def _mcp_definition(tool: BaseTool) -> _Entry:
     """The MCP form of a copilot tool: its schema plus ``project_id`` (and ``approval_id``)."""
     read_only, confirm = _flags(tool)
-    assert tool.args_schema is not None and not isinstance(tool.args_schema, dict)
-    schema = tool.args_schema.model_json_schema()
+    args_schema = tool.args_schema
+    assert isinstance(args_schema, type) and issubclass(args_schema, BaseModel)  # every copilot tool has one
+    schema = args_schema.model_json_schema()
     properties = dict(schema.get("properties", {}))
     properties["project_id"] = {"type": "string", "description": PROJECT_HELP}
     if confirm:
@@ -276,5 +278,9 @@ async def _ask(session: ServerSession, name: str, args: Mapping[str, Any]) -> bo
     """Ask the client's user through MCP elicitation; True only for an explicit approval."""
     commands = "\n".join(f"  {c}" for c in args.get("commands", []))
     message = f"{name} wants to configure {args.get('device', '?')}:\n{commands}\nRun these commands?"
-    result = await session.elicit(message, APPROVE_SCHEMA)
-    return result.action == "accept" and bool((result.content or {}).get("approve") is True)
+    try:
+        result = await session.elicit(message, APPROVE_SCHEMA)
+    except McpError as exc:  # the client could not ask: nothing runs
+        log.info("MCP elicitation for %s failed: %s", name, exc.error.message)
+        return False
+    return result.action == "accept" and (result.content or {}).get("approve") is True

@@ -8,7 +8,7 @@ revoke) and ``/approvals`` (the user's pending calls; approve or reject one).
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, status
 
@@ -19,8 +19,8 @@ from ..mcp_schemas import ApprovalDecision, MCPApproval, MCPInfo, MCPKey, MCPKey
 
 router = APIRouter()
 
-_KEY_NOT_FOUND = {404: {"description": "No such MCP key of this user"}}
-_APPROVAL_NOT_FOUND = {404: {"description": "No such approval of this user (or expired)"}}
+_KEY_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such MCP key of this user"}}
+_APPROVAL_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such approval of this user (or expired)"}}
 
 
 def mcp_endpoint(request: Request) -> MCPEndpoint:
