@@ -126,6 +126,31 @@ async def test_requests_without_a_usable_credential_are_refused(gns3_server, htt
     assert await refused(gns3_server.base_url, "gns3c_mcp_nosuchkey") == {401}  # the official client too
 
 
+async def test_an_mcp_session_only_answers_the_credential_that_opened_it(gns3_server, admin, users, http):
+    """Raw streamable HTTP: a session id is useless with another user's, or another key's, credential."""
+    key = await new_key(admin, "session-owner", "full")
+    other_key = await new_key(admin, "session-other", "full")
+    stranger = await users(f"mcp-hijack-{uuid.uuid4().hex[:6]}")
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+    async def post(credential: str, message: dict[str, Any], session: str | None = None) -> tuple[int, str | None]:
+        headers = {**accept, "Authorization": f"Bearer {credential}"}
+        if session:
+            headers["Mcp-Session-Id"] = session
+        async with http.post(gns3_server.base_url + MCP, json=message, headers=headers) as response:
+            await response.read()
+            return response.status, response.headers.get("Mcp-Session-Id")
+
+    status, session = await post(key["key"], {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    assert status == 200 and session
+    assert (await post(key["key"], {"jsonrpc": "2.0", "method": "notifications/initialized"}, session))[0] == 202
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    for credential in (other_key["key"], stranger.token, admin.token):
+        assert (await post(credential, listing, session))[0] == 404, credential[:12]
+    assert (await post(key["key"], listing, session))[0] == 200
+
+
 # ------------------------------------------------------------------ tools
 
 
