@@ -30,11 +30,12 @@ pytestmark = pytest.mark.integration
 
 MCP = "/v3/copilot/mcp"
 ALL_TOOLS = {
-    "gns3_list_projects", "gns3_select_project", "gns3_topology", "gns3_list_templates", "gns3_node_action",
+    "gns3_list_projects", "gns3_select_project", "gns3_topology", "gns3_topology_text", "gns3_list_templates",
+    "gns3_node_action",
     "gns3_create_node", "gns3_create_link", "gns3_show_commands", "gns3_config_commands",
 }
-READ_ONLY_TOOLS = {"gns3_list_projects", "gns3_select_project", "gns3_topology", "gns3_list_templates",
-                   "gns3_show_commands"}
+READ_ONLY_TOOLS = {"gns3_list_projects", "gns3_select_project", "gns3_topology", "gns3_topology_text",
+                   "gns3_list_templates", "gns3_show_commands"}
 SET_IP = {"device": "PC1", "commands": ["ip 10.0.0.1/24 10.0.0.254"]}
 ElicitationCallback = Callable[[RequestContext[ClientSession, Any], types.ElicitRequestParams], Awaitable[Any]]
 
@@ -172,6 +173,8 @@ async def test_official_client_lists_and_calls_every_tool(gns3_server, admin, la
 
         topology = payload(await client.call_tool("gns3_topology", {}))
         assert [n["name"] for n in topology["nodes"]] == ["PC1"]
+        text = payload(await client.call_tool("gns3_topology_text", {}))
+        assert "PC1" in text and "links: none" in text
         templates = payload(await client.call_tool("gns3_list_templates", {"category": "guest"}))
         assert "VPCS" in {t["name"] for t in templates}
         created = await client.call_tool("gns3_create_node", {"template": "VPCS", "name": "PC2", "project_id": project})
@@ -329,7 +332,7 @@ async def test_a_user_without_the_gns3_privilege_gets_nothing_more_through_mcp(g
     for credential in (nobody.token, key["key"]):
         async with mcp_client(gns3_server.base_url, credential) as client:
             assert payload(await client.call_tool("gns3_list_projects", {}))["projects"] == []
-            for tool, args in [("gns3_topology", {}), ("gns3_select_project", {}),
+            for tool, args in [("gns3_topology", {}), ("gns3_select_project", {}), ("gns3_topology_text", {}),
                                ("gns3_show_commands", {"devices": ["PC1"], "commands": ["show ip"]}),
                                ("gns3_create_node", {"template": "VPCS"})]:
                 result = await client.call_tool(tool, {**args, "project_id": project})
@@ -419,3 +422,34 @@ async def test_twenty_concurrent_clients(gns3_server, admin, lab):
     with anyio.fail_after(180):
         results = await asyncio.gather(*(one(i) for i in range(20)))
     assert results == [["PC1"]] * 20
+
+
+# ------------------------------------------------------------------ restart
+
+
+async def test_open_mcp_sessions_do_not_hold_the_exit_up_and_keys_survive_a_restart(tmp_path, http):
+    """Its own server: stopped while an MCP client holds a session (and its event stream) open."""
+    from gns3_process import GNS3ServerProcess
+
+    root = tmp_path / "server"
+    first = await asyncio.to_thread(GNS3ServerProcess.start, root)
+    try:
+        admin = API(http, first.base_url, await first.token(), ())
+        key = await new_key(admin, "survivor", "read_only")
+        with pytest.raises(BaseException):  # the client's connection ends with the server
+            async with mcp_client(first.base_url, key["key"]) as client:
+                assert not (await client.call_tool("gns3_list_projects", {})).isError
+                code = await asyncio.to_thread(first.stop)  # SIGTERM, SIGKILL only after 20 s
+                await client.call_tool("gns3_list_projects", {})
+    finally:
+        first.stop()
+    log = first.log_file.read_text(errors="replace")
+    assert "Copilot MCP endpoint stopped" in log and "Copilot stopped" in log, first.log_tail()
+    assert code == 0  # a clean exit, not the kill
+
+    second = await asyncio.to_thread(GNS3ServerProcess.start, root)
+    try:
+        async with mcp_client(second.base_url, key["key"]) as client:
+            assert payload(await client.call_tool("gns3_list_projects", {}))["projects"] == []
+    finally:
+        second.stop()

@@ -48,6 +48,13 @@ def project_of(uri: AnyUrl | str) -> str:
     return match["project_id"]
 
 
+async def topology_text(client: GNS3Client, project_id: str) -> str:
+    """The project's topology as the agent's system prompt shows it (compact text)."""
+    project = await client.project(project_id)
+    nodes, links = await client.nodes_and_links(project_id)
+    return render_topology({"name": project.get("name"), "nodes": nodes, "links": links})
+
+
 TEMPLATES = [
     types.ResourceTemplate(
         uriTemplate=URI_TEMPLATE, name="topology", title="Project topology",
@@ -77,11 +84,8 @@ class TopologyResources:
         ]
 
     async def read(self, caller: Caller, uri: AnyUrl) -> str:
-        project_id = project_of(uri)
         async with self._client_factory(caller.token()) as client:
-            project = await client.project(project_id)
-            nodes, links = await client.nodes_and_links(project_id)
-        return render_topology({"name": project.get("name"), "nodes": nodes, "links": links})
+            return await topology_text(client, project_of(uri))
 
     async def subscribe(self, caller: Caller, session: ServerSession, uri: AnyUrl) -> None:
         project_id = project_of(uri)

@@ -40,11 +40,13 @@ from ..service.errors import CopilotError
 from ..tools.toolset import ConsoleServices, RunContext, build_tools
 from .approvals import Approval, Approvals
 from .auth import Caller
+from .resources import topology_text
 
 log = logging.getLogger(__name__)
 
 LIST_PROJECTS = "gns3_list_projects"
 SELECT_PROJECT = "gns3_select_project"
+TOPOLOGY_TEXT = "gns3_topology_text"
 PROJECT_HELP = "UUID of the GNS3 project (see gns3_list_projects); may be left out once one is selected with gns3_select_project."
 APPROVAL_HELP = (
     "Only when repeating a call that returned 'waiting for approval': the approval_id it gave, once the user "
@@ -108,6 +110,16 @@ _OWN_TOOLS = {
                 "properties": {"project_id": {"type": "string", "description": "UUID of the project"}},
                 "required": ["project_id"],
             },
+            annotations=types.ToolAnnotations(readOnlyHint=True),
+        ),
+        read_only=True, needs_confirmation=False,
+    ),
+    TOPOLOGY_TEXT: _Entry(
+        types.Tool(
+            name=TOPOLOGY_TEXT,
+            description="The project's topology as compact text (nodes with type, status, console and linked "
+            "ports; links): the quick overview. gns3_topology gives the same as structured data.",
+            inputSchema={"type": "object", "properties": {"project_id": {"type": "string", "description": PROJECT_HELP}}},
             annotations=types.ToolAnnotations(readOnlyHint=True),
         ),
         read_only=True, needs_confirmation=False,
@@ -177,6 +189,9 @@ class ToolGateway:
             if name == SELECT_PROJECT:
                 self._selected[session] = project_id
                 return text_result({"selected": project_id, "name": project.get("name")})
+            if name == TOPOLOGY_TEXT:
+                async with self._client_factory(caller.token()) as client:
+                    return text_result(await topology_text(client, project_id))
             return await self._run(caller, session, entry, name, project_id, args)
         except GNS3Error as exc:
             return text_result(f"GNS3 refused: {getattr(exc, 'message', None) or exc}", error=True)
