@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -445,7 +446,7 @@ async def test_open_mcp_sessions_do_not_hold_the_exit_up_and_keys_survive_a_rest
         first.stop()
     log = first.log_file.read_text(errors="replace")
     assert "Copilot MCP endpoint stopped" in log and "Copilot stopped" in log, first.log_tail()
-    assert code == 0  # a clean exit, not the kill
+    assert code in (0, -signal.SIGTERM)  # its own exit (uvicorn re-raises SIGTERM when done), not the kill
 
     second = await asyncio.to_thread(GNS3ServerProcess.start, root)
     try:

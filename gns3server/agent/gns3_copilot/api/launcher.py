@@ -78,7 +78,7 @@ def _cancel_runs_on_exit(app: FastAPI) -> None:
             state.begin_shutdown()
         mcp: MCPEndpoint | None = getattr(app.state, ENDPOINT_STATE, None)
         if mcp is not None:
-            mcp.begin_shutdown()  # open MCP streams would hold uvicorn's exit up too
+            mcp.begin_shutdown()  # no new MCP requests; sessions end (sse-starlette ends their streams too)
         previous(server, *args, **kwargs)
 
     UvicornServer.handle_exit = handle_exit  # type: ignore[method-assign]

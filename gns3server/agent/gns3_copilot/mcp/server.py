@@ -195,7 +195,11 @@ class MCPEndpoint:
         await self.sessions.handle_request(scope, receive, send)
 
     def begin_shutdown(self) -> None:
-        """End every MCP session now (callable from a signal handler): open streams then close."""
+        """Refuse new MCP requests and end every session now (callable from a signal handler).
+
+        The SDK's event streams are sse-starlette responses, which end by themselves
+        when uvicorn is asked to exit; this stops the rest (sessions, their tasks) at once.
+        """
         self._loop.call_soon_threadsafe(self._stop.set)
 
     async def close(self) -> None:
