@@ -14,6 +14,7 @@ dies during start-up is reported at once with the tail of its log.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -204,6 +205,12 @@ class GNS3ServerProcess:
         except ProcessLookupError:
             pass
         return int(self.process.returncode)
+
+    def kill(self, timeout: float = 20.0) -> None:
+        """SIGKILL the server and everything it spawned, as a crash or an OOM kill would."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=timeout)
 
     def log_tail(self, lines: int = 40) -> str:
         try:

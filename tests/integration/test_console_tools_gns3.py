@@ -10,6 +10,11 @@ from gns3server.agent.gns3_copilot.console import VPCS, AuditLog, DeviceLocks, l
 from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
 from gns3server.agent.gns3_copilot.tools.console import ConfigCommandsTool, ShowCommandsTool
 
+
+async def allow_all(privilege: str, path: str) -> str:
+    """Outside the server there is no GNS3 RBAC to ask; permissions are tested in test_permissions_gns3."""
+    return "allowed"
+
 pytestmark = pytest.mark.integration
 
 
@@ -20,7 +25,7 @@ async def test_tools_read_consoles_from_gns3_and_report_stopped_nodes(gns3_serve
     audit = AuditLog(tmp_path)
     common = dict(
         client_factory=lambda: GNS3Client(gns3_server.base_url, token=token), project_id=project_id,
-        policy=load_policy(), locks=DeviceLocks(), audit=audit, user="admin", session_id="s1",
+        policy=load_policy(), locks=DeviceLocks(), audit=audit, authorize=allow_all, user="admin", session_id="s1",
     )
     show, config = ShowCommandsTool(**common), ConfigCommandsTool(**common)
     try:

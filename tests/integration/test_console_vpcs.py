@@ -73,15 +73,27 @@ async def test_show_config_show(vpcs, policy, audit):
     assert entries[2].detail == 'Bad command: "foo bar". Use ? for help.'
 
 
-async def test_blocked_commands_never_reach_the_device(vpcs, policy, audit):
+async def test_blocked_commands_never_reach_the_device(vpcs, policy, audit, tmp_path):
+    # VPCS's own dangerous commands: "q" (quit) stops the PC, "!" runs a command in
+    # the GNS3 host's shell. (IOS's "rel" is VPCS's harmless "relay"; the policy
+    # judges each device in its own CLI's terms.)
+    marker = tmp_path / "host-shell-ran"
     kw: dict[str, Any] = dict(policy=policy, locks=DeviceLocks(), audit=audit, who=WHO, timeout=15)
-    for commands, mode in [(["set pcname HACKED", "rel"], "config"), (["set pcname HACKED"], "show"), (["RELOAD"], "config")]:
+    for commands, mode in [
+        (["set pcname HACKED", "q"], "config"),
+        (["set pcname HACKED"], "show"),
+        ([f"!touch {marker}"], "config"),
+        ([f"show ip; !touch {marker}"], "show"),
+    ]:
         result = await run_commands(pc(vpcs), commands, mode=mode, **kw)
         assert result.status == "blocked"
     shown = await run_commands(pc(vpcs), ["show ip"], mode="show", **kw)
-    assert "HACKED" not in shown.results[0].output and "VPCS[1]" in shown.results[0].output
+    assert "HACKED" not in shown.results[0].output and "VPCS[1]" in shown.results[0].output  # and VPCS still runs
+    assert not marker.exists()
     blocked = await audit.entries(outcome="blocked")
-    assert sorted(e.command for e in blocked) == ["RELOAD", "rel", "set pcname HACKED"]
+    assert sorted(e.command for e in blocked) == sorted(
+        ["q", "set pcname HACKED", f"!touch {marker}", f"show ip; !touch {marker}"]
+    )
 
 
 async def test_concurrent_runs_on_one_device_do_not_interleave(vpcs, vpcs2, policy, audit):
@@ -129,15 +141,23 @@ class FakeNodesClient:
 async def test_console_tools(vpcs, vpcs2, policy, audit):
     nodes = [
         {"name": "PC1", "node_type": "vpcs", "console": vpcs.port, "console_host": "0.0.0.0", "console_type": "telnet", "status": "started"},
-        {"name": "PC2", "node_type": "vpcs", "console": vpcs2.port, "console_host": "127.0.0.1", "console_type": "telnet", "status": "started"},
+        {"node_id": "n-2", "name": "PC2", "node_type": "vpcs", "console": vpcs2.port, "console_host": "127.0.0.1", "console_type": "telnet", "status": "started"},
         {"name": "PC3", "node_type": "vpcs", "console": 1, "console_host": "127.0.0.1", "console_type": "telnet", "status": "stopped"},
         {"name": "SW1", "node_type": "ethernet_switch", "console": 2, "console_type": "none", "status": "started"},
         {"name": "Host", "node_type": "docker", "console": vpcs2.port, "console_host": "127.0.0.1", "console_type": "telnet", "status": "started"},
         {"name": "PC4", "node_type": "vpcs", "console": vpcs.port, "console_host": "127.0.0.1", "console_type": "telnet", "status": "suspended"},
     ]
+    checked: list[tuple[str, str]] = []
+    denied_paths: set[str] = set()
+
+    async def authorize(privilege: str, path: str) -> str:
+        """Stands in for GNS3's check (real GNS3 users: test_permissions_gns3.py)."""
+        checked.append((privilege, path))
+        return "denied" if path in denied_paths else "allowed"
+
     common: dict[str, Any] = dict(
         client_factory=lambda: FakeNodesClient(nodes), project_id="project-1", policy=policy, locks=DeviceLocks(),
-        audit=audit, user="alice", session_id="session-1", timeout=20,
+        audit=audit, authorize=authorize, user="alice", session_id="session-1", timeout=20,
     )
     show, config = ShowCommandsTool(**common), ConfigCommandsTool(**common)
     assert show.metadata == {"read_only": True} and config.metadata == {"needs_confirmation": True}
@@ -187,3 +207,14 @@ async def test_console_tools(vpcs, vpcs2, policy, audit):
         with pytest.raises(ToolException, match=message):
             await tool.ainvoke(args)
     assert {e.project for e in await audit.entries()} == {"project-1"}
+
+    # Every device's console is checked before anything is sent; one refusal sends nothing to any of them.
+    assert ("Node.Console", "/projects/project-1/nodes/n-2/console/ws") in checked
+    denied_paths.add("/projects/project-1/nodes/n-2/console/ws")
+    before = len(await audit.entries(limit=1000))
+    with pytest.raises(ToolException, match="you lack Node.Console on PC2"):
+        await show.ainvoke({"devices": ["PC1", "PC2"], "commands": ["show ip", "show arp"]})
+    now = await audit.entries(limit=1000)  # newest first
+    entries = now[: len(now) - before]
+    assert sorted((e.device, e.command, e.outcome) for e in entries) == [
+        ("PC2", "show arp", "denied"), ("PC2", "show ip", "denied")]

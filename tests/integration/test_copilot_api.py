@@ -708,6 +708,42 @@ async def test_panel_and_openapi(http, gns3_server):
 # ----------------------------------------------------------------- restart
 
 
+async def test_a_server_killed_mid_answer_keeps_the_question_and_the_streamed_text(tmp_path: Path, http):
+    """kill -9 while the answer streams: after the restart the turn is in the history, and goes on."""
+    async with OpenAIStub(api_key=SECRET) as llm:
+        root = tmp_path / "server"
+        first = await asyncio.to_thread(GNS3ServerProcess.start, root)
+        try:
+            admin = API(http, first.base_url, await first.token(), (SECRET,))
+            await admin.use_llm(llm)
+            status, body = await admin.post("/v3/projects", {"name": "killed"})
+            project = body["project_id"]
+            llm.enqueue("First answer.")
+            session_id = (await admin.chat(project, "First question"))["session_id"]
+            llm.enqueue(reply("Half an answer", hold_after=1, chunk_chars=14))
+            async with admin.stream(project, message="Second question", session_id=session_id) as sse:
+                await sse.until("content")
+                await asyncio.to_thread(first.kill)
+        finally:
+            first.stop()
+
+        second = await asyncio.to_thread(GNS3ServerProcess.start, root)
+        try:
+            admin = API(http, second.base_url, await second.token(), (SECRET,))
+            status, history = await admin.get(sessions_path(project, session_id, "/history"))
+            expected = [("user", "First question"), ("assistant", "First answer."),
+                        ("user", "Second question"), ("assistant", "Half an answer")]
+            assert status == 200 and [(m["role"], m["content"]) for m in history["messages"]] == expected
+            llm.enqueue("Third answer.")
+            assert (await admin.chat(project, "Third question", session_id=session_id))["content"] == "Third answer."
+            sent = [(m["role"], m["content"]) for m in llm.requests[-1]["messages"][1:]]
+            assert sent == expected + [("user", "Third question")]
+            status, history = await admin.get(sessions_path(project, session_id, "/history"))
+            assert [(m["role"], m["content"]) for m in history["messages"]] == sent + [("assistant", "Third answer.")]
+        finally:
+            second.stop()
+
+
 async def test_restart_keeps_sessions_configs_and_the_server_default(tmp_path: Path, monkeypatch, http):
     """Its own server (in debug mode, the most verbose log): shut down mid-run, then started again."""
     server_key, user_key = "sk-server-default-91c2e8a4b7d3", "sk-user-config-5a8f2c7e1d94"

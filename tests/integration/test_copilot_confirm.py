@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator
 
@@ -24,6 +25,8 @@ import pytest
 from test_copilot_api import (  # noqa: F401
     COPILOT, API, SECRET, add_vpcs_node, admin, admin_llm, chat_path, http, project, sessions_path, stub, users,
 )
+from conftest import COPILOT_SETTINGS
+from gns3_process import GNS3ServerProcess
 from tests.support.openai_stub import OpenAIStub, reply, tool_call
 from vpcs_process import VPCSProcess
 
@@ -117,14 +120,14 @@ async def test_rejected_commands_never_reach_the_device(admin, admin_llm, stub, 
 async def test_blocked_commands_are_refused_after_approval_too(admin, admin_llm, stub, lab, tmp_path):
     """Approval does not override the policy: a dangerous command in the batch sends nothing at all."""
     project, vpcs = lab
-    batch = {"device": "PC1", "commands": ["ip 10.0.0.7/24", "RELOAD"]}
+    batch = {"device": "PC1", "commands": ["ip 10.0.0.7/24", "QUIT"]}  # quit stops VPCS
     stub.enqueue(reply(tool_calls=[tool_call("gns3_config_commands", batch)]))
-    session_id = (await admin.chat(project, "Set the address and reboot PC1"))["session_id"]
-    stub.enqueue("The policy refused the reload; nothing was changed.")
+    session_id = (await admin.chat(project, "Set the address and stop PC1"))["session_id"]
+    stub.enqueue("The policy refused the quit; nothing was changed.")
     status, result = await admin.post(sessions_path(project, session_id, "/confirm"), {"approved": True, "stream": False})
     assert status == 200 and result["status"] == "completed", result
     assert "blocked by the console policy" in stub.requests[-1]["messages"][-1]["content"]
-    assert await sent_to_devices(admin, session_id) == [("PC1", "ip 10.0.0.7/24", "not_run"), ("PC1", "RELOAD", "blocked")]
+    assert await sent_to_devices(admin, session_id) == [("PC1", "ip 10.0.0.7/24", "not_run"), ("PC1", "QUIT", "blocked")]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
 
 
@@ -187,3 +190,80 @@ async def test_console_audit_is_for_administrators(admin, users, gns3_server, pr
     member = await users("audit-reader")
     status, body = await member.get(f"{COPILOT}/console/audit")
     assert status == 403 and body["code"] == "admin_only"
+
+
+async def test_an_approval_is_used_once_and_only_for_its_own_request(admin, admin_llm, stub, lab, tmp_path):
+    """The confirm event's approval_id, echoed: a foreign or replayed one is a 409 and runs nothing."""
+    project, vpcs = lab
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_config_commands", CALL)]))
+    first = await admin.chat(project, "Give PC1 the address 10.0.0.1/24")
+    session_id, approval = first["session_id"], first["approval"]
+    assert approval["digest"].startswith("sha256:") and approval["expires_at"] > 0
+    status, session = await admin.get(sessions_path(project, session_id))
+    assert session["approval"] == approval
+
+    confirm = sessions_path(project, session_id, "/confirm")
+    status, body = await admin.post(confirm, {"approved": True, "approval_id": "0" * 32})
+    assert status == 409 and body["code"] == "approval_not_pending" and "nothing was run" in body["message"]
+    assert await sent_to_devices(admin, session_id) == []
+
+    # Approved; the model then asks for a second change: a new approval.
+    second_call = {"device": "PC1", "commands": ["ip 10.0.0.99/24"]}
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_config_commands", second_call)]))
+    status, result = await admin.post(confirm, {"approved": True, "stream": False, "approval_id": approval["approval_id"]})
+    assert status == 200 and result["status"] == "waiting_confirmation", result
+    # The JSON answer lists the approved call the resumed run ran, then the new one waiting.
+    assert [(c["name"], c["args"], c["status"]) for c in result["tool_calls"]] == [
+        ("gns3_config_commands", CALL, "success"), ("gns3_config_commands", second_call, None)]
+    assert result["approval"]["approval_id"] != approval["approval_id"]
+    assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
+
+    # The first approval, replayed, does not approve the second change.
+    status, body = await admin.post(confirm, {"approved": True, "approval_id": approval["approval_id"]})
+    assert status == 409 and body["code"] == "approval_not_pending"
+    assert await sent_to_devices(admin, session_id) == [("PC1", "ip 10.0.0.1/24 10.0.0.254", "ok")]
+    assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
+
+    stub.enqueue("Left as it is.")
+    status, done = await admin.post(confirm, {"approved": False, "stream": False,
+                                              "approval_id": result["approval"]["approval_id"]})
+    assert status == 200 and done["status"] == "completed"
+    status, body = await admin.post(confirm, {"approved": True, "approval_id": result["approval"]["approval_id"]})
+    assert status == 409 and body["code"] == "approval_not_pending" and "already used" in body["message"]
+
+    # The audit records the approval the command ran under: its id, its digest, who gave it and when.
+    status, (entry,) = await admin.get(f"{COPILOT}/console/audit?session_id={session_id}")
+    assert (entry["approval_id"], entry["approval_digest"], entry["approved_by"]) == (
+        approval["approval_id"], approval["digest"], "admin")
+    assert entry["time"] >= entry["approved_at"] > 0
+
+
+async def test_an_expired_approval_is_refused_with_410(http, tmp_path):
+    """A server whose approvals last 0.6 s: approving later is a 410, nothing is sent, rejecting still works."""
+    server = await asyncio.to_thread(
+        GNS3ServerProcess.start, tmp_path / "server", copilot={**COPILOT_SETTINGS, "approval_minutes": 0.01}
+    )
+    try:
+        admin = API(http, server.base_url, await server.token(), (SECRET,))
+        async with OpenAIStub(api_key=SECRET) as llm:
+            await admin.use_llm(llm)
+            status, created = await admin.post("/v3/projects", {"name": "expiry"})
+            assert status == 201, created
+            project = created["project_id"]
+            await add_vpcs_node(admin, project, "PC1")
+            llm.enqueue(reply(tool_calls=[tool_call("gns3_config_commands", CALL)]))
+            result = await admin.chat(project, "Give PC1 the address 10.0.0.1/24")
+            approval = result["approval"]
+            # Waiting for a deadline, not for a state: the approval's own expiry time.
+            await asyncio.sleep(max(0.0, approval["expires_at"] - time.time()) + 0.05)
+            confirm = sessions_path(project, result["session_id"], "/confirm")
+            status, body = await admin.post(confirm, {"approved": True, "approval_id": approval["approval_id"]})
+            assert status == 410 and body["code"] == "approval_expired" and "nothing was sent" in body["message"]
+            status, session = await admin.get(sessions_path(project, result["session_id"]))
+            assert session["approval"] == approval  # still there, to be rejected
+            llm.enqueue("Nothing was changed.")
+            status, done = await admin.post(confirm, {"approved": False, "stream": False})
+            assert status == 200 and done["status"] == "completed", done
+            assert await sent_to_devices(admin, result["session_id"]) == []
+    finally:
+        await asyncio.to_thread(server.stop)

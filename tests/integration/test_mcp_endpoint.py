@@ -87,11 +87,15 @@ async def new_key(api: API, name: str, scope: str = "full", **extra: Any) -> dic
     return body
 
 
-async def audit(admin: API, session: str, project: str) -> list[tuple[str, str, str, str]]:
+async def audit_entries(admin: API, session: str, project: str) -> list[dict[str, Any]]:
     """What the console audit holds for this MCP credential in this project, oldest first."""
     status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={session}&project_id={project}")
     assert status == 200, entries
-    return [(e["user"], e["device"], e["command"], e["outcome"]) for e in reversed(entries)]
+    return list(reversed(entries))
+
+
+async def audit(admin: API, session: str, project: str) -> list[tuple[str, str, str, str]]:
+    return [(e["user"], e["device"], e["command"], e["outcome"]) for e in await audit_entries(admin, session, project)]
 
 
 @pytest.fixture
@@ -246,7 +250,10 @@ async def test_elicitation_asks_the_client_and_only_an_approval_runs(gns3_server
         assert not done.isError and payload(done)["status"] == "ok", payload(done)
     assert len(asked) == 2 and "ip 10.0.0.1/24 10.0.0.254" in asked[0] and "PC1" in asked[0]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
-    assert await audit(admin, "mcp:token", project) == [("admin", "PC1", "ip 10.0.0.1/24 10.0.0.254", "ok")]
+    (entry,) = await audit_entries(admin, "mcp:token", project)
+    assert (entry["user"], entry["command"], entry["outcome"]) == ("admin", "ip 10.0.0.1/24 10.0.0.254", "ok")
+    assert entry["approval_id"].startswith("mcp-elicitation:") and entry["approved_by"] == "admin"
+    assert entry["approval_digest"].startswith("sha256:")
 
 
 async def test_approval_round_trip_without_elicitation(gns3_server, admin, users, lab, tmp_path):
@@ -282,7 +289,9 @@ async def test_approval_round_trip_without_elicitation(gns3_server, admin, users
         reused = await client.call_tool("gns3_config_commands", {**call, "approval_id": approval_id})
         assert reused.isError and "not found" in payload(reused)
     assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
-    assert await audit(admin, f"mcp:key:{key['name']}", project) == [("admin", "PC1", "ip 10.0.0.1/24 10.0.0.254", "ok")]
+    (entry,) = await audit_entries(admin, f"mcp:key:{key['name']}", project)
+    assert (entry["user"], entry["command"], entry["outcome"]) == ("admin", "ip 10.0.0.1/24 10.0.0.254", "ok")
+    assert (entry["approval_id"], entry["approved_by"]) == (approval_id, "admin") and entry["approved_at"]
 
     # A rejection is final too.
     async with mcp_client(gns3_server.base_url, key["key"]) as client:
@@ -349,6 +358,41 @@ async def test_a_user_without_the_gns3_privilege_gets_nothing_more_through_mcp(g
     status, body = await admin.put(f"/v3/access/users/{user_id}", {"is_active": False})
     assert status == 200, body
     assert await refused(gns3_server.base_url, key["key"]) == {401}
+
+
+async def test_an_auditor_reads_through_mcp_but_reaches_no_console_and_changes_nothing(
+        gns3_server, admin, users, lab, tmp_path):
+    """A real GNS3 user with the built-in Auditor role on /projects: Project.Audit, no Node.Console."""
+    project, vpcs = lab
+    name = f"mcp-auditor-{uuid.uuid4().hex[:6]}"
+    auditor = await users(name, access=False)
+    status, roles = await admin.get("/v3/access/roles")
+    role_id = next(r["role_id"] for r in roles if r["name"] == "Auditor")
+    status, found = await admin.get("/v3/access/users")
+    user_id = next(u["user_id"] for u in found if u["username"] == name)
+    status, body = await admin.post("/v3/access/acl", {"ace_type": "user", "path": "/projects", "propagate": True,
+                                                      "allowed": True, "user_id": user_id, "role_id": role_id})
+    assert status == 201, body
+    key = await new_key(auditor, "audit-laptop", "full")
+    async with mcp_client(gns3_server.base_url, key["key"]) as client:
+        topology = payload(await client.call_tool("gns3_topology", {"project_id": project}))
+        assert [n["name"] for n in topology["nodes"]] == ["PC1"]
+        shown = await client.call_tool("gns3_show_commands", {"devices": ["PC1"], "commands": ["show ip"],
+                                                              "project_id": project})
+        assert shown.isError and "Node.Console" in payload(shown), payload(shown)
+        created = await client.call_tool("gns3_create_node", {"template": "VPCS", "project_id": project})
+        assert created.isError and "Node.Allocate" in payload(created), payload(created)
+        waiting = await client.call_tool("gns3_config_commands", {**SET_IP, "project_id": project})
+        approval_id = waiting.structuredContent["approval_id"]
+        assert (await auditor.post(f"{MCP}/approvals/{approval_id}", {"approve": True}))[0] == 200
+        refused = await client.call_tool("gns3_config_commands", {**SET_IP, "project_id": project,
+                                                                  "approval_id": approval_id})
+        assert refused.isError and "Node.Console" in payload(refused)  # approval does not widen GNS3's rights
+    assert await audit(admin, "mcp:key:audit-laptop", project) == [
+        (name, "PC1", "show ip", "denied"), (name, "PC1", "ip 10.0.0.1/24 10.0.0.254", "denied")]
+    assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
+    status, nodes = await admin.get(f"/v3/projects/{project}/nodes")
+    assert [n["name"] for n in nodes] == ["PC1"]
 
 
 # ------------------------------------------------------------------ resources and prompts

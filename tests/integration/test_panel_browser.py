@@ -498,6 +498,9 @@ def test_device_configuration_waits_for_approval_across_a_reload(signed_in: Pane
     assert session_id
     waiting = user_rest.ok("GET", f"{COPILOT}/projects/{pid}/chat/sessions/{session_id}")
     assert [(c["name"], c["args"]) for c in waiting["pending_calls"]] == [("gns3_config_commands", call)]
+    # The card holds the approval it will answer (sent back with the decision).
+    approval_id = waiting["approval"]["approval_id"]
+    assert panel.css(".confirm-card")[-1].get_attribute("data-approval-id") == approval_id
 
     # A new message is refused while the session waits: said clearly, the card stays.
     panel.send("Something else meanwhile?")
@@ -512,6 +515,7 @@ def test_device_configuration_waits_for_approval_across_a_reload(signed_in: Pane
     panel.wait_signed_in()
     check_card()
     assert panel.current_session() == session_id
+    assert panel.css(".confirm-card")[-1].get_attribute("data-approval-id") == approval_id
     stub.enqueue("Understood: PC1 was left unchanged.")
     ActionChains(panel.driver).send_keys(Keys.TAB).perform()
     wait_for(panel.driver, lambda d: "confirm-approve" in panel.js("return document.activeElement.className"),
@@ -546,7 +550,9 @@ def test_approving_in_the_panel_configures_a_real_device(signed_in: Panel, stub:
                      "PC2 now has 10.0.0.2/24.")
         panel.send("Give PC2 the address 10.0.0.2/24")
         panel.wait_turn_status("waiting_confirmation")
-        panel.wait_confirm_card().find_element(By.CSS_SELECTOR, ".confirm-approve").click()
+        card = panel.wait_confirm_card()
+        approval_id = card.get_attribute("data-approval-id")
+        card.find_element(By.CSS_SELECTOR, ".confirm-approve").click()
 
         turn = panel.wait_turn_status("completed")
         assert "PC2 now has 10.0.0.2/24." in panel.turn_text(turn)
@@ -557,6 +563,11 @@ def test_approving_in_the_panel_configures_a_real_device(signed_in: Panel, stub:
         card = panel.css(".confirm-card")[-1]
         assert card.get_attribute("data-state") == "approved" and not card.find_elements(By.CSS_SELECTOR, "button")
         assert asyncio.run(vpcs.address(tmp_path)) == "IP/MASK     : 10.0.0.2/24"
+        # The audit says under which approval the command ran, and who gave it.
+        session_id = panel.current_session()
+        (entry,) = admin_rest.ok("GET", f"{COPILOT}/console/audit?session_id={session_id}")
+        assert (entry["command"], entry["outcome"], entry["approval_id"]) == ("ip 10.0.0.2/24", "ok", approval_id)
+        assert entry["approved_by"] == USER and entry["approval_digest"].startswith("sha256:")
     finally:
         vpcs.stop()
 
@@ -569,6 +580,27 @@ def test_an_llm_failure_is_shown_in_the_conversation(signed_in: Panel, stub: Ope
     note = turn.find_element(By.CSS_SELECTOR, ".turn-note-error").text
     assert "LLM provider" in note and "500" in note
     assert "0x5eed" not in panel.by_id("messages").text
+
+
+def test_the_end_of_a_turn_leaves_the_focus_where_the_user_took_it(signed_in: Panel, stub: OpenAIStub) -> None:
+    panel = signed_in
+    stub.enqueue(reply("Still answering while you look around.", hold_after=1, chunk_chars=6))
+    panel.send("Take your time")
+    wait_for(panel.driver, lambda d: "Still" in panel.last_turn().text, "the answer did not start")
+    # Alt+L: to the conversation list while the answer streams.
+    ActionChains(panel.driver).key_down(Keys.ALT).send_keys("l").key_up(Keys.ALT).perform()
+    listed = "return document.getElementById('session-list').contains(document.activeElement)"
+    wait_for(panel.driver, lambda d: panel.js(listed), "Alt+L did not move the focus to the list")
+    focused = panel.js("return document.activeElement.closest('.session-item').dataset.sessionId")
+    stub.release()
+    panel.wait_turn_status("completed")  # the list was reloaded on the way: its items are new elements
+    assert panel.js(listed), "the end of the turn took the focus away from the list"
+    assert panel.js("return document.activeElement.closest('.session-item').dataset.sessionId") == focused
+    # Without a detour, the focus is back in the message box for the next question.
+    stub.enqueue("Done.")
+    panel.send("And now?")
+    panel.wait_turn_status("completed")
+    assert panel.js("return document.activeElement.id") == "prompt"
 
 
 def test_narrow_layout_and_keyboard(signed_in: Panel, stub: OpenAIStub) -> None:

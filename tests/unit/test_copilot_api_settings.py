@@ -42,6 +42,14 @@ def test_console_policy_path():
     assert settings({"console_policy": " /etc/gns3/policy.toml "}).console_policy == Path("/etc/gns3/policy.toml")
 
 
+def test_approvals_expire_after_ten_minutes_unless_configured():
+    assert settings({}).approval_seconds == 600.0
+    assert settings({"approval_minutes": "2.5"}).approval_seconds == 150.0
+    for bad in ("0", "-1", "soon", "inf", "nan"):
+        with pytest.raises(SettingsError, match="approval_minutes"):
+            settings({"approval_minutes": bad})
+
+
 def test_file_keys_and_environment(tmp_path: Path):
     config = tmp_path / "gns3_server.conf"
     config.write_text("[Server]\nport = 1\n[Copilot]\nmodes = teaching\nllm_model = qwen\nllm_context_limit = 32\n"

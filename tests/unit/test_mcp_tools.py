@@ -23,7 +23,10 @@ def key(scope: str) -> MCPKey:
 @pytest.fixture
 async def gateway(tmp_path):
     audit = AuditLog(tmp_path)
-    console = ConsoleServices(policy=load_policy(), locks=DeviceLocks(), audit=audit)
+    async def never(privilege: str, path: str) -> str:
+        raise AssertionError("no permission check expected")
+
+    console = ConsoleServices(policy=load_policy(), locks=DeviceLocks(), audit=audit, permissions=lambda user: never)
     yield ToolGateway(console, lambda token: pytest.fail("no GNS3 call expected"), Approvals())
     await audit.close()
 

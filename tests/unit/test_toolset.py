@@ -7,7 +7,15 @@ from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_po
 from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
 from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools
 
-CONTEXT = RunContext(lambda: GNS3Client("http://127.0.0.1:1"), "p1", "alice", "s1")
+CONTEXT = RunContext(lambda: GNS3Client("http://127.0.0.1:1"), "p1", "alice", "s1", "u-alice")
+
+
+def permissions_of(user_id: str):
+    async def authorize(privilege: str, path: str) -> str:
+        return "allowed" if user_id == "u-alice" else "denied"
+
+    authorize.user_id = user_id
+    return authorize
 
 
 def test_without_console_services_there_are_no_console_tools():
@@ -17,11 +25,14 @@ def test_without_console_services_there_are_no_console_tools():
 
 
 def test_console_tools_act_for_the_run_and_config_needs_confirmation(tmp_path):
-    console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(tmp_path))
+    console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(tmp_path), permissions_of)
     tools = {t.name: t for t in build_tools(CONTEXT, console)}
     show, config = tools["gns3_show_commands"], tools["gns3_config_commands"]
     assert (config.user, config.session_id, config.project_id) == ("alice", "s1", "p1")
     assert config.audit is console.audit and show.locks is console.locks
+    # Permission checks are the run's user's, and GNS3's refusals of the other tools are audited.
+    assert show.authorize.user_id == config.authorize.user_id == "u-alice"
+    assert tools["gns3_node_action"].audit is console.audit and tools["gns3_create_link"].user == "alice"
     assert needs_confirmation(config) and not needs_confirmation(show)
     teaching = {t.name for t in tools_for_mode(list(tools.values()), "teaching")}
     assert teaching == {"gns3_topology", "gns3_list_templates", "gns3_show_commands"}

@@ -38,9 +38,16 @@ def context(report: Mapping[str, Any]) -> Event:
     return {"type": "context", "report": dict(report)}
 
 
-def confirm(calls: list[Mapping[str, Any]]) -> Event:
-    """The run waits for the user to approve or reject these tool calls."""
-    return {"type": "confirm", "calls": [dict(c) for c in calls]}
+def confirm(calls: list[Mapping[str, Any]], approval: Mapping[str, Any] | None = None) -> Event:
+    """The run waits for the user to approve or reject these tool calls.
+
+    ``approval`` (approval_id, digest, expires_at) names this request for approval;
+    the client may echo its id with the decision.
+    """
+    event: Event = {"type": "confirm", "calls": [dict(c) for c in calls]}
+    if approval is not None:
+        event.update(approval)
+    return event
 
 
 def usage(totals: Mapping[str, int]) -> Event:

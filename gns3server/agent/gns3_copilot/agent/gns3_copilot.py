@@ -37,6 +37,7 @@ from langgraph.types import interrupt
 
 from ..gns3_client.exceptions import GNS3Error
 from . import events
+from .approval import approval_digest
 from .context.counting import content_text, json_text
 from .context_manager import clamp_token_scale
 
@@ -75,6 +76,12 @@ def needs_confirmation(tool: BaseTool) -> bool:
 
 
 REJECTED_RESULT = "Rejected by the user: nothing was sent. Ask what they want instead."
+MISMATCHED_RESULT = (
+    "Error: the approval given was for other calls than these (its digest differs); nothing was sent. "
+    "Ask the user to approve these commands."
+)
+# Where an approved call finds its approval (in the run's configurable): the console tools audit it.
+APPROVAL_KEY = "copilot_approval"
 
 
 def check_mode(mode: str) -> None:
@@ -195,14 +202,16 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             "usage": run_usage,
         }
 
-    async def run_tool(call: Mapping[str, Any], config: RunnableConfig, rejected: bool = False) -> ToolMessage:
+    async def run_tool(call: Mapping[str, Any], config: RunnableConfig, refused: str | None = None) -> ToolMessage:
+        """Run one call; ``refused`` (the result text) answers it without running it."""
         writer = get_stream_writer()
         name, args, call_id = call["name"], call.get("args") or {}, call.get("id") or ""
         writer(events.tool_start(call_id, name, args))
         status = "error"
         tool = by_name.get(name)
-        if rejected:
-            output = REJECTED_RESULT
+        rejected = refused == REJECTED_RESULT
+        if refused is not None:
+            output = refused
         elif tool is None:
             output = f"Error: unknown tool {name!r}. Available tools: {', '.join(sorted(allowed_names))}."
         elif name not in allowed_names:
@@ -235,15 +244,31 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             call for call in last.tool_calls
             if call["name"] in allowed_names and needs_confirmation(by_name[call["name"]])
         ]
-        rejected: set[str] = set()
+        refused: dict[str, str] = {}
+        approved_config = config
         if gated:
             # Before any tool runs: on resume LangGraph runs this node again from the top,
             # and interrupt() then returns the user's decision instead of pausing.
-            decision = interrupt({"calls": [events.tool_call(c["id"] or "", c["name"], c["args"]) for c in gated]})
+            digest = approval_digest(str((config.get("configurable") or {}).get("thread_id") or ""), gated)
+            shown = [events.tool_call(c["id"] or "", c["name"], c["args"]) for c in gated]
+            decision = interrupt({"calls": shown, "digest": digest})
+            approval = decision.get("approval") if isinstance(decision, Mapping) else None
             if not (isinstance(decision, Mapping) and decision.get("approved") is True):
-                rejected = {c["id"] for c in gated}
+                refused = {c["id"] or "": REJECTED_RESULT for c in gated}
+            elif not (isinstance(approval, Mapping) and approval.get("digest") == digest):
+                logger.warning("An approval did not match the calls it was applied to; nothing was sent")
+                refused = {c["id"] or "": MISMATCHED_RESULT for c in gated}
+            else:
+                configurable = {**(config.get("configurable") or {}), APPROVAL_KEY: dict(approval)}
+                approved_config = {**config, "configurable": configurable}
+        gated_ids = {c["id"] for c in gated}
         answers = list(
-            await asyncio.gather(*(run_tool(call, config, call["id"] in rejected) for call in last.tool_calls))
+            await asyncio.gather(
+                *(
+                    run_tool(call, approved_config if call["id"] in gated_ids else config, refused.get(call["id"] or ""))
+                    for call in last.tool_calls
+                )
+            )
         )
         for bad in last.invalid_tool_calls:
             answers.append(

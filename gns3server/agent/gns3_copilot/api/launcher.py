@@ -41,7 +41,7 @@ def _startup(app: FastAPI) -> Callable[[], Awaitable[None]]:
         except SettingsError as exc:
             log.critical("Cannot start the copilot: %s", exc)
             raise
-        state = app.state.copilot = await CopilotState.open(settings)
+        state = app.state.copilot = await CopilotState.open(settings, app)
         lookup = gns3_user_lookup(app.state._db_engine)  # GNS3's own start-up hook opened its database
         mcp = await MCPEndpoint.open(settings.data_dir, lookup, state.console, state.gns3_client)
         setattr(app.state, ENDPOINT_STATE, mcp)

@@ -14,12 +14,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..agent.approval import PendingApproval
 from ..service.store import TITLE_MAX, SessionRecord
 
 MAX_MESSAGE_CHARS = 100_000
 """Longest user message accepted (about 25k tokens); longer ones are a 422."""
 
 Mode = Literal["teaching", "lab_automation", "text"]  # the agent's MODES, plus GNS3 3.1's "text"
+
+
+def _approval(record: SessionRecord) -> Approval | None:
+    pending = PendingApproval.from_stored(record.pending_value)
+    return Approval(**pending.public()) if pending is not None else None
 
 
 def _timestamp(seconds: float) -> datetime:
@@ -57,6 +63,14 @@ class ToolCallSummary(BaseModel):
     status: str | None = Field(None, description="success or error, once the tool has answered")
 
 
+class Approval(BaseModel):
+    """A request for the user's approval: bound to the session and the exact calls (digest), used once, expiring."""
+
+    approval_id: str = Field(..., description="Echo it in .../confirm to make sure the decision is for this request")
+    digest: str = Field(..., description="SHA-256 of the session id and the exact calls (device, driver, commands)")
+    expires_at: float = Field(..., description="Seconds since the epoch (UTC) after which it can only be rejected")
+
+
 class ChatResult(BaseModel):
     """The answer to ``stream: false``: what the stream would have carried, gathered."""
 
@@ -68,12 +82,16 @@ class ChatResult(BaseModel):
     pending_calls: list[ToolCallSummary] = Field(
         default_factory=list, description="status waiting_confirmation: the calls to approve or reject"
     )
+    approval: Approval | None = Field(None, description="status waiting_confirmation: the approval asked for")
 
 
 class ConfirmRequest(BaseModel):
     """The user's decision on the tool calls a session waits for."""
 
     approved: bool = Field(..., description="true: run them; false: reject them (nothing is sent)")
+    approval_id: str | None = Field(
+        None, max_length=64, description="The approval_id of the confirm event: refused (409) unless it is the pending one"
+    )
     stream: bool = Field(True, description="Stream the resumed run's events; false: one JSON answer at the end")
     mode: Mode | None = Field(None, description="As for chat/stream")
     llm_config_id: str | None = Field(None, description="As for chat/stream")
@@ -107,6 +125,7 @@ class Session(SessionBase):
     pending_calls: list[ToolCallSummary] = Field(
         default_factory=list, description="Tool calls waiting for the user's approval (see .../confirm)"
     )
+    approval: Approval | None = Field(None, description="The approval those calls wait for")
 
     @classmethod
     def from_record(cls, record: SessionRecord, *, running: bool) -> Session:
@@ -124,6 +143,7 @@ class Session(SessionBase):
             total_tokens=record.total_tokens,
             running=running,
             pending_calls=[ToolCallSummary.model_validate(c) for c in record.pending_calls or []],
+            approval=_approval(record),
         )
 
 
@@ -227,5 +247,9 @@ class ConsoleAuditEntry(BaseModel):
     project: str = Field(..., description="Project id")
     device: str = Field(..., description="Node name")
     command: str
-    outcome: str = Field(..., description="ok, error, timeout, blocked, not_run or failed")
+    outcome: str = Field(..., description="ok, error, timeout, blocked, denied (GNS3 permission), not_run or failed")
     detail: str = ""
+    approval_id: str | None = Field(None, description="The approval the command ran under (configuration)")
+    approval_digest: str | None = Field(None, description="Digest of the approved calls")
+    approved_by: str | None = Field(None, description="GNS3 username who approved")
+    approved_at: float | None = Field(None, description="When it was approved (seconds since the epoch, UTC)")

@@ -13,6 +13,8 @@ case), which wins over the file, so a key need not be written in a config file::
     llm_model = qwen2.5:14b
     llm_base_url = http://127.0.0.1:11434/v1
     llm_context_limit = 32
+    ; how long a request to approve device changes stays usable
+    approval_minutes = 10
     ; GNS3_COPILOT_LLM_API_KEY=... in the environment rather than here
 
 See ``docs/api.md`` for every key. :func:`load_settings` is pure (values in,
@@ -24,12 +26,14 @@ from __future__ import annotations
 
 import configparser
 import logging
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..agent.approval import DEFAULT_APPROVAL_SECONDS
 from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, DEFAULT_MODE, MODES
 from ..agent.model_factory import LLMConfigError, llm_config_schema, validate_llm_config
 from ..service.copilot import HEARTBEAT_SECONDS
@@ -43,7 +47,7 @@ DATA_DIR_NAME = "copilot"
 KNOWN_KEYS = frozenset(
     {
         "data_dir", "secrets_dir", "modes", "default_mode", "heartbeat_seconds", "max_llm_calls", "server_url",
-        "console_policy",
+        "console_policy", "approval_minutes",
     }
 )
 
@@ -69,6 +73,8 @@ class CopilotSettings:
     """The server-wide default LLM config (validated), used when a user has none."""
     console_policy: Path | None = None
     """The administrator's device command policy file (None: the packaged default)."""
+    approval_seconds: float = DEFAULT_APPROVAL_SECONDS
+    """How long a request for approval of device changes stays usable (``approval_minutes``)."""
 
 
 def read_copilot_section(config_files: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
@@ -183,7 +189,16 @@ def load_settings(
         max_llm_calls=_number(values, "max_llm_calls", DEFAULT_MAX_LLM_CALLS, int),
         default_llm_config=_llm_config(values),
         console_policy=_path(values, "console_policy"),
+        approval_seconds=_approval_seconds(values),
     )
+
+
+def _approval_seconds(values: Mapping[str, str]) -> float:
+    """``approval_minutes`` as seconds: finite and greater than 0 (an approval must expire)."""
+    minutes = _number(values, "approval_minutes", DEFAULT_APPROVAL_SECONDS / 60, float)
+    if not math.isfinite(minutes):
+        raise SettingsError(f"[{SECTION}] approval_minutes: must be a finite number of minutes greater than 0")
+    return 60.0 * minutes
 
 
 def _path(values: Mapping[str, str], key: str) -> Path | None:

@@ -24,7 +24,7 @@ from starlette.types import Receive
 
 from ..service.copilot import Event
 from ..service.errors import CopilotError
-from .schemas import ChatResult, ToolCallSummary
+from .schemas import Approval, ChatResult, ToolCallSummary
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,7 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
     calls: dict[str, ToolCallSummary] = {}
     error: Mapping[str, Any] | None = None
     pending: list[ToolCallSummary] = []
+    approval: Approval | None = None
     done: Mapping[str, Any] = {}
     try:
         async for event in events:
@@ -89,10 +90,16 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
                 calls[event["tool_call_id"]] = ToolCallSummary(
                     tool_call_id=event["tool_call_id"], name=event["name"], args=event.get("args") or {}
                 )
+            elif kind == "tool_start" and event["tool_call_id"] not in calls:
+                # A resumed run (after .../confirm) starts calls announced by the run that paused.
+                calls[event["tool_call_id"]] = ToolCallSummary(
+                    tool_call_id=event["tool_call_id"], name=event["name"], args=event.get("args") or {}
+                )
             elif kind == "tool_end" and event["tool_call_id"] in calls:
                 calls[event["tool_call_id"]].status = event.get("status")
             elif kind == "confirm":
                 pending = [ToolCallSummary.model_validate(c) for c in event["calls"]]
+                approval = Approval.model_validate(event) if event.get("approval_id") else None
             elif kind == "error":
                 error = event
             elif kind == "done":
@@ -110,6 +117,7 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
         tool_calls=list(calls.values()),
         usage=dict(done.get("usage") or {}),
         pending_calls=pending,
+        approval=approval,
     )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
+from fastapi import FastAPI
 
 from ..agent.model_factory import create_base_model_with_tools, is_context_length_error
 from ..gns3_client.client import GNS3Client
@@ -26,6 +27,7 @@ from ..tools.toolset import ConsoleServices, build_tools
 from .crypto import SecretBox, load_or_create_key
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_store import LLMConfigRecord, LLMConfigStore
+from .permissions import HostPermissions
 from .settings import CopilotSettings
 
 log = logging.getLogger(__name__)
@@ -62,10 +64,12 @@ class CopilotState:
             client_factory=self.gns3_client,
             max_llm_calls=settings.max_llm_calls,
             heartbeat_seconds=settings.heartbeat_seconds,
+            approval_seconds=settings.approval_seconds,
         )
 
     @classmethod
-    async def open(cls, settings: CopilotSettings) -> CopilotState:
+    async def open(cls, settings: CopilotSettings, app: FastAPI) -> CopilotState:
+        """Open storage and services; ``app`` is gns3-server's, whose RBAC the tools ask."""
         key = await asyncio.to_thread(load_or_create_key, settings.secrets_dir)
         storage = await open_sqlite_storage(settings.data_dir)
         try:
@@ -75,7 +79,10 @@ class CopilotState:
             raise
         connector = aiohttp.TCPConnector(limit=CONNECTION_LIMIT, ssl=None if settings.verify_tls else False)
         policy = await asyncio.to_thread(load_policy, settings.console_policy)
-        console = ConsoleServices(policy=policy, locks=DeviceLocks(), audit=AuditLog(settings.data_dir))
+        console = ConsoleServices(
+            policy=policy, locks=DeviceLocks(), audit=AuditLog(settings.data_dir),
+            permissions=HostPermissions(app).for_user,
+        )
         state = cls(settings, storage, llm_configs, connector, console)
         default = settings.default_llm_config
         log.info(

@@ -1,7 +1,9 @@
 """The audit log: every command the copilot sends to a device (or refuses to).
 
 Stored in SQLite in the server's data directory so that an administrator can list
-it later. sqlite3 is synchronous, so each call runs in a worker thread over one
+it later. A command refused because GNS3 does not let the user use the console
+is "denied"; a command run under the user's approval carries the approval (its
+id, the digest of the approved calls, who approved and when). sqlite3 is synchronous, so each call runs in a worker thread over one
 connection guarded by a lock.
 """
 
@@ -35,7 +37,9 @@ CREATE TABLE IF NOT EXISTS console_audit (
 );
 CREATE INDEX IF NOT EXISTS console_audit_time ON console_audit (time);
 """
-_COLUMNS = ("id", "time", "user", "session", "project", "device", "command", "outcome", "detail")
+# Added after the first release: created on older files when they are opened.
+_APPROVAL_COLUMNS = {"approval_id": "TEXT", "approval_digest": "TEXT", "approved_by": "TEXT", "approved_at": "REAL"}
+_COLUMNS = ("id", "time", "user", "session", "project", "device", "command", "outcome", "detail", *_APPROVAL_COLUMNS)
 _FILTERS = ("user", "session", "project", "device", "outcome")
 
 
@@ -46,6 +50,11 @@ class Who:
     user: str
     session: str
     project: str
+    # The approval the commands run under (configuration changes), if any.
+    approval_id: str | None = None
+    approval_digest: str | None = None
+    approved_by: str | None = None
+    approved_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -57,8 +66,12 @@ class AuditEntry:
     project: str
     device: str
     command: str
-    outcome: str  # ok, error, timeout, blocked, not_run, failed
+    outcome: str  # ok, error, timeout, blocked, denied, not_run, failed
     detail: str
+    approval_id: str | None = None
+    approval_digest: str | None = None
+    approved_by: str | None = None
+    approved_at: float | None = None
 
 
 class AuditLog:
@@ -74,6 +87,11 @@ class AuditLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, check_same_thread=False)
             conn.executescript(_SCHEMA)
+            present = {row[1] for row in conn.execute("PRAGMA table_info(console_audit)")}
+            with conn:
+                for name, kind in _APPROVAL_COLUMNS.items():
+                    if name not in present:
+                        conn.execute(f"ALTER TABLE console_audit ADD COLUMN {name} {kind}")
             self._conn = conn
         return self._conn
 
@@ -82,8 +100,7 @@ class AuditLog:
             conn = self._connection()
             with conn:
                 conn.executemany(
-                    "INSERT INTO console_audit (time, user, session, project, device, command, outcome, detail)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO console_audit ({', '.join(_COLUMNS[1:])}) VALUES ({', '.join('?' * (len(_COLUMNS) - 1))})",
                     rows,
                 )
 
@@ -94,7 +111,8 @@ class AuditLog:
     async def record_many(self, who: Who, device: str, entries: Sequence[tuple[str, str, str]]) -> None:
         """Append a batch's entries (command, outcome, detail) in one transaction, timestamped now."""
         now = time.time()
-        rows = [(now, who.user, who.session, who.project, device, c, o, d[:2000]) for c, o, d in entries]
+        approval = (who.approval_id, who.approval_digest, who.approved_by, who.approved_at)
+        rows = [(now, who.user, who.session, who.project, device, c, o, d[:2000], *approval) for c, o, d in entries]
         await asyncio.to_thread(self._record, rows)
 
     def _list(self, filters: dict[str, str], since: float | None, limit: int) -> list[AuditEntry]:

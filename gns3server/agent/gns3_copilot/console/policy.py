@@ -1,10 +1,14 @@
 """The console command policy: what the copilot may send to a device.
 
-Checked before anything is sent. Dangerous commands (reload, erase, delete, copy
-to startup ...) are blocked in every mode unless the administrator allows them by
-rule name; read-only mode only lets through commands on its allow list and never
-enters configuration mode. Patterns understand IOS-style abbreviations, so that
-``wr er`` is seen as ``write erase``; see ``policy.default.toml`` for the syntax.
+Checked before anything is sent, on the command as the device will read it: the
+grammar of the device's CLI family (``grammar/``: a shell for ``linux``, the IOS
+CLI for ``ios``, VPCS's for ``vpcs``) turns the line into the commands it runs,
+with wrappers unwrapped, abbreviations left for the patterns to resolve, nested
+commands (``sh -c``, ``$(...)``, EEM ``cli command``) included. Dangerous commands
+are blocked in every mode unless the administrator allows their rule by name;
+read-only mode allows only a line that is one allow-listed command (Linux: piped
+into filters only; IOS: output modifiers that only filter) and never enters
+configuration mode. See ``policy.default.toml`` and ``docs/console.md``.
 """
 
 from __future__ import annotations
@@ -12,16 +16,24 @@ from __future__ import annotations
 import logging
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .grammar import Analysis, IncompleteLine, TooComplex, ios, linux, vpcs
+from .grammar.patterns import Pattern, PatternError
+
 log = logging.getLogger(__name__)
 
 DEFAULT_POLICY_FILE = "policy.default.toml"
+FAMILIES = ("ios", "linux", "vpcs")
+_ANALYZERS: Mapping[str, Callable[[str], Analysis]] = {"ios": ios.analyze, "linux": linux.analyze, "vpcs": vpcs.analyze}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_EVERY = "patterns"  # a rule's or read-only list's key for patterns of every family
+_RULE_KEYS = {_EVERY, "reason", *FAMILIES}
+_READ_ONLY_KEYS = {"allowed", *FAMILIES, "ios_output_modifiers", "linux_filters", "linux_refused_options"}
 
 
 class PolicyError(ValueError):
@@ -35,97 +47,28 @@ class Decision:
 
 
 @dataclass(frozen=True)
-class _Word:
-    """One word of a pattern: alternatives of (full word, shortest accepted prefix, glob)."""
-
-    choices: tuple[tuple[str, int, bool], ...]
-
-    def matches(self, token: str) -> bool:
-        return any(
-            token.startswith(full) if glob else len(token) >= minimum and full.startswith(token)
-            for full, minimum, glob in self.choices
-        )
-
-
-_ANY_ONE, _ANY_MANY, _END = "*", "...", "$"
-Token = _Word | str
-
-
-def _parse_word(text: str) -> _Word:
-    alternatives = text[1:-1].split("|") if text.startswith("{") and text.endswith("}") else [text]
-    choices = []
-    for alt in alternatives:
-        if alt.endswith("*") and len(alt) > 1:
-            choices.append((alt[:-1].casefold(), len(alt) - 1, True))
-        elif "[" in alt:
-            if not alt.endswith("]") or alt.count("[") != 1:
-                raise PolicyError(f"bad word pattern {text!r}")
-            head, tail = alt[:-1].split("[")
-            choices.append(((head + tail).casefold(), len(head), False))
-        else:
-            choices.append((alt.casefold(), len(alt), False))
-    if not all(full for full, _, _ in choices):
-        raise PolicyError(f"bad word pattern {text!r}")
-    return _Word(tuple(choices))
-
-
-@dataclass(frozen=True)
-class Pattern:
-    """A compiled command pattern."""
-
-    text: str
-    tokens: tuple[Token, ...]
-
-    @classmethod
-    def parse(cls, text: str) -> Pattern:
-        if not isinstance(text, str) or not text.strip():
-            raise PolicyError(f"empty command pattern {text!r}")
-        tokens: list[Token] = []
-        for part in text.split():
-            if part in (_ANY_ONE, _ANY_MANY):
-                tokens.append(part)
-            elif part.endswith(_END) and len(part) > 1:
-                tokens += [_parse_word(part[:-1]), _END]
-            elif part == _END:
-                tokens.append(_END)
-            else:
-                tokens.append(_parse_word(part))
-        return cls(text, tuple(tokens))
-
-    def matches(self, words: Sequence[str]) -> bool:
-        return _match(self.tokens, list(words))
-
-
-def _match(tokens: Sequence[Token], words: Sequence[str]) -> bool:
-    if not tokens:
-        return True  # a pattern matches the start of a command
-    head, rest = tokens[0], tokens[1:]
-    if head == _END:
-        return not words
-    if head == _ANY_MANY:
-        return any(_match(rest, words[i:]) for i in range(len(words) + 1))
-    if not words:
-        return False
-    if head == _ANY_ONE or (isinstance(head, _Word) and head.matches(words[0])):
-        return _match(rest, words[1:])
-    return False
-
-
-def _words(command: str) -> list[str]:
-    words = command.casefold().split()
-    if words[:1] == ["do"]:  # IOS runs exec commands from config mode with "do"
-        words = words[1:]
-    return words
-
-
-@dataclass(frozen=True)
 class Rule:
+    """A named set of dangerous command patterns, per CLI family."""
+
     name: str
-    patterns: tuple[Pattern, ...]
+    patterns: Mapping[str, tuple[Pattern, ...]]  # family -> patterns; "patterns" applies to all
     reason: str
 
-    def matches(self, words: Sequence[str]) -> bool:
-        return any(p.matches(words) for p in self.patterns)
+    def matches(self, family: str, words: Sequence[str]) -> bool:
+        return any(p.matches(words) for p in (*self.patterns.get(_EVERY, ()), *self.patterns.get(family, ())))
+
+
+@dataclass(frozen=True)
+class ReadOnly:
+    """What read-only mode lets through."""
+
+    allowed: Mapping[str, tuple[Pattern, ...]]  # family -> patterns; "patterns" (the file's "allowed") for all
+    ios_output_modifiers: tuple[Pattern, ...] = ()
+    linux_filters: tuple[Pattern, ...] = ()
+    linux_refused_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def commands(self, family: str) -> tuple[Pattern, ...]:
+        return (*self.allowed.get(_EVERY, ()), *self.allowed.get(family, ()))
 
 
 @dataclass(frozen=True)
@@ -134,27 +77,95 @@ class Policy:
 
     dangerous: tuple[Rule, ...]
     allow: frozenset[str]
-    read_only_allowed: tuple[Pattern, ...]
+    read_only: ReadOnly
     source: str = "<default>"
 
-    def check(self, command: str, *, read_only: bool, config_mode: bool = False) -> Decision:
-        """Whether ``command`` may be sent, and why not if it may not."""
+    def check(self, command: str, *, family: str | None = None, read_only: bool, config_mode: bool = False) -> Decision:
+        """Whether ``command`` may be sent to a device of CLI ``family`` (a driver name), and why not.
+
+        Without a family (a caller that does not know the device), the command must
+        be harmless in every family's grammar to pass, and read-only mode lets it
+        through if one family's read-only rules do.
+        """
+        if family is not None and family not in FAMILIES:
+            raise ValueError(f"family: unknown CLI family {family!r} (known: {', '.join(FAMILIES)})")
+        # Leading and trailing blanks (a trailing tab included) are not part of the
+        # command; the runner sends the stripped line.
+        command = command.strip(" \t")
         if _CONTROL.search(command):
-            # A line break would smuggle a second, unchecked command; Ctrl-Z, tabs
-            # and escapes act on the CLI before any Enter.
+            # A line break would smuggle a second, unchecked command; a tab is the
+            # CLI's completion key (the device would run a completed line we never
+            # saw); Ctrl-Z and escapes act on the CLI before any Enter.
             return Decision(False, "blocked: control characters (line breaks, tabs, Ctrl-keys) are not allowed")
-        words = _words(command)
-        if not words:
+        if not command:
             return Decision(True, "empty line")
-        for rule in self.dangerous:
-            if rule.matches(words) and rule.name not in self.allow:
-                return Decision(False, f"blocked by policy ({rule.name}): {rule.reason}")
+        families = (family,) if family is not None else FAMILIES
+        analyses: dict[str, Analysis] = {}
+        for fam in families:
+            try:
+                analyses[fam] = _ANALYZERS[fam](command)
+            except TooComplex as exc:
+                return Decision(False, f"blocked: the {fam} command line is too complex to judge ({exc})")
+            except IncompleteLine as exc:
+                return Decision(False, f"blocked: incomplete {fam} command line ({exc}); the device would read the next line as part of it")
+        for fam, analysis in analyses.items():
+            for words in analysis.commands:
+                for rule in self.dangerous:
+                    if rule.name not in self.allow and rule.matches(fam, words):
+                        return Decision(False, f"blocked by policy ({rule.name}): {rule.reason} [{' '.join(words)}]")
         if read_only:
             if config_mode:
                 return Decision(False, "read-only mode: configuration mode is not allowed")
-            if not any(p.matches(words) for p in self.read_only_allowed):
-                return Decision(False, "read-only mode: only show, ping, traceroute and similar commands are allowed")
+            refusals = [self._read_only_refusal(fam, analysis) for fam, analysis in analyses.items()]
+            if all(refusals):
+                return Decision(False, f"read-only mode: {refusals[0]}")
         return Decision(True, "allowed")
+
+    def _read_only_refusal(self, family: str, analysis: Analysis) -> str:
+        """Why read-only mode refuses the line in ``family``; "" if it does not."""
+        if analysis.refusals:
+            return f"{', '.join(analysis.refusals)} not allowed"
+        # Allowing is exact on Linux, where case matters (-t is not -T); everywhere else,
+        # and for danger, case is ignored (the stricter reading).
+        fold = family != "linux"
+        if not analysis.stages or not any(p.matches(analysis.stages[0], fold) for p in self.read_only.commands(family)):
+            return "only show, ping, traceroute and similar commands are allowed"
+        followers = self.read_only.ios_output_modifiers if family == "ios" else self.read_only.linux_filters
+        for stage in analysis.stages[1:]:
+            if family not in ("ios", "linux") or not any(p.matches(stage, fold) for p in followers):
+                known = "; ".join(p.text for p in followers) or "none"
+                what = f"output modifiers other than {known} are" if family == "ios" else f"pipes into anything but {known} are"
+                return f"{what} not allowed ({' '.join(stage) or 'empty'})"
+        if family == "linux":
+            for stage in analysis.stages:
+                refused = self.read_only.linux_refused_options.get(stage[0], ())
+                for word in stage[1:]:
+                    if refused and word.startswith("$"):
+                        return f"{stage[0]}: a glob or variable among its arguments is not allowed"
+                    hit = _refused_option(word, refused)
+                    if hit:
+                        return f"{stage[0]} {hit} is not allowed"
+        return ""
+
+
+def _refused_option(word: str, refused: Sequence[str]) -> str:
+    """The refused option ``word`` gives (``-o``, ``-no`` bundling it, ``--output=f``), or ""."""
+    if word.startswith("--"):
+        name = word.split("=", 1)[0]
+        # GNU getopt takes unique prefixes of long options: --out is --output.
+        return next((r for r in refused if r.startswith("--") and len(name) > 2 and r.startswith(name)), "")
+    if word.startswith("-") and len(word) > 1:
+        return next((r for r in refused if len(r) == 2 and r[0] == "-" and r[1] in word[1:]), "")
+    return ""
+
+
+def _patterns(value: Any, where: str) -> tuple[Pattern, ...]:
+    if not isinstance(value, list):
+        raise PolicyError(f"{where} must be a list of patterns")
+    try:
+        return tuple(Pattern.parse(p) for p in value)
+    except PatternError as exc:
+        raise PolicyError(f"{where}: {exc}") from exc
 
 
 def _rules(table: Any, where: str) -> tuple[Rule, ...]:
@@ -162,12 +173,35 @@ def _rules(table: Any, where: str) -> tuple[Rule, ...]:
         raise PolicyError(f"{where}: [dangerous] must be a table of rules")
     rules = []
     for name, body in table.items():
-        if not isinstance(body, Mapping) or not isinstance(body.get("patterns"), list):
-            raise PolicyError(f"{where}: rule {name!r} needs a list of patterns")
-        rules.append(
-            Rule(str(name), tuple(Pattern.parse(p) for p in body["patterns"]), str(body.get("reason", "dangerous command")))
-        )
+        if not isinstance(body, Mapping) or not any(isinstance(body.get(k), list) for k in (_EVERY, *FAMILIES)):
+            raise PolicyError(f"{where}: rule {name!r} needs a list of patterns (patterns, ios, linux or vpcs)")
+        unknown = set(body) - _RULE_KEYS
+        if unknown:
+            raise PolicyError(f"{where}: rule {name!r} has unknown keys: {', '.join(sorted(unknown))}")
+        patterns = {k: _patterns(body[k], f"{where}: dangerous.{name}.{k}") for k in (_EVERY, *FAMILIES) if k in body}
+        rules.append(Rule(str(name), patterns, str(body.get("reason", "dangerous command"))))
     return tuple(rules)
+
+
+def _read_only(table: Any, where: str) -> ReadOnly:
+    if not isinstance(table, Mapping) or not any(k in table for k in ("allowed", *FAMILIES)):
+        raise PolicyError(f"{where}: [read_only] needs an allowed list (allowed, ios, linux or vpcs)")
+    unknown = set(table) - _READ_ONLY_KEYS
+    if unknown:
+        raise PolicyError(f"{where}: [read_only] has unknown keys: {', '.join(sorted(unknown))}")
+    allowed = {(_EVERY if k == "allowed" else k): _patterns(table[k], f"{where}: read_only.{k}")
+               for k in ("allowed", *FAMILIES) if k in table}
+    refused = table.get("linux_refused_options", {})
+    if not isinstance(refused, Mapping) or not all(
+        isinstance(v, list) and all(isinstance(o, str) and o.startswith("-") for o in v) for v in refused.values()
+    ):
+        raise PolicyError(f"{where}: read_only.linux_refused_options must map commands to lists of options (-x, --long)")
+    return ReadOnly(
+        allowed,
+        _patterns(table.get("ios_output_modifiers", []), f"{where}: read_only.ios_output_modifiers"),
+        _patterns(table.get("linux_filters", []), f"{where}: read_only.linux_filters"),
+        {str(k): tuple(v) for k, v in refused.items()},
+    )
 
 
 def _read(text: str, where: str) -> dict[str, Any]:
@@ -199,10 +233,6 @@ def load_policy(path: str | Path | None = None) -> Policy:
     unknown = set(allow) - {r.name for r in rules}
     if unknown:
         raise PolicyError(f"{where}: allow names unknown rules: {', '.join(sorted(unknown))}")
-    read_only = data.get("read_only", {})
-    allowed = read_only.get("allowed") if isinstance(read_only, Mapping) else None
-    if not isinstance(allowed, list):
-        raise PolicyError(f"{where}: [read_only] needs an allowed list")
-    policy = Policy(rules, frozenset(allow), tuple(Pattern.parse(p) for p in allowed), where)
+    policy = Policy(rules, frozenset(allow), _read_only(data.get("read_only", {}), where), where)
     log.info("Console policy loaded from %s (allowed dangerous rules: %s)", where, ", ".join(sorted(allow)) or "none")
     return policy

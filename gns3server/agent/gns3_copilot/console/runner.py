@@ -75,7 +75,10 @@ async def run_commands(
 ) -> DeviceResult:
     """Run ``commands`` on ``device`` in ``mode`` ("show" is read-only, "config" enters config mode)."""
     commands = [c.strip() for c in commands if c.strip()]
-    decisions = [policy.check(c, read_only=mode == "show") for c in commands]
+    # Parsing a batch (up to 64 lines of 1,000 characters) is CPU work: off the event loop.
+    decisions = await asyncio.to_thread(
+        lambda: [policy.check(c, family=device.driver.name, read_only=mode == "show") for c in commands]
+    )
     if not all(d.allowed for d in decisions):
         results = [
             CommandResult(c, "not_run", reason="not sent: another command of the batch is blocked")

@@ -23,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+import uuid
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -38,7 +40,7 @@ from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..service.errors import CopilotError
 from ..tools.toolset import ConsoleServices, RunContext, build_tools
-from .approvals import Approval, Approvals
+from .approvals import Approval, Approvals, call_digest
 from .auth import Caller
 from .resources import topology_text
 
@@ -154,7 +156,7 @@ class ToolGateway:
     def _tools(self, caller: Caller, project_id: str) -> list[BaseTool]:
         context = RunContext(
             client_factory=lambda: self._client_factory(caller.token()), project_id=project_id,
-            username=caller.username, session_id=caller.audit_session,
+            username=caller.username, session_id=caller.audit_session, user_id=caller.user_id,
         )
         return build_tools(context, self._console)
 
@@ -213,16 +215,19 @@ class ToolGateway:
         self, caller: Caller, session: ServerSession, entry: _Entry, name: str, project_id: str, args: dict[str, Any]
     ) -> types.CallToolResult:
         approval_id = args.pop("approval_id", None)
+        approved: dict[str, Any] = {}
         if entry.needs_confirmation:
-            refusal = await self._approval(caller, session, name, project_id, args, approval_id)
-            if refusal is not None:
-                return refusal
+            decision = await self._approval(caller, session, name, project_id, args, approval_id)
+            if isinstance(decision, types.CallToolResult):
+                return decision
+            approved = decision
         tools = {t.name: t for t in await asyncio.to_thread(self._tools, caller, project_id)}
         tool = tools[name]
         if name == "gns3_topology":
             args["project_id"] = project_id
         try:
-            result = await tool.ainvoke(args)
+            # The console tools record the approval they run under in the audit.
+            result = await tool.ainvoke(args, config={"configurable": {"copilot_approval": approved}})
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
             return text_result(f"Invalid arguments: {problems}", error=True)
@@ -233,21 +238,24 @@ class ToolGateway:
     async def _approval(
         self, caller: Caller, session: ServerSession, name: str, project_id: str, args: dict[str, Any],
         approval_id: Any,
-    ) -> types.CallToolResult | None:
-        """None when the call may run now; otherwise the result to send instead."""
+    ) -> types.CallToolResult | dict[str, Any]:
+        """The approval the call runs under (for the audit) when it may run now; else the result to send."""
+        digest = "sha256:" + call_digest(name, project_id, args)
         if approval_id is not None:
             approval = self.approvals.redeem(
                 user_id=caller.user_id, credential_id=caller.credential_id, approval_id=str(approval_id),
                 tool=name, project_id=project_id, arguments=args,
             )
             if approval.state == "approved":
-                return None
+                return {"approval_id": approval.approval_id, "digest": digest, "approved_by": caller.username,
+                        "approved_at": approval.decided_at}
             if approval.state == "rejected":
                 return text_result(REJECTED, error=True)
             return _waiting(approval, again=True)
         if _supports_elicitation(session):
             if await _ask(session, name, args):
-                return None
+                return {"approval_id": f"mcp-elicitation:{uuid.uuid4().hex}", "digest": digest,
+                        "approved_by": caller.username, "approved_at": time.time()}
             return text_result(REJECTED, error=True)
         approval = self.approvals.request(
             user_id=caller.user_id, credential_id=caller.credential_id, via=caller.audit_session, tool=name,

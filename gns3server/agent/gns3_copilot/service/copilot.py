@@ -7,6 +7,12 @@ at a time; :meth:`CopilotService.abort` (or the caller walking away) cancels it
 at once, even in the middle of an LLM call or a tool. On cancellation the text
 streamed so far is saved as the assistant's answer and any tool call left
 without a result gets one, so the next run starts from a valid history.
+
+A run that pauses for the user's approval leaves a :class:`PendingApproval` on
+the session: an id, the digest of the exact calls, an expiry. :meth:`confirm`
+uses it once (a replay, or an approval of another pause, is refused), refuses
+an expired one unless it is a rejection, and hands the agent the approval with
+who gave it and when; the agent checks the digest against what it would run.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +31,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from ..agent import events
+from ..agent.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
 from ..agent.context.counting import TokenCounter, content_text, role_of
 from ..agent.context_manager import create_pre_model_hook
 from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, LLM_CALL, AgentSettings, build_copilot_graph, check_mode, tools_for_mode
@@ -33,6 +41,8 @@ from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
 from ..tools.toolset import RunContext
 from .errors import (
+    ApprovalExpiredError,
+    ApprovalNotPendingError,
     ConfirmationPendingError,
     NoPendingConfirmationError,
     NoRunningRunError,
@@ -41,7 +51,7 @@ from .errors import (
     public_message,
 )
 from .storage import Storage
-from .store import SessionRecord
+from .store import InFlight, SessionRecord
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +76,8 @@ class User:
 class _Run:
     session_id: str
     queue: asyncio.Queue[Event] = field(default_factory=asyncio.Queue)
-    partial: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)  # the current model call's text
+    streamed: list[str] = field(default_factory=list)  # all the text of the run
     task: asyncio.Task[None] | None = None
     finished: bool = False
     cancel_requested: bool = False
@@ -84,6 +95,29 @@ class _Run:
             self.cancel_requested = True
             self.task.cancel()
         await asyncio.wait({self.task})
+
+
+INFLIGHT_SAVE_SECONDS = 1.0  # how often a run's streamed text is saved against a kill
+
+
+def _question_of(start: Any) -> str | None:
+    """The user's message a run starts with (None when it resumes after an approval)."""
+    if isinstance(start, Mapping):
+        return content_text(start["messages"][0].content)
+    return None
+
+
+def _aborted(partial: list[str]) -> list[BaseMessage]:
+    text = "".join(partial)
+    return [AIMessage(text, response_metadata={"finish_reason": "aborted"})] if text else []
+
+
+def _remains(leftover: InFlight) -> list[BaseMessage]:
+    """What a run cut short by a killed server leaves: its question and the text it had streamed."""
+    remains: list[BaseMessage] = [] if leftover.question is None else [HumanMessage(leftover.question)]
+    if leftover.partial:
+        remains.append(AIMessage(leftover.partial, response_metadata={"finish_reason": "interrupted"}))
+    return remains
 
 
 def message_to_dict(message: BaseMessage) -> dict[str, Any]:
@@ -129,6 +163,8 @@ class CopilotService:
         load_topology: Callable[[GNS3Client, str], Awaitable[Any]] | None = None,
         max_llm_calls: int = DEFAULT_MAX_LLM_CALLS,
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
+        approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._storage = storage
         self._tools_factory = tools_factory
@@ -138,6 +174,8 @@ class CopilotService:
         self._load_topology = load_topology or fetch_rest_topology
         self._max_llm_calls = max_llm_calls
         self._heartbeat_seconds = heartbeat_seconds
+        self._approval_seconds = approval_seconds
+        self._clock = clock
         self._runs: dict[str, _Run] = {}
         self._counters: MutableMapping[str, TokenCounter] = {}
 
@@ -180,7 +218,12 @@ class CopilotService:
 
     async def messages(self, user: User, session_id: str) -> list[BaseMessage]:
         await self.session(user, session_id)
-        return list((await self._values(session_id)).get("messages", []))
+        history = list((await self._values(session_id)).get("messages", []))
+        if not self.is_running(session_id):
+            leftover = await self._storage.sessions.inflight(session_id)
+            if leftover is not None:  # a run the server was killed in: shown until the next run folds it in
+                history += _remains(leftover)
+        return history
 
     async def preview_context(
         self, user: User, session_id: str, *, llm_config: Mapping[str, Any], mode: str = "lab_automation"
@@ -223,10 +266,12 @@ class CopilotService:
             record = await self.session(user, session_id)
             if record.project_id != project_id:
                 raise SessionNotFoundError(f"Session {session_id} not found in project {project_id}")
-        if record.pending_calls:
-            names = ", ".join(sorted({c["name"] for c in record.pending_calls}))
+        pending = PendingApproval.from_stored(record.pending_value)
+        if pending is not None:
+            names = ", ".join(sorted({c["name"] for c in pending.calls}))
+            late = " (the approval has expired: reject it, then ask again)" if pending.expired(self._clock()) else ""
             raise ConfirmationPendingError(
-                f"Session {record.session_id} is waiting for you to approve or reject: {names}"
+                f"Session {record.session_id} is waiting for you to approve or reject: {names}{late}"
             )
         start = {"messages": [HumanMessage(message)], "llm_calls": 0, "usage": {}}
         return record, self._start(record, user, start, dict(llm_config), mode)
@@ -239,14 +284,51 @@ class CopilotService:
         *,
         llm_config: Mapping[str, Any],
         mode: str = "lab_automation",
+        approval_id: str | None = None,
     ) -> tuple[SessionRecord, AsyncIterator[Event]]:
-        """Resume a run that waits for approval: the calls run (or are rejected), then the answer."""
+        """Resume a run that waits for approval: the calls run (or are rejected), then the answer.
+
+        ``approval_id``, when given, must be the pending approval's (the one the
+        client was shown). An approval is used once; an expired one can only be
+        rejected (ApprovalExpiredError, nothing runs).
+        """
         check_mode(mode)
         record = await self.session(user, session_id)
-        if not record.pending_calls:
+        pending = PendingApproval.from_stored(record.pending_value)
+        if pending is None:
+            if approval_id is not None:
+                raise ApprovalNotPendingError(
+                    f"Approval {approval_id} was already used, or the session no longer waits for it; nothing was run"
+                )
             raise NoPendingConfirmationError(f"Session {session_id} is not waiting for a confirmation")
-        resume = Command(resume={"approved": bool(approved)})
-        return record, self._start(record, user, resume, dict(llm_config), mode)
+        if approval_id is not None and approval_id != pending.approval_id:
+            raise ApprovalNotPendingError(
+                f"Approval {approval_id} is not the one session {session_id} waits for "
+                "(already used, or replaced by a newer request); nothing was run"
+            )
+        now = self._clock()
+        if approved and pending.expired(now):
+            raise ApprovalExpiredError(
+                f"This approval expired {now - pending.expires_at:.0f} s ago ({self._approval_seconds:g} s after it "
+                "was asked for); nothing was sent. Reject it, then ask again."
+            )
+        if session_id in self._runs:
+            raise SessionBusyError(f"Session {session_id} is busy with another request")
+        # Once: whoever clears the pending approval first is the one whose decision applies.
+        if not await self._storage.sessions.clear_pending(session_id, record.pending):
+            raise ApprovalNotPendingError(f"Approval {pending.approval_id} was already used; nothing was run")
+        decision: dict[str, Any] = {"approved": bool(approved)}
+        if approved:
+            decision["approval"] = {
+                "approval_id": pending.approval_id, "digest": pending.digest,
+                "approved_by": user.username, "approved_at": now,
+            }
+            log.info("User %s approved %s (%s) in session %s", user.username, pending.approval_id, pending.digest, session_id)
+        try:
+            return record, self._start(record, user, Command(resume=decision), dict(llm_config), mode)
+        except SessionBusyError:  # another request got in meanwhile: the approval stays usable
+            await self._storage.sessions.set_pending(session_id, pending.as_dict())
+            raise
 
     def _start(
         self, record: SessionRecord, user: User, start: Any, llm_config: dict[str, Any], mode: str
@@ -307,7 +389,7 @@ class CopilotService:
         def client_factory() -> GNS3Client:
             return self._client_factory(user.token)
 
-        tools = list(self._tools_factory(RunContext(client_factory, project_id, user.username, session_id)))
+        tools = list(self._tools_factory(RunContext(client_factory, project_id, user.username, session_id, user.user_id)))
         allowed = tools_for_mode(tools, mode)
 
         async def load_topology(project_id: str) -> Any:
@@ -354,9 +436,13 @@ class CopilotService:
                 return build_copilot_graph(settings, self._storage.checkpointer)
 
             graph = await asyncio.to_thread(build)
-            if isinstance(start, Command):  # resuming: the decision is being applied
-                await self._storage.sessions.set_pending(session_id, None)
-            waiting: list[dict[str, Any]] | None = None
+            leftover = await self._storage.sessions.inflight(session_id)
+            if leftover is not None:  # the server was killed during this session's last run
+                await self._save_interrupted(graph, session_id, _remains(leftover))
+            question = _question_of(start)
+            await self._storage.sessions.set_inflight(session_id, InFlight(question, ""))
+            save_at = asyncio.get_running_loop().time()  # the first text is saved before it is sent
+            waiting: Mapping[str, Any] | None = None
             # durability="exit": one checkpoint when the run ends (completed, interrupted for an
             # approval, failed or cancelled) instead of one per graph step, each a copy of the
             # whole history. A server killed mid-run loses that turn; an abort or a shutdown not.
@@ -367,7 +453,7 @@ class CopilotService:
                 async for mode_name, event in stream:
                     if mode_name == "updates":
                         if INTERRUPT in event:  # the tools node asks for approval
-                            waiting = event[INTERRUPT][0].value["calls"]
+                            waiting = event[INTERRUPT][0].value
                         elif LLM_CALL in event:  # the streamed text is in the model's message now
                             run.partial.clear()
                         continue
@@ -378,26 +464,37 @@ class CopilotService:
                         run.partial.clear()  # a new model call starts
                     elif event["type"] == "content":
                         run.partial.append(event["content"])
+                        run.streamed.append(event["content"])
+                        if asyncio.get_running_loop().time() >= save_at:
+                            save_at = asyncio.get_running_loop().time() + INFLIGHT_SAVE_SECONDS
+                            await self._storage.sessions.set_inflight(
+                                session_id, InFlight(question, "".join(run.streamed))
+                            )
                     await run.queue.put(event)
             if waiting:
-                await self._storage.sessions.set_pending(session_id, waiting)
+                pending = PendingApproval.new(
+                    str(waiting["digest"]), waiting["calls"], now=self._clock(), lifetime=self._approval_seconds
+                )
+                await self._storage.sessions.set_pending(session_id, pending.as_dict())
                 status = "waiting_confirmation"
-                await run.queue.put(events.confirm(waiting))
+                await run.queue.put(events.confirm(pending.calls, pending.public()))
         except asyncio.CancelledError:
             status = "aborted"
             if graph is not None:
-                await self._save_interrupted(graph, session_id, "".join(run.partial))
+                await self._save_interrupted(graph, session_id, _aborted(run.partial))
             run.queue.put_nowait(events.abort())
         except Exception as exc:
             status = "error"
             code, text = public_message(exc)
             log.error("Copilot run of session %s failed: %s", session_id, text, exc_info=exc)
             if graph is not None:
-                await self._save_interrupted(graph, session_id, "".join(run.partial))
+                await self._save_interrupted(graph, session_id, _aborted(run.partial))
             run.queue.put_nowait(events.error(text, code))
         finally:
             run.finished = True
             try:
+                if graph is not None:  # the run's checkpoint is written: it holds the turn now
+                    await self._storage.sessions.set_inflight(session_id, None)
                 await self._prune_checkpoints(session_id)
                 await self._storage.sessions.record_run(session_id, usage)
             finally:
@@ -412,16 +509,14 @@ class CopilotService:
         except Exception:
             log.exception("Could not prune the old checkpoints of session %s", session_id)
 
-    async def _save_interrupted(self, graph: Any, session_id: str, partial: str) -> None:
-        """Keep the streamed text and answer dangling tool calls so the history stays valid."""
+    async def _save_interrupted(self, graph: Any, session_id: str, remains: list[BaseMessage]) -> None:
+        """Answer dangling tool calls and keep ``remains`` (streamed text ...) so the history stays valid."""
         thread = self._thread(session_id)
         try:
             state = await graph.aget_state(thread)
             history = list(state.values.get("messages") or [])
-            additions: list[BaseMessage] = _unanswered_calls(history)
-            if partial:
-                additions.append(AIMessage(partial, response_metadata={"finish_reason": "aborted"}))
+            additions: list[BaseMessage] = _unanswered_calls(history) + remains
             if additions:
-                await graph.aupdate_state(thread, {"messages": additions}, as_node="tools" if not partial else "llm_call")
+                await graph.aupdate_state(thread, {"messages": additions}, as_node="tools" if not remains else "llm_call")
         except Exception:  # never let saving the remains hide the original outcome
             log.exception("Could not save the interrupted state of session %s", session_id)

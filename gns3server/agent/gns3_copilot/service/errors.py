@@ -53,6 +53,20 @@ class NoPendingConfirmationError(CopilotError):
     code = "no_pending_confirmation"
 
 
+class ApprovalNotPendingError(CopilotError):
+    """A decision for an approval that is not the pending one: replayed, or for an older request."""
+
+    status = 409
+    code = "approval_not_pending"
+
+
+class ApprovalExpiredError(CopilotError):
+    """The approval was given too late (the ``[Copilot]`` ``approval_minutes`` setting)."""
+
+    status = 410
+    code = "approval_expired"
+
+
 def public_message(exc: BaseException) -> tuple[str, str]:
     """(code, message) describing ``exc`` for the client, without raw internals."""
     if isinstance(exc, CopilotError):

@@ -33,6 +33,12 @@ CREATE TABLE IF NOT EXISTS copilot_sessions (
     pending       TEXT
 );
 CREATE INDEX IF NOT EXISTS copilot_sessions_owner ON copilot_sessions (user_id, project_id, updated_at);
+CREATE TABLE IF NOT EXISTS copilot_inflight (
+    session_id    TEXT PRIMARY KEY,
+    question      TEXT,
+    partial       TEXT NOT NULL DEFAULT '',
+    updated_at    REAL NOT NULL
+);
 """
 _COLUMNS = (
     "session_id, user_id, project_id, title, created_at, updated_at, runs, input_tokens, output_tokens, "
@@ -55,11 +61,32 @@ class SessionRecord:
     output_tokens: int = 0
     total_tokens: int = 0
     pending: str | None = None
-    """JSON list of the tool calls the run waits to have approved, or None."""
+    """JSON of the approval the run waits for (``agent.approval.PendingApproval``: its tool calls,
+    id, digest, expiry), or None. Older records hold a bare list of calls."""
+
+    @property
+    def pending_value(self) -> Any:
+        return json.loads(self.pending) if self.pending else None
 
     @property
     def pending_calls(self) -> list[dict[str, Any]] | None:
-        return json.loads(self.pending) if self.pending else None
+        value = self.pending_value
+        if value is None:
+            return None
+        return list(value) if isinstance(value, list) else list(value.get("calls") or [])
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A run's question and the text streamed so far, kept while the run lasts.
+
+    Checkpoints are written when a run ends; a server killed mid-run would lose
+    the turn. This record outlives such a kill: what is left of it at the next
+    start is folded into the conversation.
+    """
+
+    question: str | None
+    partial: str
 
 
 class SessionStore(Protocol):
@@ -69,7 +96,10 @@ class SessionStore(Protocol):
     async def rename(self, session_id: str, title: str) -> SessionRecord | None: ...
     async def delete(self, session_id: str) -> bool: ...
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None: ...
-    async def set_pending(self, session_id: str, calls: list[dict[str, Any]] | None) -> None: ...
+    async def set_pending(self, session_id: str, pending: Any) -> None: ...
+    async def clear_pending(self, session_id: str, expected: str | None) -> bool: ...
+    async def set_inflight(self, session_id: str, inflight: InFlight | None) -> None: ...
+    async def inflight(self, session_id: str) -> InFlight | None: ...
     async def close(self) -> None: ...
 
 
@@ -148,10 +178,11 @@ class SQLiteSessionStore:
         return await self.get(session_id)
 
     async def delete(self, session_id: str) -> bool:
-        deleted = await self._run(
-            lambda db: db.execute("DELETE FROM copilot_sessions WHERE session_id = ?", (session_id,)).rowcount
-        )
-        return deleted > 0
+        def delete(db: sqlite3.Connection) -> int:
+            db.execute("DELETE FROM copilot_inflight WHERE session_id = ?", (session_id,))
+            return db.execute("DELETE FROM copilot_sessions WHERE session_id = ?", (session_id,)).rowcount
+
+        return await self._run(delete) > 0
 
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None:
         """Count one run and add its token usage to the session's totals."""
@@ -170,9 +201,41 @@ class SQLiteSessionStore:
             )
         )
 
-    async def set_pending(self, session_id: str, calls: list[dict[str, Any]] | None) -> None:
-        """Remember (or forget, with None) the tool calls the session waits to have approved."""
-        pending = json.dumps(calls, default=str) if calls else None
+    async def set_pending(self, session_id: str, pending: Any) -> None:
+        """Remember (or forget, with None) the approval the session waits for."""
+        text = json.dumps(pending, default=str) if pending else None
         await self._run(
-            lambda db: db.execute("UPDATE copilot_sessions SET pending = ? WHERE session_id = ?", (pending, session_id))
+            lambda db: db.execute("UPDATE copilot_sessions SET pending = ? WHERE session_id = ?", (text, session_id))
         )
+
+    async def set_inflight(self, session_id: str, inflight: InFlight | None) -> None:
+        """Remember the running turn (or forget it, with None, once its checkpoint is written)."""
+        if inflight is None:
+            await self._run(lambda db: db.execute("DELETE FROM copilot_inflight WHERE session_id = ?", (session_id,)))
+            return
+        params = (session_id, inflight.question, inflight.partial, time.time())
+        await self._run(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO copilot_inflight (session_id, question, partial, updated_at) VALUES (?, ?, ?, ?)",
+                params,
+            )
+        )
+
+    async def inflight(self, session_id: str) -> InFlight | None:
+        row = await self._run(
+            lambda db: db.execute(
+                "SELECT question, partial FROM copilot_inflight WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        )
+        return InFlight(*row) if row else None
+
+    async def clear_pending(self, session_id: str, expected: str | None) -> bool:
+        """Forget the pending approval if it is still ``expected`` (its stored JSON); True if this call did."""
+        if expected is None:
+            return False
+        cleared = await self._run(
+            lambda db: db.execute(
+                "UPDATE copilot_sessions SET pending = NULL WHERE session_id = ? AND pending = ?", (session_id, expected)
+            ).rowcount
+        )
+        return cleared == 1

@@ -9,9 +9,16 @@ can lag behind the device, e.g. after a compute restart).
 Everything else (policy, per-device locks, audit, drivers) is the console
 package's job; these tools only resolve nodes and shape results for the model.
 
+GNS3's permissions hold here as on GNS3's own console routes: before anything
+is sent, every device must pass ``Node.Console`` for the user (asked through
+``authorize``, GNS3's own check in the server). A refusal sends nothing, is
+audited as "denied" and comes back as a plain error ("you lack Node.Console on
+R1 ...").
+
 ``gns3_config_commands`` changes devices: it carries
 ``metadata={"needs_confirmation": True}`` so that the agent pauses for the user's
-approval before running it.
+approval before running it; the approval it ran under (``copilot_approval`` in
+the run's configurable, set by the agent) is written to the audit with each command.
 """
 
 from __future__ import annotations
@@ -20,13 +27,15 @@ import logging
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException
 from pydantic import BaseModel, Field, StringConstraints
 
 from ..console import AuditLog, Device, DeviceLocks, Policy, UnknownDriverError, Who, driver_for, run_commands
 from ..console.runner import Mode
 from ..gns3_client.client import gather_cancelling
-from .nodes import ProjectTool, _by_name
+from .nodes import PermissionErrors, ProjectTool, _by_name
+from .permissions import NODE_CONSOLE, Authorize, console_path, refusal
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +49,7 @@ class ConsoleTool(ProjectTool):
     policy: Policy = Field(exclude=True)
     locks: DeviceLocks = Field(exclude=True)
     audit: AuditLog = Field(exclude=True)
+    authorize: Authorize = Field(exclude=True)
     user: str
     session_id: str
     timeout: float = 30.0
@@ -62,13 +72,37 @@ class ConsoleTool(ProjectTool):
         host = self.default_console_host if host in _ANY_ADDRESS else host
         return Device(name, host, int(node["console"]), driver, reported_status=str(status) if status else None)
 
-    async def _devices(self, names: list[str], driver_name: str | None = None) -> list[Device]:
-        async with self.client_factory() as client:
-            nodes = await client.nodes(self.project_id)
-        return [self._device(_by_name(nodes, name, "node"), driver_name) for name in names]
+    async def _devices(self, names: list[str], commands: list[str], driver_name: str | None, who: Who) -> list[Device]:
+        """The named devices, once GNS3 lets the user use every one's console (else nothing is sent)."""
+        try:
+            async with self.client_factory() as client:
+                nodes = await client.nodes(self.project_id)
+        except PermissionErrors as exc:
+            raise await self._refused(exc, "this project's nodes", "; ".join(commands)) from exc
+        chosen = [_by_name(nodes, name, "node") for name in names]
+        verdicts = await gather_cancelling(
+            *(self.authorize(NODE_CONSOLE, console_path(self.project_id, str(n.get("node_id")))) for n in chosen)
+        )
+        refused = [(str(n.get("name")), v) for n, v in zip(chosen, verdicts) if v != "allowed"]
+        if refused:
+            for name, verdict in refused:
+                reason = str(refusal(verdict, NODE_CONSOLE, name))
+                await self.audit.record_many(who, name, [(c.strip(), "denied", reason) for c in commands if c.strip()])
+                log.info("Console of %s refused to user %s: %s", name, self.user, reason)
+            raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(name for name, _ in refused))
+        return [self._device(node, driver_name) for node in chosen]
 
-    async def _run_on(self, device: Device, commands: list[str], mode: Mode) -> dict[str, Any]:
-        who = Who(self.user, self.session_id, self.project_id)
+    def _who(self, config: RunnableConfig) -> Who:
+        """Who the commands run for, with the approval they run under (if any)."""
+        # (Annotated exactly RunnableConfig in _arun, or LangChain would not pass it.)
+        approval = (config.get("configurable") or {}).get("copilot_approval") or {}
+        return Who(
+            self.user, self.session_id, self.project_id,
+            approval_id=approval.get("approval_id"), approval_digest=approval.get("digest"),
+            approved_by=approval.get("approved_by"), approved_at=approval.get("approved_at"),
+        )
+
+    async def _run_on(self, device: Device, commands: list[str], mode: Mode, who: Who) -> dict[str, Any]:
         result = await run_commands(
             device, commands, mode=mode, policy=self.policy, locks=self.locks, audit=self.audit, who=who, timeout=self.timeout
         )
@@ -110,10 +144,12 @@ class ShowCommandsTool(ConsoleTool):
     metadata: dict[str, Any] = {"read_only": True}
 
     async def _arun(
-        self, devices: list[str], commands: list[str], driver: DriverName | None = None, **_: Any
+        self, devices: list[str], commands: list[str], driver: DriverName | None = None,
+        *, config: RunnableConfig, **_: Any,
     ) -> dict[str, Any]:
-        targets = await self._devices(devices, driver)
-        results = await gather_cancelling(*(self._run_on(d, commands, "show") for d in targets))
+        who = self._who(config)
+        targets = await self._devices(devices, commands, driver, who)
+        results = await gather_cancelling(*(self._run_on(d, commands, "show", who) for d in targets))
         return {"devices": results}
 
 
@@ -137,6 +173,10 @@ class ConfigCommandsTool(ConsoleTool):
     args_schema: type[BaseModel] = ConfigCommandsInput
     metadata: dict[str, Any] = {"needs_confirmation": True}
 
-    async def _arun(self, device: str, commands: list[str], driver: DriverName | None = None, **_: Any) -> dict[str, Any]:
-        (target,) = await self._devices([device], driver)
-        return await self._run_on(target, commands, "config")
+    async def _arun(
+        self, device: str, commands: list[str], driver: DriverName | None = None,
+        *, config: RunnableConfig, **_: Any,
+    ) -> dict[str, Any]:
+        who = self._who(config)
+        (target,) = await self._devices([device], commands, driver, who)
+        return await self._run_on(target, commands, "config", who)

@@ -4,7 +4,9 @@ Each tool is bound to one run: the project the user has open and a factory of
 GNS3 clients carrying that user's token, so GNS3's own access control decides
 what the copilot may do. Nodes, templates and ports are named as the user sees
 them. GNS3's refusals (404, 409 ...) come back as readable error results for the
-model; the agent's tools node turns anything else into an error result too.
+model; the agent's tools node turns anything else into an error result too. A
+permission refusal (GNS3's 401/403) is said plainly ("you lack Node.PowerMgmt
+on R1 ...") and, when the tool has the audit log, audited as "denied".
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..console.audit import AuditLog, Who
 from ..gns3_client import GNS3Client, GNS3Error, NodeAction
 from ..gns3_client.client import find_named, gather_cancelling
+from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3PermissionError
+from .permissions import PermissionRefused, gns3_refusal
 
 log = logging.getLogger(__name__)
 
@@ -25,15 +30,31 @@ ClientFactory = Callable[[], GNS3Client]
 ALL_NODES = "all"
 
 
+PermissionErrors = (GNS3PermissionError, GNS3AuthenticationError)
+
+
 class ProjectTool(BaseTool):
     """A tool acting on one project with the requesting user's GNS3 identity."""
 
     client_factory: ClientFactory = Field(exclude=True)
     project_id: str
+    audit: AuditLog | None = Field(default=None, exclude=True)
+    user: str = ""
+    session_id: str = ""
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         raise ToolException(f"{self.name} is asynchronous; call it with ainvoke")
+
+    async def _refused(
+        self, exc: GNS3PermissionError | GNS3AuthenticationError, target: str, action: str
+    ) -> PermissionRefused:
+        """GNS3's permission refusal, plainly worded, audited (``action`` on ``target``)."""
+        refused = gns3_refusal(exc, target)
+        log.info("GNS3 refused %s on %s to user %s: %s", action, target, self.user or "?", exc.message)
+        if self.audit is not None:
+            await self.audit.record(Who(self.user, self.session_id, self.project_id), target, action, "denied", str(refused))
+        return refused
 
 
 def _by_name(items: Sequence[Mapping[str, Any]], wanted: str, what: str) -> Mapping[str, Any]:
@@ -58,8 +79,11 @@ class ListTemplatesTool(ProjectTool):
     metadata: dict[str, Any] = {"read_only": True}
 
     async def _arun(self, category: str | None = None, **_: Any) -> list[dict[str, Any]]:
-        async with self.client_factory() as client:
-            templates = await client.templates()
+        try:
+            async with self.client_factory() as client:
+                templates = await client.templates()
+        except PermissionErrors as exc:
+            raise await self._refused(exc, "the templates", "list templates") from exc
         return [
             {"name": t.get("name"), "type": t.get("template_type"), "category": t.get("category")}
             for t in sorted(templates, key=lambda t: str(t.get("name")))
@@ -83,22 +107,36 @@ class NodeActionTool(ProjectTool):
     args_schema: type[BaseModel] = NodeActionInput
 
     async def _arun(self, action: NodeAction, nodes: list[str], **_: Any) -> dict[str, Any]:
+        """GNS3 checks each node (``Node.PowerMgmt``); refused on every node is a refusal of the call."""
         async with self.client_factory() as client:
             if [n.casefold() for n in nodes] == [ALL_NODES]:
-                await client.node_action(self.project_id, action)
+                try:
+                    await client.node_action(self.project_id, action)
+                except PermissionErrors as exc:
+                    raise await self._refused(exc, "this project's nodes", f"{action} all nodes") from exc
                 return {"action": action, "nodes": "all", "status": "ok"}
-            known = await client.nodes(self.project_id)
+            try:
+                known = await client.nodes(self.project_id)
+            except PermissionErrors as exc:
+                raise await self._refused(exc, "this project's nodes", f"{action} {', '.join(nodes)}") from exc
             targets = [_by_name(known, name, "node") for name in nodes]
+            refusals: list[PermissionRefused] = []
 
             async def act(node: Mapping[str, Any]) -> dict[str, Any]:
                 try:
                     await client.node_action(self.project_id, action, str(node["node_id"]))
+                except PermissionErrors as exc:
+                    refused = await self._refused(exc, str(node["name"]), action)
+                    refusals.append(refused)
+                    return {"node": node["name"], "status": "denied", "error": str(refused)}
                 except GNS3Error as exc:
                     return {"node": node["name"], "status": "error", "error": getattr(exc, "message", str(exc))}
                 return {"node": node["name"], "status": "ok"}
 
             results = await gather_cancelling(*(act(n) for n in targets))
-        failed = sum(r["status"] == "error" for r in results)
+        if len(refusals) == len(results):
+            raise PermissionRefused("; ".join(str(r) for r in refusals))
+        failed = sum(r["status"] != "ok" for r in results)
         return {"action": action, "results": results, "failed": failed}
 
 
@@ -115,11 +153,15 @@ class CreateNodeTool(ProjectTool):
     args_schema: type[BaseModel] = CreateNodeInput
 
     async def _arun(self, template: str, name: str | None = None, x: int = 0, y: int = 0, **_: Any) -> dict[str, Any]:
-        async with self.client_factory() as client:
-            chosen = _by_name(await client.templates(), template, "template")
-            node = await client.create_node_from_template(
-                self.project_id, str(chosen["template_id"]), x=x, y=y, name=name
-            )
+        try:
+            async with self.client_factory() as client:
+                chosen = _by_name(await client.templates(), template, "template")
+                node = await client.create_node_from_template(
+                    self.project_id, str(chosen["template_id"]), x=x, y=y, name=name
+                )
+        except PermissionErrors as exc:
+            action = f"create node from {template}" + (f" named {name}" if name else "")
+            raise await self._refused(exc, "this project", action) from exc
         ports = [p.get("short_name") or p.get("name") for p in node.get("ports") or []]
         return {"name": node.get("name"), "node_type": node.get("node_type"), "status": node.get("status"), "ports": ports}
 
@@ -137,6 +179,9 @@ class CreateLinkTool(ProjectTool):
     args_schema: type[BaseModel] = CreateLinkInput
 
     async def _arun(self, node_a: str, port_a: str, node_b: str, port_b: str, **_: Any) -> dict[str, Any]:
-        async with self.client_factory() as client:
-            link = await client.create_link(self.project_id, node_a, port_a, node_b, port_b)
+        try:
+            async with self.client_factory() as client:
+                link = await client.create_link(self.project_id, node_a, port_a, node_b, port_b)
+        except PermissionErrors as exc:
+            raise await self._refused(exc, "this project", f"link {node_a} {port_a} <-> {node_b} {port_b}") from exc
         return {"link_id": link.get("link_id"), "link": f"{node_a} {port_a} <-> {node_b} {port_b}"}

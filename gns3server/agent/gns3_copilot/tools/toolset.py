@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from langchain_core.tools import BaseTool
@@ -9,6 +10,7 @@ from langchain_core.tools import BaseTool
 from ..console import AuditLog, DeviceLocks, Policy
 from .console import ConfigCommandsTool, ShowCommandsTool
 from .nodes import ClientFactory, CreateLinkTool, CreateNodeTool, ListTemplatesTool, NodeActionTool
+from .permissions import Authorize
 from .topology import GNS3TopologyTool
 
 
@@ -20,34 +22,42 @@ class RunContext:
     project_id: str
     username: str
     session_id: str
+    user_id: str = ""
 
 
 @dataclass(frozen=True)
 class ConsoleServices:
-    """Server-wide parts of the device console tools: command policy, device locks, audit."""
+    """Server-wide parts of the device console tools: command policy, device locks, audit,
+    and GNS3's permission check (``permissions(user_id)``: an :data:`Authorize` for that user)."""
 
     policy: Policy
     locks: DeviceLocks
     audit: AuditLog
+    permissions: Callable[[str], Authorize]
 
 
 def build_tools(context: RunContext, console: ConsoleServices | None = None) -> list[BaseTool]:
     """Every tool the agent knows; the mode decides which it may use (read-only ones in teaching).
 
-    Without ``console`` the device console tools are left out.
+    Without ``console`` the device console tools are left out. They ask GNS3's
+    permission check for the run's user; the other tools act through GNS3's REST
+    API with the user's token, so GNS3 checks them itself.
     """
     factory, project_id = context.client_factory, context.project_id
+    # GNS3's refusals of these tools are audited with the console's log when there is one.
+    audited = dict(audit=console.audit if console else None, user=context.username, session_id=context.session_id)
     tools: list[BaseTool] = [
         GNS3TopologyTool(client_factory=factory, metadata={"read_only": True}),
-        ListTemplatesTool(client_factory=factory, project_id=project_id),
-        NodeActionTool(client_factory=factory, project_id=project_id),
-        CreateNodeTool(client_factory=factory, project_id=project_id),
-        CreateLinkTool(client_factory=factory, project_id=project_id),
+        ListTemplatesTool(client_factory=factory, project_id=project_id, **audited),
+        NodeActionTool(client_factory=factory, project_id=project_id, **audited),
+        CreateNodeTool(client_factory=factory, project_id=project_id, **audited),
+        CreateLinkTool(client_factory=factory, project_id=project_id, **audited),
     ]
     if console is not None:
         common = dict(
             client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
-            audit=console.audit, user=context.username, session_id=context.session_id,
+            audit=console.audit, authorize=console.permissions(context.user_id), user=context.username,
+            session_id=context.session_id,
         )
         tools += [ShowCommandsTool(**common), ConfigCommandsTool(**common)]
     return tools

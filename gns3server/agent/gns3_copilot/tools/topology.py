@@ -17,8 +17,9 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..gns3_client import GNS3APIError, GNS3Error, fetch_topology
+from ..gns3_client import GNS3APIError, GNS3AuthenticationError, GNS3Error, GNS3PermissionError, fetch_topology
 from .nodes import ClientFactory
+from .permissions import gns3_refusal
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,9 @@ class GNS3TopologyTool(BaseTool):
         try:
             async with self.client_factory() as client:
                 topology = await fetch_topology(client, project_id)
+        except (GNS3PermissionError, GNS3AuthenticationError) as exc:
+            log.info("topology of project %s refused: %s", project_id, exc)
+            return {**_error_result(exc), "error": str(gns3_refusal(exc, f"project {project_id}"))}
         except GNS3Error as exc:
             log.info("topology of project %s not available: %s", project_id, exc)
             return _error_result(exc)

@@ -61,7 +61,12 @@ async def chat_stream(
     responses={
         200: {"description": "As for chat/stream: the resumed run", "content": {"text/event-stream": {}}},
         404: {"description": "No such project, or no such session of this user in it"},
-        409: {"description": "The session is not waiting for a confirmation, or is busy"},
+        409: {
+            "description": "The session is not waiting for a confirmation, or is busy, or approval_id is not the "
+            "pending approval (already used, or replaced by a newer one)"
+        },
+        410: {"description": "approved: true for an approval that has expired (it can still be rejected)"},
+        422: {"description": "Invalid body or mode"},
     },
 )
 async def confirm(
@@ -70,12 +75,14 @@ async def confirm(
     """Approve or reject the tool calls the session waits for (its last stream ended with ``confirm``).
 
     Approved calls run, rejected ones are answered "rejected" without sending
-    anything; then the model goes on, streamed like ``chat/stream``.
+    anything; then the model goes on, streamed like ``chat/stream``. An approval
+    is used once and expires; ``approval_id`` (from the ``confirm`` event) makes
+    sure the decision is for the request the user saw.
     """
     mode = state.mode(body.mode)
     llm_config = await state.llm_config_for(user.user_id, body.llm_config_id)
     record, events = await state.service.confirm(
-        user, session.session_id, body.approved, llm_config=llm_config, mode=mode
+        user, session.session_id, body.approved, llm_config=llm_config, mode=mode, approval_id=body.approval_id
     )
     return await _respond(request, record.session_id, events, body.stream)
 

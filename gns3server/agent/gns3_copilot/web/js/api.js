@@ -126,11 +126,14 @@ export class Api {
 
   /**
    * Approve or reject the tool calls a session waits for; the resumed run's
-   * events, exactly like chat(). Not waiting: ApiError 409 `no_pending_confirmation`.
+   * events, exactly like chat(). Not waiting: ApiError 409 `no_pending_confirmation`;
+   * `approvalId` not the pending one (used, or replaced): 409 `approval_not_pending`;
+   * approving an expired approval: 410 `approval_expired`.
    */
-  confirm(projectId, sessionId, { approved, mode, llmConfigId }, { signal, onSession } = {}) {
+  confirm(projectId, sessionId, { approved, mode, llmConfigId, approvalId }, { signal, onSession } = {}) {
     const payload = { approved: Boolean(approved), stream: true, mode };
     if (llmConfigId) payload.llm_config_id = llmConfigId;
+    if (approvalId) payload.approval_id = approvalId;
     return this.eventStream(`${this.chatBase(projectId)}/sessions/${enc(sessionId)}/confirm`, payload,
       { signal, onSession });
   }

@@ -80,8 +80,10 @@ function reportError(error, context) {
     notify("warn", `${error.message || "This conversation waits for your approval."} ` +
       "Approve or reject the configuration in the conversation first.", { label: "Show it", code: error.code,
       run: () => focusConfirmCard() });
-  } else if (error.code === "no_pending_confirmation") {
+  } else if (error.code === "no_pending_confirmation" || error.code === "approval_not_pending") {
     notify("warn", error.message || "Nothing waits for an approval in this conversation any more.");
+  } else if (error.code === "approval_expired") {
+    notify("warn", error.message || "This approval has expired: reject it, then ask again.");
   } else if (error.code === "session_busy" || error.status === 409) {
     notify("warn", "This conversation is still answering another request (perhaps in another window). " +
       "Wait for it to finish, or stop it.", {
@@ -259,6 +261,10 @@ async function loadSessions() {
 
 function renderSessions() {
   const list = $("session-list");
+  // The list is rebuilt (e.g. when a turn ends): keep the keyboard focus on the same button.
+  const focused = list.contains(document.activeElement) ? document.activeElement : null;
+  const focusedId = focused?.closest(".session-item")?.dataset.sessionId;
+  const focusedClass = focused && ["session-open", "session-rename", "session-delete"].find((c) => focused.classList.contains(c));
   list.replaceChildren();
   $("sessions-empty").hidden = state.sessions.length > 0 || !state.projectId;
   for (const session of state.sessions) {
@@ -283,6 +289,9 @@ function renderSessions() {
     remove.addEventListener("click", () => deleteSession(session));
     item.append(open, rename, remove);
     list.append(item);
+  }
+  if (focusedId && focusedClass) {
+    list.querySelector(`[data-session-id="${CSS.escape(focusedId)}"] .${focusedClass}`)?.focus();
   }
 }
 
@@ -560,7 +569,7 @@ async function openSession(sessionId, token = ++state.loadToken) {
       $("messages").append(owner.node);
     }
     owner.node.dataset.status = "waiting_confirmation";
-    showConfirmCard(owner, pending, sessionId);
+    showConfirmCard(owner, pending, sessionId, session?.approval?.approval_id);
     scrollDown(true);
     focusConfirmCard();
   }
@@ -698,7 +707,6 @@ async function runTurn(start, onRefused) {
       onRefused(error);
     }
   } finally {
-    turn.finish(run.status || "error");
     state.run = null;
     setRunning(false);
     if (run.sessionId && run.sessionId !== state.sessionId) {
@@ -708,15 +716,25 @@ async function runTurn(start, onRefused) {
       updateUrl();
     }
     await loadSessions();
-    if (!focusConfirmCard()) $("prompt").focus();
+    // Back to the message box, unless the user went elsewhere meanwhile (the list, the settings).
+    const here = document.activeElement;
+    const moved = here && here !== document.body && !$("composer").contains(here) && !$("messages").contains(here);
+    if (!focusConfirmCard() && !moved) $("prompt").focus();
+    // Last: the turn shows its end once the list and the focus are settled, so that
+    // nothing of this turn moves the focus after the user has seen it end.
+    turn.finish(run.status || "error");
   }
   return run;
 }
 
 // ---------------------------------------------------------------- approvals
 
-/** Add the approve/reject card for `calls` to `turn`; its buttons resume the session's run. */
-function showConfirmCard(turn, calls, sessionId) {
+/**
+ * Add the approve/reject card for `calls` to `turn`; its buttons resume the session's run.
+ * `approvalId` (from the confirm event) goes back with the decision, so that it applies to
+ * exactly the request shown here and to nothing the model asks for later.
+ */
+function showConfirmCard(turn, calls, sessionId, approvalId) {
   turn.flush();
   turn.segment = null;
   for (const call of calls) {
@@ -725,6 +743,7 @@ function showConfirmCard(turn, calls, sessionId) {
   }
   const card = confirmCard(calls);
   card.dataset.sessionId = sessionId || "";
+  if (approvalId) card.dataset.approvalId = approvalId;
   turn.node.append(card);
   const buttons = [...card.querySelectorAll(".confirm-actions button")];
   const decide = async (approved) => {
@@ -736,9 +755,9 @@ function showConfirmCard(turn, calls, sessionId) {
     clearNotice();
     state.loadToken++; // whatever was loading must not replace this conversation
     const run = await runTurn((r, signal, adopt) => state.api.confirm(state.projectId, session,
-      { approved, mode: state.mode, llmConfigId: r.llmConfigId || undefined },
+      { approved, mode: state.mode, llmConfigId: r.llmConfigId || undefined, approvalId: card.dataset.approvalId },
       { signal, onSession: adopt }), (error) => {
-      if (error instanceof ApiError && error.code === "no_pending_confirmation") {
+      if (error instanceof ApiError && (error.code === "no_pending_confirmation" || error.code === "approval_not_pending")) {
         decided(card, null);
       } else {
         card.dataset.state = "waiting";
@@ -807,7 +826,7 @@ function handleEvent(run, event) {
       break;
     case "confirm":
       if (Array.isArray(event.calls) && event.calls.length) {
-        run.confirmCard = showConfirmCard(turn, event.calls, run.sessionId);
+        run.confirmCard = showConfirmCard(turn, event.calls, run.sessionId, event.approval_id);
       }
       break;
     case "abort":

@@ -1,0 +1,77 @@
+"""GNS3's own permission check, asked in-process for the copilot's tools.
+
+The copilot runs inside gns3-server, so instead of copying GNS3's rules it calls
+the very dependencies GNS3's routes use: ``get_current_active_user`` (a
+deactivated account is refused) and ``has_privilege(name)`` (superadmins pass;
+others need the privilege on the path through GNS3's ACL, pools and groups),
+with GNS3's own database session and repositories. Whatever GNS3 would answer a
+REST call on that path, the tool gets the same verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+from typing import Any
+from uuid import UUID
+
+from fastapi import FastAPI, HTTPException
+from gns3server.api.routes.controller.dependencies.authentication import get_current_active_user
+from gns3server.api.routes.controller.dependencies.rbac import has_privilege
+from gns3server.db.repositories.rbac import RbacRepository
+from gns3server.db.repositories.users import UsersRepository
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..tools.permissions import Authorize, Verdict
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/v3"
+
+
+class HostPermissions:
+    """Verdicts from the host's RBAC, for users of this server."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self._app = app
+
+    def for_user(self, user_id: str) -> Authorize:
+        """An :data:`Authorize` bound to one GNS3 user (read afresh at every check)."""
+
+        async def authorize(privilege: str, path: str) -> Verdict:
+            return await self.verdict(user_id, privilege, path)
+
+        return authorize
+
+    async def verdict(self, user_id: str, privilege: str, path: str) -> Verdict:
+        """What GNS3 would answer ``user_id`` on a route of ``path`` guarded by ``privilege``.
+
+        Fails closed: a check that cannot be made (unknown user, database error) is a denial.
+        """
+        # The engine GNS3's get_db_session uses; set by GNS3's own startup.
+        engine = self._app.state._db_engine
+        try:
+            async with AsyncSession(engine, expire_on_commit=False) as session:
+                user = await UsersRepository(session).get_user(UUID(user_id))
+                if user is None:
+                    log.warning("Permission check for unknown GNS3 user %s: denied", user_id)
+                    return "denied"
+                rbac = RbacRepository(session)
+                request: Any = SimpleNamespace(url=SimpleNamespace(path=API_PREFIX + path))
+                try:
+                    await get_current_active_user(request, user, rbac)
+                except HTTPException:
+                    return "inactive"
+                try:
+                    await has_privilege(privilege)(request, user, rbac)
+                except HTTPException as exc:
+                    if exc.status_code == 403:
+                        return "denied"
+                    raise
+        except (ValueError, HTTPException) as exc:
+            log.warning("Permission check of %s on %s for user %s failed (%s): denied", privilege, path, user_id, exc)
+            return "denied"
+        except Exception:
+            log.exception("Permission check of %s on %s for user %s failed: denied", privilege, path, user_id)
+            return "denied"
+        return "allowed"
