@@ -389,7 +389,8 @@ async def test_an_auditor_reads_through_mcp_but_reaches_no_console_and_changes_n
                                                                   "approval_id": approval_id})
         assert refused.isError and "Node.Console" in payload(refused)  # approval does not widen GNS3's rights
     assert await audit(admin, "mcp:key:audit-laptop", project) == [
-        (name, "PC1", "show ip", "denied"), (name, "PC1", "ip 10.0.0.1/24 10.0.0.254", "denied")]
+        (name, "PC1", "show ip", "denied"), (name, "this project", "create node from VPCS", "denied"),
+        (name, "PC1", "ip 10.0.0.1/24 10.0.0.254", "denied")]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
     status, nodes = await admin.get(f"/v3/projects/{project}/nodes")
     assert [n["name"] for n in nodes] == ["PC1"]
