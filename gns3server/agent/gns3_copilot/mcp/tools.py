@@ -40,7 +40,7 @@ from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..service.errors import CopilotError
 from ..tools.toolset import ConsoleServices, RunContext, build_tools
-from .approvals import Approval, Approvals, call_digest
+from .approvals import APPROVAL_SECONDS, Approval, Approvals, call_digest
 from .auth import Caller
 from .resources import topology_text
 
@@ -302,8 +302,12 @@ async def _ask(session: ServerSession, name: str, args: Mapping[str, Any]) -> bo
     commands = "\n".join(f"  {c}" for c in args.get("commands", []))
     message = f"{name} wants to configure {args.get('device', '?')}:\n{commands}\nRun these commands?"
     try:
-        result = await session.elicit(message, APPROVE_SCHEMA)
+        async with asyncio.timeout(APPROVAL_SECONDS):  # as long as an approval by id would stay valid
+            result = await session.elicit(message, APPROVE_SCHEMA)
     except McpError as exc:  # the client could not ask: nothing runs
         log.info("MCP elicitation for %s failed: %s", name, exc.error.message)
+        return False
+    except TimeoutError:
+        log.info("MCP elicitation for %s got no answer in %.0f s: nothing runs", name, APPROVAL_SECONDS)
         return False
     return result.action == "accept" and (result.content or {}).get("approve") is True
