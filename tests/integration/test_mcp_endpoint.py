@@ -261,6 +261,8 @@ async def test_approval_round_trip_without_elicitation(gns3_server, admin, users
     key = await new_key(admin, f"agent-{uuid.uuid4().hex[:6]}", "full")
     call = {**SET_IP, "project_id": project}
     async with mcp_client(gns3_server.base_url, key["key"]) as client:
+        invalid = await client.call_tool("gns3_config_commands", {**call, "commands": []})
+        assert invalid.isError and payload(invalid).startswith("Invalid arguments: commands")  # never up for approval
         waiting = await client.call_tool("gns3_config_commands", call)
         assert not waiting.isError and waiting.structuredContent["status"] == "waiting_for_approval"
         approval_id = waiting.structuredContent["approval_id"]

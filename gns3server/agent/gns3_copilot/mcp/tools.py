@@ -215,17 +215,18 @@ class ToolGateway:
         self, caller: Caller, session: ServerSession, entry: _Entry, name: str, project_id: str, args: dict[str, Any]
     ) -> types.CallToolResult:
         approval_id = args.pop("approval_id", None)
-        approved: dict[str, Any] = {}
-        if entry.needs_confirmation:
-            decision = await self._approval(caller, session, name, project_id, args, approval_id)
-            if isinstance(decision, types.CallToolResult):
-                return decision
-            approved = decision
         tools = {t.name: t for t in await asyncio.to_thread(self._tools, caller, project_id)}
         tool = tools[name]
         if name == "gns3_topology":
             args["project_id"] = project_id
         try:
+            _check_arguments(tool, args)  # before anyone is asked to approve them
+            approved: dict[str, Any] = {}
+            if entry.needs_confirmation:
+                decision = await self._approval(caller, session, name, project_id, args, approval_id)
+                if isinstance(decision, types.CallToolResult):
+                    return decision
+                approved = decision
             # The console tools record the approval they run under in the audit.
             result = await tool.ainvoke(args, config={"configurable": {"copilot_approval": approved}})
         except ValidationError as exc:
@@ -262,6 +263,13 @@ class ToolGateway:
             project_id=project_id, arguments=args,
         )
         return _waiting(approval, again=False)
+
+
+def _check_arguments(tool: BaseTool, args: Mapping[str, Any]) -> None:
+    """ValidationError when the tool's own schema refuses the arguments."""
+    schema = tool.args_schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        schema.model_validate(dict(args))
 
 
 def _failed(result: Any) -> bool:
