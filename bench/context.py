@@ -5,7 +5,8 @@ outputs are 50-3000 tokens), context_limit 128 and the balanced strategy, it
 measures the hook's latency:
 
 - cold: a new hook (empty caches) on the whole conversation;
-- steady: the same hook after one new message is appended;
+- steady: the same hook after one new message is appended (with the history
+  window the first call returned, as the agent graph keeps it in its state);
 - steady, reloaded: the same, but every message object rebuilt (as LangGraph does
   when it loads a checkpoint), so only a content-keyed cache can help;
 
@@ -110,17 +111,20 @@ def bench_size(n: int, repeat: int) -> dict[str, float]:
     history = conversation(n)
     cold = timed(lambda: new_hook()({"messages": history, "topology_info": TOPOLOGY}), max(3, repeat // 4))
 
+    for i, message in enumerate(history):  # ids, as the checkpointer gives them
+        message.id = message.id or f"m{i}"
     hook = new_hook()
-    hook({"messages": history, "topology_info": TOPOLOGY})
-    grown = [*history, HumanMessage("and now?")]
+    # The window the previous call returned goes back in, as the agent graph keeps it in its state.
+    window = hook({"messages": history, "topology_info": TOPOLOGY})["context_window"]
+    grown = [*history, HumanMessage("and now?", id="new")]
 
     def steady() -> None:
-        hook({"messages": grown, "topology_info": TOPOLOGY})
+        hook({"messages": grown, "topology_info": TOPOLOGY, "context_window": window})
 
     def reloaded() -> None:
-        hook({"messages": [m.model_copy() for m in grown], "topology_info": TOPOLOGY})
+        hook({"messages": [m.model_copy() for m in grown], "topology_info": TOPOLOGY, "context_window": window})
 
-    kept = hook({"messages": grown, "topology_info": TOPOLOGY})["context_report"]["messages_out"]
+    kept = hook({"messages": grown, "topology_info": TOPOLOGY, "context_window": window})["context_report"]["messages_out"]
     base = timed(lambda: baseline(grown), max(3, repeat // 4))
     return {
         "messages": n,

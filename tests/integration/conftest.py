@@ -19,13 +19,18 @@ from gns3_process import GNS3ServerProcess
 
 from gns3server.agent.gns3_copilot.gns3_client.client import GNS3Client
 
-COPILOT_SETTINGS = {"heartbeat_seconds": 0.5}
+# The administrator of the shared test server lets users reach the loopback stubs (the default
+# policy, public https only, is tested on a server of its own: test_security_secrets.py).
+COPILOT_SETTINGS = {"heartbeat_seconds": 0.5, "user_llm_endpoints": "public, 127.0.0.1"}
 
 
 @pytest.fixture(scope="session")
 def gns3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GNS3ServerProcess]:
     # A short heartbeat so that copilot tests see one while a scripted LLM is held.
-    server = GNS3ServerProcess.start(tmp_path_factory.mktemp("gns3server"), copilot=COPILOT_SETTINGS)
+    root = tmp_path_factory.mktemp("gns3server")
+    # prompts_dir: where test_webui31_api writes an administrator's prompt files (absent: packaged ones).
+    copilot = {**COPILOT_SETTINGS, "prompts_dir": root / "config" / "copilot-prompts"}
+    server = GNS3ServerProcess.start(root, copilot=copilot)
     try:
         yield server
     finally:

@@ -594,7 +594,8 @@ async def test_bad_chat_requests(admin, admin_llm, stub, project):
     assert status == 413 and "too large" in answer_["message"]
     status, answer_ = await admin.call("POST", path, raw=b"{not json")
     assert status == 422
-    status, answer_ = await admin.post(path, {"message": "x", "session_id": str(uuid.uuid4())})
+    # An unknown id that is not a UUID (a UUID names a new session: test_webui31_api)
+    status, answer_ = await admin.post(path, {"message": "x", "session_id": "no-such-session"})
     assert status == 404
     status, answer_ = await admin.post(path, {"message": "x", "llm_config_id": str(uuid.uuid4())})
     assert status == 404

@@ -186,8 +186,13 @@ def context_length_exceeded(limit: int = 8192, requested: int = 12000) -> StubFa
 class OpenAIStub:
     """``POST /v1/chat/completions`` and ``GET /v1/models`` answering from a script."""
 
-    def __init__(self, *, api_key: str | None = None, models: Sequence[str] = ("stub-model",)) -> None:
+    def __init__(
+        self, *, api_key: str | None = None, models: Sequence[str] = ("stub-model",), echo_key: bool = False
+    ) -> None:
         self.api_key = api_key
+        self.echo_key = echo_key
+        """A wrong key is quoted whole in the 401 ("Incorrect API key provided: <key>"), as a careless
+        provider might: what the copilot must never pass on to a log, a stream or storage."""
         self.models = tuple(models)
         self.requests: list[dict[str, Any]] = []
         """JSON body of every chat completion request, in arrival order."""
@@ -366,10 +371,12 @@ class OpenAIStub:
         self._counted()
 
     def _unauthorised(self, request: web.Request) -> web.Response | None:
-        if self.api_key is None or request.headers.get("Authorization") == f"Bearer {self.api_key}":
+        authorization = request.headers.get("Authorization", "")
+        if self.api_key is None or authorization == f"Bearer {self.api_key}":
             return None
+        quoted = f": {authorization.removeprefix('Bearer ')}" if self.echo_key else ""
         return web.json_response(
-            _error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"), status=401
+            _error_body(f"Incorrect API key provided{quoted}.", "invalid_request_error", "invalid_api_key"), status=401
         )
 
     async def _list_models(self, request: web.Request) -> web.Response:

@@ -187,7 +187,8 @@ def test_everything_fits_logs_context_ready(caplog):
 def test_old_turns_dropped_whole_oldest_first(caplog):
     caplog.set_level(logging.INFO)
     msgs = [m for i in range(40) for m in tool_turn(i, 100)] + [HumanMessage("latest question")]
-    out = make_hook(limit=2)({"messages": msgs})
+    # The plain trim: fill up to the budget, no masking (the defaults are in test_context_window.py).
+    out = make_hook(limit=2, context_low_water=1.0, mask_tool_outputs=False)({"messages": msgs})
     prepared = out["messages"]
     assert isinstance(prepared[1], HumanMessage)
     assert prepared[-1].content == "latest question"

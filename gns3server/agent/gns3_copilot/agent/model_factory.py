@@ -19,6 +19,7 @@ import functools
 import importlib
 import json
 import logging
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -113,13 +114,35 @@ def _is_strict_integer(checker: Any, instance: Any) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
+def _is_finite_number(checker: Any, instance: Any) -> bool:
+    # NaN passes every minimum/maximum test (all comparisons are false), so it would be
+    # accepted as a temperature and fail every chat later: a number must be finite.
+    return isinstance(instance, (int, float)) and not isinstance(instance, bool) and math.isfinite(instance)
+
+
 @functools.cache
 def _validator() -> jsonschema.protocols.Validator:
     schema = llm_config_schema()
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    strict = jsonschema.validators.extend(cls, type_checker=cls.TYPE_CHECKER.redefine("integer", _is_strict_integer))
+    types = cls.TYPE_CHECKER.redefine_many({"integer": _is_strict_integer, "number": _is_finite_number})
+    strict = jsonschema.validators.extend(cls, type_checker=types)
     return strict(schema)
+
+
+URL_CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+"""A URL with ``user:password@`` (group 1: the scheme and ``://``)."""
+CREDENTIALS_IN_URL = (
+    "must not carry credentials (user:password@host): put the key in api_key, which is stored encrypted"
+)
+
+
+def _semantic_problems(config: Any) -> list[tuple[str | None, str, str]]:
+    """Rules a JSON Schema cannot say with a clear message."""
+    if isinstance(config, Mapping) and isinstance(config.get("base_url"), str):
+        if URL_CREDENTIALS.match(config["base_url"]):
+            return [("base_url", "credentials", CREDENTIALS_IN_URL)]
+    return []
 
 
 def _short(name: object) -> str:
@@ -162,6 +185,7 @@ def validate_llm_config(config: Any) -> dict[str, Any]:
         for problem in _describe(error, schema):
             if all(problem[0] != seen[0] for seen in problems):  # one problem per field
                 problems.append(problem)
+    problems += [p for p in _semantic_problems(config) if all(p[0] != seen[0] for seen in problems)]
     if problems:
         problems.sort(key=lambda p: (p[0] is not None, order.index(p[0]) if p[0] in order else len(order)))
         field, rule, message = problems[0]
@@ -183,9 +207,6 @@ def validate_llm_config(config: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------- redaction
 
 
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@")
-
-
 def _mask_key(key: Any) -> str:
     if not isinstance(key, str) or len(key) < 12:
         return "…"
@@ -198,7 +219,7 @@ def redact_config(config: Mapping[str, Any]) -> dict[str, Any]:
     if "api_key" in safe and safe["api_key"] is not None:
         safe["api_key"] = _mask_key(safe["api_key"])
     if isinstance(safe.get("base_url"), str):
-        safe["base_url"] = _USERINFO.sub(r"\1***@", safe["base_url"])
+        safe["base_url"] = URL_CREDENTIALS.sub(r"\1***@", safe["base_url"])
     return safe
 
 

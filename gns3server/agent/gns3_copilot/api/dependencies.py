@@ -17,6 +17,8 @@ from uuid import UUID
 from fastapi import Depends, Query, Request
 from gns3server import schemas as gns3_schemas
 from gns3server.api.routes.controller.dependencies.authentication import get_current_active_user, oauth2_scheme
+from gns3server.api.routes.controller.dependencies.database import get_repository
+from gns3server.db.repositories.users import UsersRepository
 
 from ..gns3_client.client import token_expiry
 from ..service.copilot import User
@@ -56,6 +58,16 @@ State = Annotated[CopilotState, Depends(copilot_state)]
 CurrentUser = Annotated[User, Depends(current_user)]
 
 
+async def user_group_ids(
+    user: CurrentUser, users: Annotated[UsersRepository, Depends(get_repository(UsersRepository))]
+) -> list[str]:
+    """The GNS3 user groups of the user (their LLM configs are inherited by the user)."""
+    return [str(g.user_group_id) for g in await users.get_user_memberships(UUID(user.user_id))]
+
+
+GroupIds = Annotated[list[str], Depends(user_group_ids)]
+
+
 async def accessible_project(project_id: UUID, user: CurrentUser, state: State) -> str:
     """The project id, once GNS3 has let this user read the project (else GNS3's 401/403/404)."""
     async with state.gns3_client(user.token) as client:
@@ -70,6 +82,15 @@ async def session_in_project(state: CopilotState, user: User, session_id: str, p
     """The session if it is the user's (or the user is superadmin) and in this project, else 404."""
     record = await state.service.session(user, session_id)
     if record.project_id != project_id:
+        raise SessionNotFoundError(f"Session {session_id} not found")
+    return record
+
+
+async def session_for_chat(state: CopilotState, user: User, session_id: str, project_id: str) -> SessionRecord | None:
+    """As :func:`session_in_project`, except that a well-formed UUID naming no session is None
+    (the chat will create it: GNS3 3.1's client chooses the id of a new chat)."""
+    record = await state.service.session_or_new(user, session_id)
+    if record is not None and record.project_id != project_id:
         raise SessionNotFoundError(f"Session {session_id} not found")
     return record
 

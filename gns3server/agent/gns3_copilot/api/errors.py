@@ -3,21 +3,31 @@
 The service raises :class:`CopilotError` subclasses whose ``status`` is the HTTP
 status; the ones below are the API layer's own. LLM config problems become 422
 naming the field and the rule (never the value). GNS3 refusals met while checking
-project access keep GNS3's status (401/403/404) and message.
+project access keep GNS3's status (401/403/404) and message. A body that fails
+the request schema is a 422 listing where and which rule, with no more than a
+short excerpt of anything the client sent.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
 
 from ..agent.model_factory import LLMConfigError
+from ..agent.prompts import PromptFileError
 from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3Error, GNS3NotFoundError, GNS3PermissionError
 from ..service.errors import CopilotError
+from .middleware import PathRule, path_matches
 
 log = logging.getLogger(__name__)
+
+Handler = Callable[[Request, Any], Awaitable[Response]]
 
 
 class LLMConfigNotFoundError(CopilotError):
@@ -69,6 +79,11 @@ class ServiceUnavailableError(CopilotError):
     code = "copilot_unavailable"
 
 
+async def prompt_file_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """An administrator's prompt file that cannot be used: the message names the file."""
+    return JSONResponse(status_code=422, content={"message": str(exc), "code": "prompt_file_invalid"})
+
+
 async def copilot_error_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, CopilotError)
     return JSONResponse(status_code=exc.status, content={"message": str(exc), "code": exc.code})
@@ -96,8 +111,48 @@ async def gns3_error_handler(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=502, content={"message": "The GNS3 server could not check this request."})
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Map our exception types on the host app (GNS3's own handlers stay as they are)."""
+MAX_ERRORS_SHOWN = 10
+EXCERPT_CHARS = 80
+"""At most this much of any one piece of an error (a field name, a message) is sent back or logged."""
+
+
+def _excerpt(text: object) -> str:
+    value = str(text)
+    return value if len(value) <= EXCERPT_CHARS else value[: EXCERPT_CHARS - 1] + "…"
+
+
+def validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """The request's validation errors without the input they were about: where, what rule, short."""
+    return [
+        {
+            "loc": [_excerpt(part) for part in error.get("loc", ())],
+            "type": error.get("type"),
+            "msg": _excerpt(error.get("msg", "")),
+        }
+        for error in exc.errors()[:MAX_ERRORS_SHOWN]
+    ]
+
+
+def validation_error_handler(prefix: PathRule, host_handler: Handler) -> Handler:
+    """422 for our routes that never echoes the body (the host's echoes it whole, and logs it)."""
+
+    async def handle(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        if not path_matches(prefix, request.url.path):
+            return await host_handler(request, exc)
+        errors = validation_errors(exc)
+        summary = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors)
+        log.info("Invalid request %s %s: %s", request.method, request.url.path, summary)
+        return JSONResponse(status_code=422, content={"message": f"Invalid request: {summary}", "errors": errors})
+
+    return handle
+
+
+def install_error_handlers(app: FastAPI, prefix: PathRule) -> None:
+    """Map our exception types on the host app (GNS3's own handlers stay as they are for its routes)."""
     app.add_exception_handler(CopilotError, copilot_error_handler)
     app.add_exception_handler(LLMConfigError, llm_config_error_handler)
     app.add_exception_handler(GNS3Error, gns3_error_handler)
+    host_handler = app.exception_handlers.get(RequestValidationError, request_validation_exception_handler)
+    app.add_exception_handler(RequestValidationError, validation_error_handler(prefix, host_handler))
+    app.add_exception_handler(PromptFileError, prompt_file_error_handler)

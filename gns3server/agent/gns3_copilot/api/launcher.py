@@ -3,7 +3,7 @@
 gns3-server has no plugin mechanism, so this console script takes exactly the
 arguments of ``gns3server``, adds the copilot to gns3-server's FastAPI app
 (routes under ``/v3/copilot``, the panel at ``/copilot/``, error handlers, a body
-size limit, startup and shutdown hooks) and then runs gns3-server's own
+size limit, a log filter that scrubs keys, startup and shutdown hooks) and then runs gns3-server's own
 ``main()``. The copilot's state is built in the startup hook, once the server
 has loaded its config, and kept on ``app.state.copilot``.
 """
@@ -21,9 +21,10 @@ from starlette.staticfiles import StaticFiles
 
 from ..mcp.auth import gns3_user_lookup  # issue 16: the MCP endpoint
 from ..mcp.server import ENDPOINT_STATE, MCP_PATH, MCPEndpoint, MCPRoute
+from ..redaction import install_log_scrubber
 from .errors import install_error_handlers
 from .middleware import BodySizeLimitMiddleware
-from .routes import PREFIX, copilot_router
+from .routes import OUR_PATHS, access_router, copilot_router
 from .settings import SettingsError, settings_from_gns3
 from .state import CopilotState
 from .webui import WebUIButtonMiddleware  # issue 6 (panel): the Copilot button in GNS3's web UI
@@ -90,10 +91,12 @@ def install(app: FastAPI) -> None:
         return
     app.state.copilot_installed = True
     app.include_router(copilot_router())
+    app.include_router(access_router())
     app.router.routes.append(Route(MCP_PATH, MCPRoute(), include_in_schema=False))  # issue 16: MCP clients
     app.mount(PANEL_PATH, StaticFiles(packages=[PANEL_PACKAGE], html=True), name="copilot")
-    install_error_handlers(app)
-    app.add_middleware(BodySizeLimitMiddleware, prefix=PREFIX + "/")
+    install_error_handlers(app, OUR_PATHS)
+    install_log_scrubber()  # no key in any log line of the process, whatever logs it
+    app.add_middleware(BodySizeLimitMiddleware, prefix=OUR_PATHS)
     app.add_middleware(WebUIButtonMiddleware)  # issue 6 (panel): adds its script to /static/web-ui/ pages
     app.router.on_startup.append(_startup(app))
     # Ours first: runs end (and save) while GNS3's controller and database are still up.

@@ -10,18 +10,21 @@ default (from ``[Copilot]``) applies when a user has none.
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
-from ..agent.model_factory import validate_llm_config
+from ..agent.model_factory import URL_CREDENTIALS, validate_llm_config
 from .crypto import SecretBox
 from .errors import LLMConfigNotFoundError
+
+log = logging.getLogger(__name__)
 
 DATABASE_NAME = "llm_configs.sqlite3"
 """A file of its own in the data directory: rare, tiny writes that never wait on conversations."""
@@ -39,6 +42,9 @@ CREATE TABLE IF NOT EXISTS copilot_llm_configs (
 );
 CREATE INDEX IF NOT EXISTS copilot_llm_configs_owner ON copilot_llm_configs (user_id, created_at);
 """
+Approval = Callable[[Mapping[str, Any]], Awaitable[None]]
+"""A last check of a validated config (without its key) before it is stored; raises to refuse."""
+
 _COLUMNS = "config_id, user_id, config, api_key, is_default, created_at, updated_at"
 
 
@@ -85,8 +91,31 @@ class LLMConfigStore:
         connection = await aiosqlite.connect(str(data_dir / DATABASE_NAME), isolation_level=None)
         await connection.execute("PRAGMA journal_mode=WAL")
         await connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        # A deleted or replaced config (its encrypted key, a URL) is overwritten, not left in free pages.
+        await connection.execute("PRAGMA secure_delete=ON")
         await connection.executescript(_SCHEMA)
-        return cls(connection, box)
+        store = cls(connection, box)
+        await store._remove_url_credentials()
+        return store
+
+    async def _remove_url_credentials(self) -> None:
+        """Configs saved before credentials in ``base_url`` were refused kept them in plain text:
+        remove them from the stored URL (secure_delete overwrites the old row); the owner sets api_key."""
+        async with self._db.execute("SELECT config_id, config FROM copilot_llm_configs") as cursor:
+            rows = await cursor.fetchall()
+        removed = False
+        for config_id, text in rows:
+            config = json.loads(text)
+            url = config.get("base_url")
+            if isinstance(url, str) and URL_CREDENTIALS.match(url):
+                config["base_url"] = URL_CREDENTIALS.sub(r"\1", url)
+                await self._db.execute(
+                    "UPDATE copilot_llm_configs SET config = ? WHERE config_id = ?", (json.dumps(config), config_id)
+                )
+                log.warning("Removed credentials from the base_url of LLM config %s (use api_key)", config_id)
+                removed = True
+        if removed:  # the old rows' page images must not stay in the write-ahead log either
+            await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     async def close(self) -> None:
         await self._db.close()
@@ -114,9 +143,16 @@ class LLMConfigStore:
             row = await cursor.fetchone()
         return LLMConfigRecord.from_row(row) if row else None
 
-    async def create(self, user_id: str, config: Mapping[str, Any], *, make_default: bool) -> LLMConfigRecord:
-        """Validate and store ``config``; the user's first config becomes their default."""
+    async def create(
+        self, user_id: str, config: Mapping[str, Any], *, make_default: bool, approve: Approval | None = None
+    ) -> LLMConfigRecord:
+        """Validate and store ``config``; the user's first config becomes their default.
+
+        ``approve`` (awaited with the validated config before anything is stored) may refuse it.
+        """
         plain, key = _split_key(validate_llm_config(config))
+        if approve is not None:
+            await approve(plain)
         now = time.time()
         config_id = str(uuid.uuid4())
         await self._db.execute(
@@ -127,8 +163,11 @@ class LLMConfigStore:
             await self.set_default(user_id, config_id)
         return await self.get(user_id, config_id)
 
-    async def update(self, user_id: str, config_id: str, changes: Mapping[str, Any]) -> LLMConfigRecord:
-        """Merge ``changes`` (a field set to None is removed; ``api_key`` absent keeps the key), re-validate."""
+    async def update(
+        self, user_id: str, config_id: str, changes: Mapping[str, Any], *, approve: Approval | None = None
+    ) -> LLMConfigRecord:
+        """Merge ``changes`` (a field set to None is removed; ``api_key`` absent keeps the key), re-validate;
+        ``approve`` as for :meth:`create`, with the merged config."""
         record = await self.get(user_id, config_id)
         merged = dict(record.config)
         for name, value in changes.items():
@@ -139,6 +178,8 @@ class LLMConfigStore:
         if "api_key" not in changes and record.encrypted_key is not None:
             merged["api_key"] = "kept"  # stands in for the stored key during validation only
         plain, key = _split_key(validate_llm_config(merged))
+        if approve is not None:
+            await approve(plain)
         if "api_key" in changes:
             encrypted = self._box.encrypt(key) if key else None
         else:

@@ -1,43 +1,90 @@
 """A request-size limit for the copilot's routes (the rest of GNS3 is left alone).
 
-Bodies are parsed in full before any check can run, so an absurdly large one is
-refused from its ``Content-Length`` with 413; it is drained (read and dropped,
-never stored) first, so that the client, still sending, reads the answer rather
-than a reset connection.
+The limit holds whatever the client declares: a ``Content-Length`` over it is
+refused at once, and a body sent without one (chunked) is counted as it arrives
+and refused as soon as it passes the limit. Either way the route never sees the
+body: it is read up to the limit here, then handed to the route from memory, so
+no more than ``max_bytes`` of a request is ever held. A refused body is drained
+(read and dropped, up to :data:`DRAIN_LIMIT_BYTES`) so that the client, still
+sending, reads the 413 rather than a reset connection.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import re
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
+DRAIN_LIMIT_BYTES = 64 * 1024 * 1024
+"""Past this much of a refused body the connection is closed instead of read to its end."""
+
+
+class BodyTooLarge(Exception):
+    """The body passed the limit (raised inside the middleware only)."""
+
+
+PathRule = str | re.Pattern[str]
+"""Which paths are ours: a prefix, or a regular expression matched at the path's start."""
+
+
+def path_matches(rule: PathRule, path: str) -> bool:
+    return path.startswith(rule) if isinstance(rule, str) else rule.match(path) is not None
 
 
 class BodySizeLimitMiddleware:
-    """ASGI middleware: 413 ``{"message": ...}`` for bodies over ``max_bytes`` under ``prefix``."""
+    """ASGI middleware: 413 ``{"message": ...}`` for bodies over ``max_bytes`` on paths ``prefix`` matches."""
 
-    def __init__(self, app: ASGIApp, *, prefix: str, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, *, prefix: PathRule, max_bytes: int = MAX_BODY_BYTES) -> None:
         self.app = app
         self.prefix = prefix
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(self.prefix):
-            length = dict(scope["headers"]).get(b"content-length", b"")
+        if scope["type"] != "http" or not path_matches(self.prefix, scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length", b"")
+        try:
             if length.isdigit() and int(length) > self.max_bytes:
-                await self._drain(receive)
-                await self._refuse(send)
-                return
-        await self.app(scope, receive, send)
+                raise BodyTooLarge
+            body = await self._read(receive)
+        except BodyTooLarge:
+            await self._drain(receive)
+            await self._refuse(send)
+            return
+        if body is not None:  # None: the client left before sending all of it; nobody to answer
+            await self.app(scope, _replay(body, receive), send)
+
+    async def _read(self, receive: Receive) -> bytes | None:
+        """The whole body (at most ``max_bytes``), or None if the client disconnects first."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise BodyTooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
     @staticmethod
     async def _drain(receive: Receive) -> None:
-        while True:
+        drained = 0
+        while drained <= DRAIN_LIMIT_BYTES:
             message = await receive()
             if message["type"] != "http.request" or not message.get("more_body", False):
                 return
+            drained += len(message.get("body", b""))
+        log.warning("Closing a connection whose refused request body went on past %d bytes", DRAIN_LIMIT_BYTES)
 
     async def _refuse(self, send: Send) -> None:
         body = json.dumps({"message": f"Request body too large (limit: {self.max_bytes} bytes)"}).encode()
@@ -48,3 +95,18 @@ class BodySizeLimitMiddleware:
                         (b"connection", b"close")],
         })
         await send({"type": "http.response.body", "body": body})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the body read already, then whatever the client sends next
+    (its disconnect, which a streamed answer watches for)."""
+    delivered = False
+
+    async def replay() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

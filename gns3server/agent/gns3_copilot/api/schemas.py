@@ -9,16 +9,20 @@ config is a plain object.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ..agent.approval import PendingApproval
 from ..service.store import TITLE_MAX, SessionRecord
 
 MAX_MESSAGE_CHARS = 100_000
 """Longest user message accepted (about 25k tokens); longer ones are a 422."""
+
+TROUBLESHOOTING_INJECTION = "troubleshooting_injection"
+"""GNS3 3.1's ``metadata.copilot_mode`` of a fault-injection session (its web UI shows a fault icon)."""
 
 Mode = Literal["teaching", "lab_automation", "text"]  # the agent's MODES, plus GNS3 3.1's "text"
 
@@ -28,8 +32,10 @@ def _approval(record: SessionRecord) -> Approval | None:
     return Approval(**pending.public()) if pending is not None else None
 
 
-def _timestamp(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+def session_timestamp(seconds: float) -> str:
+    """GNS3 3.1's timestamps: ISO 8601 in UTC *without* a zone suffix (its web UI appends ``Z``
+    itself, and shows "Invalid Date" for ``...ZZ``)."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None).isoformat()
 
 
 def _not_blank(value: str) -> str:
@@ -41,12 +47,22 @@ def _not_blank(value: str) -> str:
 # ------------------------------------------------------------------------ chat
 
 
-class ChatRequest(BaseModel):
+class RequestBody(BaseModel):
+    """A request body: booleans are JSON booleans (``"stream": 0`` is a 422), numbers finite."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class ChatRequest(RequestBody):
     """One user message for a new or existing session of the project."""
 
     message: str = Field(..., min_length=1, max_length=MAX_MESSAGE_CHARS, description="The user's message")
-    session_id: str | None = Field(None, description="Continue this session (a new one is created when absent)")
-    stream: bool = Field(True, description="Stream events (text/event-stream); false: one JSON answer at the end")
+    session_id: str | None = Field(
+        None,
+        description="Continue this session of yours; absent, or a well-formed UUID naming no session: a new one "
+        "(with that id; GNS3 3.1's client chooses it)",
+    )
+    stream: StrictBool = Field(True, description="Stream events (text/event-stream); false: one JSON answer at the end")
     mode: Mode | None = Field(
         None,
         description="teaching (read-only tools) or lab_automation; absent or 'text' (GNS3 3.1): the server default",
@@ -85,14 +101,14 @@ class ChatResult(BaseModel):
     approval: Approval | None = Field(None, description="status waiting_confirmation: the approval asked for")
 
 
-class ConfirmRequest(BaseModel):
+class ConfirmRequest(RequestBody):
     """The user's decision on the tool calls a session waits for."""
 
-    approved: bool = Field(..., description="true: run them; false: reject them (nothing is sent)")
+    approved: StrictBool = Field(..., description="true: run them; false: reject them (nothing is sent)")
     approval_id: str | None = Field(
         None, max_length=64, description="The approval_id of the confirm event: refused (409) unless it is the pending one"
     )
-    stream: bool = Field(True, description="Stream the resumed run's events; false: one JSON answer at the end")
+    stream: StrictBool = Field(True, description="Stream the resumed run's events; false: one JSON answer at the end")
     mode: Mode | None = Field(None, description="As for chat/stream")
     llm_config_id: str | None = Field(None, description="As for chat/stream")
 
@@ -100,7 +116,7 @@ class ConfirmRequest(BaseModel):
 # -------------------------------------------------------------------- sessions
 
 
-class SessionBase(BaseModel):
+class SessionBase(RequestBody):
     title: str = Field(..., min_length=1, max_length=TITLE_MAX)
 
     _title_not_blank = field_validator("title")(_not_blank)
@@ -111,12 +127,20 @@ class SessionUpdate(SessionBase):
 
 
 class Session(SessionBase):
+    """A session as GNS3 3.1's ``ChatSession`` (thread_id, message_count, pinned, naive UTC
+    timestamps...), plus our own fields under names 3.1 does not use."""
+
     session_id: str
     thread_id: str = Field(..., description="Same as session_id (GNS3 3.1 name)")
     user_id: str
     project_id: str
-    created_at: datetime
-    updated_at: datetime
+    created_at: str = Field(..., description="ISO 8601, UTC, no zone suffix (as GNS3 3.1)")
+    updated_at: str = Field(..., description="ISO 8601, UTC, no zone suffix (as GNS3 3.1)")
+    last_message_at: str | None = Field(None, description="When the last run ended (GNS3 3.1 name)")
+    message_count: int = Field(0, description="Messages in the conversation (user, assistant, tool)")
+    pinned: bool = Field(False, description="Pinned sessions are listed first")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="GNS3 3.1's session metadata")
+    stats: dict[str, Any] = Field(default_factory=dict, description="GNS3 3.1's session statistics")
     runs: int = Field(0, description="Chat requests answered in this session")
     input_tokens: int = 0
     output_tokens: int = 0
@@ -135,8 +159,12 @@ class Session(SessionBase):
             user_id=record.user_id,
             project_id=record.project_id,
             title=record.title,
-            created_at=_timestamp(record.created_at),
-            updated_at=_timestamp(record.updated_at),
+            created_at=session_timestamp(record.created_at),
+            updated_at=session_timestamp(record.updated_at),
+            last_message_at=session_timestamp(record.updated_at) if record.runs else None,
+            message_count=record.message_count,
+            pinned=bool(record.pinned),
+            metadata={"copilot_mode": TROUBLESHOOTING_INJECTION} if record.kind == "fault_injection" else {},
             runs=record.runs,
             input_tokens=record.input_tokens,
             output_tokens=record.output_tokens,
@@ -147,27 +175,60 @@ class Session(SessionBase):
         )
 
 
+class ToolFunction(BaseModel):
+    name: str
+    arguments: str = Field(..., description="The arguments as a JSON text (OpenAI's shape)")
+
+
 class HistoryToolCall(BaseModel):
-    id: str | None = None
+    """A tool call as GNS3 3.1 (OpenAI) shapes it, plus ``name`` and ``args`` (ours, an object)."""
+
+    id: str
+    type: Literal["function"] = "function"
+    function: ToolFunction
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def from_call(cls, call: dict[str, Any]) -> HistoryToolCall:
+        args = call.get("args") or {}
+        arguments = json.dumps(args, ensure_ascii=False, default=str)
+        return cls(id=call.get("id") or "", function=ToolFunction(name=call["name"], arguments=arguments),
+                   name=call["name"], args=args)
+
 
 class HistoryMessage(BaseModel):
+    """A stored message as GNS3 3.1's ``OpenAIMessage`` (``id`` always set), plus ``status``."""
+
+    id: str
     role: Literal["user", "assistant", "tool", "system"]
     content: str
-    id: str | None = None
-    tool_calls: list[HistoryToolCall] | None = None
-    tool_call_id: str | None = None
     name: str | None = None
-    status: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: list[HistoryToolCall] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    status: str | None = Field(None, description="Tool messages: success, error, ...")
+
+    @classmethod
+    def from_stored(cls, message: dict[str, Any], fallback_id: str) -> HistoryMessage:
+        """From the service's message dict; a message without an id gets ``fallback_id``."""
+        data = dict(message)
+        calls = data.pop("tool_calls", None)
+        return cls(
+            **{**data, "id": data.get("id") or fallback_id},
+            tool_calls=[HistoryToolCall.from_call(c) for c in calls] if calls else None,
+        )
 
 
 class SessionHistory(BaseModel):
+    """GNS3 3.1's ``ConversationHistory`` plus ``session_id``."""
+
     session_id: str
     thread_id: str
     title: str
     messages: list[HistoryMessage]
+    created_at: str | None = None
+    updated_at: str | None = None
 
 
 class AbortResult(BaseModel):
@@ -196,7 +257,7 @@ class ContextReport(BaseModel):
 _OBJECT = {"type": "object", "additionalProperties": True}
 
 
-class LLMConfigBase(BaseModel):
+class LLMConfigBase(RequestBody):
     config: Any = Field(
         None,
         description="An LLM config (schema: GET /v3/copilot/llm-configs/schema): model, context_limit, "
@@ -206,7 +267,7 @@ class LLMConfigBase(BaseModel):
 
 
 class LLMConfigCreate(LLMConfigBase):
-    is_default: bool = Field(False, description="Make it the user's default (the first config always is)")
+    is_default: StrictBool = Field(False, description="Make it the user's default (the first config always is)")
 
 
 class LLMConfigUpdate(LLMConfigBase):
@@ -235,6 +296,43 @@ class EffectiveLLMConfig(BaseModel):
     source: Literal["user", "server"]
     config_id: str | None = None
     config: dict[str, Any]
+
+
+class InjectRequest(BaseModel):
+    """GNS3 3.1's ``chat/inject`` body (its ChatRequest, the message optional)."""
+
+    message: str = Field(
+        "Inject a network fault for troubleshooting practice", min_length=1, max_length=MAX_MESSAGE_CHARS,
+        description="What to break, e.g. 'Inject interface network fault(s)'; 'random' lets the copilot choose",
+    )
+    session_id: str | None = Field(None, description="A new session's id (the client may choose it), or a "
+                                   "fault-injection session of the caller's")
+    stream: bool = Field(True, description="As for chat/stream")
+    mode: Mode | None = Field(None, description="Ignored: faults are injected with lab automation's tools")
+    llm_config_id: str | None = Field(None, description="As for chat/stream")
+
+    _message_not_blank = field_validator("message")(_not_blank)
+
+
+class Fault(BaseModel):
+    """One lab change made by a fault injection: revealed only to whoever injected it (and superadmins)."""
+
+    fault_id: str
+    session_id: str
+    project_id: str
+    user_id: str = Field(..., description="Who asked for the injection")
+    tool: str
+    args: dict[str, Any]
+    status: str = Field(..., description="The tool's outcome: success or error")
+    output: str
+    created_at: str
+    reverted_at: str | None = None
+    revertible: bool = Field(..., description="POST .../revert can undo it (a node stopped or suspended)")
+
+
+class ReloadResult(BaseModel):
+    status: Literal["ok"] = "ok"
+    sources: dict[str, str] = Field(..., description="Each prompt file, and where it was read from")
 
 
 class ConsoleAuditEntry(BaseModel):

@@ -16,6 +16,10 @@ case), which wins over the file, so a key need not be written in a config file::
     ; how long a request to approve device changes stays usable
     approval_minutes = 10
     ; GNS3_COPILOT_LLM_API_KEY=... in the environment rather than here
+    ; LLM endpoints ordinary users may use (default: public https endpoints)
+    user_llm_endpoints = public, 10.1.0.0/16, ollama.lab.example
+    ; system prompts an administrator edits (reloaded by POST /v3/copilot/reload/skills)
+    prompts_dir = /etc/gns3/copilot-prompts
 
 See ``docs/api.md`` for every key. :func:`load_settings` is pure (values in,
 settings out) so that it can be tested without a server; :func:`read_copilot_section`
@@ -37,6 +41,8 @@ from ..agent.approval import DEFAULT_APPROVAL_SECONDS
 from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, DEFAULT_MODE, MODES
 from ..agent.model_factory import LLMConfigError, llm_config_schema, validate_llm_config
 from ..service.copilot import HEARTBEAT_SECONDS
+from .endpoints import SETTING as ENDPOINTS_SETTING
+from .endpoints import EndpointPolicy
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +53,7 @@ DATA_DIR_NAME = "copilot"
 KNOWN_KEYS = frozenset(
     {
         "data_dir", "secrets_dir", "modes", "default_mode", "heartbeat_seconds", "max_llm_calls", "server_url",
-        "console_policy", "approval_minutes",
+        "console_policy", "approval_minutes", "user_llm_endpoints", "prompts_dir",
     }
 )
 
@@ -75,6 +81,10 @@ class CopilotSettings:
     """The administrator's device command policy file (None: the packaged default)."""
     approval_seconds: float = DEFAULT_APPROVAL_SECONDS
     """How long a request for approval of device changes stays usable (``approval_minutes``)."""
+    user_llm_endpoints: EndpointPolicy = field(default_factory=EndpointPolicy)
+    """The LLM endpoints ordinary users' configs may point at (see ``endpoints.py``)."""
+    prompts_dir: Path | None = None
+    """The administrator's prompt files (``system.md``, ``teaching.md``...; None: the packaged ones)."""
 
 
 def read_copilot_section(config_files: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
@@ -131,7 +141,7 @@ def _number(values: Mapping[str, str], key: str, default: float, kind: type[int]
         number = kind(raw)
     except ValueError:
         raise SettingsError(f"[{SECTION}] {key}: must be a number greater than 0") from None
-    if number <= 0:
+    if not math.isfinite(number) or number <= 0:
         raise SettingsError(f"[{SECTION}] {key}: must be a number greater than 0")
     return number
 
@@ -190,6 +200,8 @@ def load_settings(
         default_llm_config=_llm_config(values),
         console_policy=_path(values, "console_policy"),
         approval_seconds=_approval_seconds(values),
+        user_llm_endpoints=_endpoints(values),
+        prompts_dir=_path(values, "prompts_dir"),
     )
 
 
@@ -199,6 +211,13 @@ def _approval_seconds(values: Mapping[str, str]) -> float:
     if not math.isfinite(minutes):
         raise SettingsError(f"[{SECTION}] approval_minutes: must be a finite number of minutes greater than 0")
     return 60.0 * minutes
+
+
+def _endpoints(values: Mapping[str, str]) -> EndpointPolicy:
+    try:
+        return EndpointPolicy.parse(values.get(ENDPOINTS_SETTING))
+    except ValueError as exc:
+        raise SettingsError(f"[{SECTION}] {ENDPOINTS_SETTING}: {exc}") from None
 
 
 def _path(values: Mapping[str, str], key: str) -> Path | None:

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
 from fastapi import FastAPI
 
-from ..agent.model_factory import create_base_model_with_tools, is_context_length_error
+from ..agent.context.tokenizer import warm_up
+from ..agent.model_factory import create_base_model_with_tools, is_context_length_error, validate_llm_config
+from ..agent.prompts import PromptSet, load_prompts
 from ..gns3_client.client import GNS3Client
-from ..service.copilot import CopilotService
+from ..service.copilot import CopilotService, User
 from ..service.storage import Storage, open_sqlite_storage
 from ..console import AuditLog, DeviceLocks, load_policy
 from ..tools.toolset import ConsoleServices, build_tools
@@ -28,6 +30,7 @@ from .crypto import SecretBox, load_or_create_key
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_store import LLMConfigRecord, LLMConfigStore
 from .permissions import HostPermissions
+from .model_configs31 import default_record, named_record
 from .settings import CopilotSettings
 
 log = logging.getLogger(__name__)
@@ -36,6 +39,13 @@ log = logging.getLogger(__name__)
 CONNECTION_LIMIT = 200
 # GNS3 3.1 clients send mode "text"; it stands for this server's default mode.
 COMPAT_MODES = frozenset({"text"})
+# An LLM config's ``copilot_mode`` (GNS3 3.1's names, or ours) as the agent's mode.
+CONFIG_MODES = {
+    "teaching_assistant": "teaching",
+    "lab_automation_assistant": "lab_automation",
+    "teaching": "teaching",
+    "lab_automation": "lab_automation",
+}
 
 
 class CopilotState:
@@ -48,6 +58,7 @@ class CopilotState:
         llm_configs: LLMConfigStore,
         connector: aiohttp.TCPConnector,
         console: ConsoleServices,
+        prompts: PromptSet | None = None,
     ) -> None:
         self.settings = settings
         self.storage = storage
@@ -56,6 +67,8 @@ class CopilotState:
         self._connector = connector
         self._loop = asyncio.get_running_loop()
         self._closing: asyncio.Task[None] | None = None
+        # Tokenizer files load in a worker thread now, not on the first user's first call.
+        self.tokenizers_ready: asyncio.Future[None] = self._loop.run_in_executor(None, warm_up)
         self.service = CopilotService(
             storage,
             tools_factory=lambda context: build_tools(context, console),
@@ -65,6 +78,7 @@ class CopilotState:
             max_llm_calls=settings.max_llm_calls,
             heartbeat_seconds=settings.heartbeat_seconds,
             approval_seconds=settings.approval_seconds,
+            prompts=prompts,
         )
 
     @classmethod
@@ -83,7 +97,8 @@ class CopilotState:
             policy=policy, locks=DeviceLocks(), audit=AuditLog(settings.data_dir),
             permissions=HostPermissions(app).for_user,
         )
-        state = cls(settings, storage, llm_configs, connector, console)
+        prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
+        state = cls(settings, storage, llm_configs, connector, console, prompts)
         default = settings.default_llm_config
         log.info(
             "Copilot started: data in %s, GNS3 API at %s, modes %s, server default LLM %s",
@@ -93,6 +108,16 @@ class CopilotState:
             f"{default['provider']}/{default['model']}" if default else "none",
         )
         return state
+
+    async def reload_prompts(self) -> PromptSet:
+        """Read the prompt files again (administrators' edits) and use them from the next run on.
+
+        A bad file raises PromptFileError and the prompts in use stay as they were.
+        """
+        prompts = await asyncio.to_thread(load_prompts, self.settings.prompts_dir)
+        self.service.prompts = prompts
+        log.info("Copilot prompts reloaded from %s", ", ".join(sorted(set(prompts.sources.values()))))
+        return prompts
 
     @property
     def closing(self) -> bool:
@@ -105,23 +130,53 @@ class CopilotState:
     def _session(self) -> aiohttp.ClientSession:
         return aiohttp.ClientSession(connector=self._connector, connector_owner=False)
 
-    def mode(self, requested: str | None) -> str:
-        """The mode a request runs in: the server default when none (or 3.1's ``text``) is named."""
+    def mode(self, requested: str | None, llm_config: Mapping[str, Any] | None = None) -> str:
+        """The mode a request runs in. When it names none (or 3.1's ``text``): the LLM config's
+        ``copilot_mode`` if the server allows that mode (GNS3 3.1's web UI switches modes by
+        writing it into the config), else the server default."""
         if requested is None or requested in COMPAT_MODES:
+            preferred = CONFIG_MODES.get(str((llm_config or {}).get("copilot_mode")))
+            if preferred is not None and preferred in self.settings.modes:
+                return preferred
             return self.settings.default_mode
         if requested not in self.settings.modes:
             raise ModeNotAllowedError(f"mode: must be one of {', '.join(self.settings.modes)}")
         return requested
 
-    async def llm_config_for(self, user_id: str, config_id: str | None = None) -> dict[str, Any]:
-        """The full LLM config (key decrypted) a run of this user uses."""
-        record: LLMConfigRecord | None
+    async def check_endpoint(self, user: User, config: Mapping[str, Any]) -> None:
+        """EndpointNotAllowedError (403) unless ``user`` may make the server call ``config``'s endpoint."""
+        await self.settings.user_llm_endpoints.check(config, is_superadmin=user.is_superadmin)
+
+    async def llm_config_for_run(
+        self, user: User, config_id: str | None = None, group_ids: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """As :meth:`llm_config_for`, for a run about to call the model: a config of the user's
+        own is judged again now (an older version may have stored credentials in base_url or
+        NaN: a 422 now rather than a failed run; its host may resolve elsewhere than when it
+        was saved). Group configs and the server default are the administrator's choice."""
+        record = await self._record_for(user.user_id, config_id, group_ids)
+        if record is None:
+            return self._server_default()
+        config = self.llm_configs.usable(record)
+        if record.user_id == user.user_id:
+            validate_llm_config(config)
+            await self.check_endpoint(user, config)
+        return config
+
+    async def llm_config_for(
+        self, user_id: str, config_id: str | None = None, group_ids: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """The full LLM config (key decrypted) a run of this user uses: the one named (the
+        user's or a group's of theirs), else the user's default, a group's default, the server's."""
+        record = await self._record_for(user_id, config_id, group_ids)
+        return self.llm_configs.usable(record) if record is not None else self._server_default()
+
+    async def _record_for(self, user_id: str, config_id: str | None, group_ids: Sequence[str]) -> LLMConfigRecord | None:
         if config_id is not None:
-            record = await self.llm_configs.get(user_id, config_id)
-        else:
-            record = await self.llm_configs.default(user_id)
-        if record is not None:
-            return self.llm_configs.usable(record)
+            return await named_record(self.llm_configs, user_id, group_ids, config_id)
+        return await default_record(self.llm_configs, user_id, group_ids)
+
+    def _server_default(self) -> dict[str, Any]:
         if self.settings.default_llm_config is not None:
             return dict(self.settings.default_llm_config)
         raise NoLLMConfigError(

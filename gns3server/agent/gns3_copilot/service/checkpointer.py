@@ -7,6 +7,12 @@ does on the event loop, stalling every other request of the GNS3 server. This
 wrapper runs a synchronous saver's methods in worker threads instead, so the loop
 only waits. The wrapped saver must be thread-safe (``SqliteSaver`` serialises its
 connection with a lock).
+
+It also keeps keys out of storage: LangGraph stores a failed node's exception in
+the checkpoint's pending writes (channel ``__error__``, as its ``repr``), and a
+provider's exception may quote the API key. Those writes are stored as the
+exception's ``repr`` scrubbed (:func:`..redaction.scrub`), which is what the
+serializer would have stored, minus the secrets.
 """
 
 from __future__ import annotations
@@ -23,6 +29,19 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
 )
+
+from ..redaction import scrub
+
+ERROR_CHANNEL = "__error__"
+"""The channel of LangGraph's stored node errors (no public constant)."""
+
+
+def scrub_writes(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``writes`` with each stored exception replaced by its scrubbed ``repr``."""
+    return [
+        (channel, scrub(repr(value)) if channel == ERROR_CHANNEL and isinstance(value, BaseException) else value)
+        for channel, value in writes
+    ]
 
 
 class ThreadedCheckpointer(BaseCheckpointSaver[Any]):
@@ -54,7 +73,7 @@ class ThreadedCheckpointer(BaseCheckpointSaver[Any]):
     def put_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
-        self.saver.put_writes(config, writes, task_id, task_path)
+        self.saver.put_writes(config, scrub_writes(writes), task_id, task_path)
 
     def delete_thread(self, thread_id: str) -> None:
         self.saver.delete_thread(thread_id)
@@ -92,7 +111,7 @@ class ThreadedCheckpointer(BaseCheckpointSaver[Any]):
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
-        await asyncio.to_thread(self.saver.put_writes, config, writes, task_id, task_path)
+        await asyncio.to_thread(self.saver.put_writes, config, scrub_writes(writes), task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.saver.delete_thread, thread_id)

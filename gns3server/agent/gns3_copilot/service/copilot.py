@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,12 +34,21 @@ from langgraph.types import Command
 from ..agent import events
 from ..agent.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
 from ..agent.context.counting import TokenCounter, content_text, role_of
-from ..agent.context_manager import create_pre_model_hook
-from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, LLM_CALL, AgentSettings, build_copilot_graph, check_mode, tools_for_mode
-from ..agent.prompts import system_prompt_for
+from ..agent.context_manager import create_pre_model_hook, resolve_window_settings
+from ..agent.gns3_copilot import (
+    DEFAULT_MAX_LLM_CALLS,
+    DEFAULT_SUMMARY_TIMEOUT,
+    LLM_CALL,
+    AgentSettings,
+    build_copilot_graph,
+    check_mode,
+    tools_for_mode,
+)
+from ..agent.prompts import PromptSet, default_prompts
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
+from ..redaction import SECRETS, scrub
 from ..tools.toolset import RunContext
 from .errors import (
     ApprovalExpiredError,
@@ -47,6 +57,7 @@ from .errors import (
     NoPendingConfirmationError,
     NoRunningRunError,
     SessionBusyError,
+    SessionKindError,
     SessionNotFoundError,
     public_message,
 )
@@ -133,6 +144,47 @@ def message_to_dict(message: BaseMessage) -> dict[str, Any]:
     return data
 
 
+FAULT_INJECTION = "fault_injection"
+HIDDEN_FAULT = "[hidden: an injected fault; the person who injected it reveals it with GET .../faults]"
+
+
+def hide_fault_details(message: dict[str, Any]) -> dict[str, Any]:
+    """A message of a fault-injection session without what would give the fault away."""
+    shown = dict(message)
+    if shown.get("tool_calls"):
+        shown["tool_calls"] = [{**c, "args": {}} for c in shown["tool_calls"]]
+    if shown.get("role") == "tool":
+        shown["content"] = HIDDEN_FAULT
+    return shown
+
+
+class _FaultRecorder:
+    """Records the lab-changing tool calls of a fault-injection run as they end."""
+
+    def __init__(self, storage: Storage, session_id: str, project_id: str, user_id: str, read_only: set[str]) -> None:
+        self._storage = storage
+        self._where = (session_id, project_id, user_id)
+        self._read_only = read_only
+        self._args: dict[str, Mapping[str, Any]] = {}
+
+    async def see(self, event: Mapping[str, Any]) -> None:
+        if event["type"] == "tool_call":
+            self._args[event["tool_call_id"]] = event.get("args") or {}
+        elif event["type"] == "tool_end" and event["name"] not in self._read_only and self._storage.faults:
+            args = self._args.get(event["tool_call_id"], {})
+            await self._storage.faults.record(*self._where, event["name"], args, str(event.get("status")),
+                                              str(event.get("output", "")))
+
+
+def is_uuid(text: str) -> bool:
+    """A well-formed UUID (the only kind of id a client may choose for a new session)."""
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _unanswered_calls(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
     """Results to store for the calls of the last assistant message that have none."""
     for index in range(len(messages) - 1, -1, -1):
@@ -165,6 +217,7 @@ class CopilotService:
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
         approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
         clock: Callable[[], float] = time.time,
+        prompts: PromptSet | None = None,
     ) -> None:
         self._storage = storage
         self._tools_factory = tools_factory
@@ -176,6 +229,8 @@ class CopilotService:
         self._heartbeat_seconds = heartbeat_seconds
         self._approval_seconds = approval_seconds
         self._clock = clock
+        self.prompts = prompts or default_prompts()
+        """The system prompts; replaced as a whole when an administrator reloads them."""
         self._runs: dict[str, _Run] = {}
         self._counters: MutableMapping[str, TokenCounter] = {}
 
@@ -188,8 +243,30 @@ class CopilotService:
             raise SessionNotFoundError(f"Session {session_id} not found")
         return record
 
-    async def create_session(self, user: User, project_id: str, title: str = "New conversation") -> SessionRecord:
-        return await self._storage.sessions.create(user.user_id, project_id, title)
+    async def session_or_new(self, user: User, session_id: str) -> SessionRecord | None:
+        """The user's session; None when ``session_id`` is a well-formed UUID that names no
+        session yet (a client may choose the id of a new one); else SessionNotFoundError."""
+        if is_uuid(session_id) and await self._storage.sessions.get(session_id) is None:
+            return None
+        return await self.session(user, session_id)
+
+    async def create_session(
+        self,
+        user: User,
+        project_id: str,
+        title: str = "New conversation",
+        session_id: str | None = None,
+        kind: str = "chat",
+    ) -> SessionRecord:
+        """A new session of ``user``; ``session_id`` is a client-chosen id (GNS3 3.1 sends one).
+
+        An id that already names a session is not a new one: someone else's is a 404,
+        exactly like an unknown id, so that an id can be neither taken over nor probed.
+        """
+        record = await self._storage.sessions.create(user.user_id, project_id, title, session_id, kind)
+        if record.user_id != user.user_id or record.project_id != project_id:
+            raise SessionNotFoundError(f"Session {session_id} not found")
+        return record
 
     async def list_sessions(self, user: User, project_id: str) -> list[SessionRecord]:
         return await self._storage.sessions.list(user.user_id, project_id)
@@ -197,6 +274,14 @@ class CopilotService:
     async def rename(self, user: User, session_id: str, title: str) -> SessionRecord:
         await self.session(user, session_id)
         record = await self._storage.sessions.rename(session_id, title)
+        if record is None:
+            raise SessionNotFoundError(f"Session {session_id} not found")
+        return record
+
+    async def pin(self, user: User, session_id: str, pinned: bool) -> SessionRecord:
+        """Pin the session (listed first) or unpin it."""
+        await self.session(user, session_id)
+        record = await self._storage.sessions.set_pinned(session_id, pinned)
         if record is None:
             raise SessionNotFoundError(f"Session {session_id} not found")
         return record
@@ -234,11 +319,23 @@ class CopilotService:
         settings = await asyncio.to_thread(self._settings, user, record.project_id, session_id, llm_config, mode)
         values = await self._values(session_id)
         topology = await settings.load_topology(record.project_id)
-        state = {"messages": values.get("messages", []), "topology_info": topology, "token_scale": values.get("token_scale")}
+        state = {
+            "messages": values.get("messages", []),
+            "topology_info": topology,
+            "token_scale": values.get("token_scale"),
+            "context_window": values.get("context_window"),
+            "context_summary": values.get("context_summary"),
+        }
         return dict((await asyncio.to_thread(settings.pre_model_hook, state))["context_report"])
 
-    async def history(self, user: User, session_id: str) -> list[dict[str, Any]]:
-        return [message_to_dict(m) for m in await self.messages(user, session_id)]
+    async def history(self, user: User, session_id: str, *, reveal: bool = False) -> list[dict[str, Any]]:
+        """The stored conversation. A fault-injection session's tool calls (the faults) are hidden
+        unless ``reveal`` (only its owner, or a superadmin, reaches it at all)."""
+        record = await self.session(user, session_id)
+        messages = [message_to_dict(m) for m in await self.messages(user, session_id)]
+        if record.kind == FAULT_INJECTION and not reveal:
+            messages = [hide_fault_details(m) for m in messages]
+        return messages
 
     def is_running(self, session_id: str) -> bool:
         return session_id in self._runs
@@ -254,16 +351,25 @@ class CopilotService:
         llm_config: Mapping[str, Any],
         session_id: str | None = None,
         mode: str = "lab_automation",
+        kind: str = "chat",
     ) -> tuple[SessionRecord, AsyncIterator[Event]]:
         """Start a run; returns the session and its events (ending with ``done``).
 
+        ``kind`` is ``fault_injection`` for ``chat/inject``: the session's runs use the
+        fault-injection prompt and record the lab-changing tool calls as faults.
         Closing the event iterator early cancels the run, as a disconnect should.
         """
         check_mode(mode)
         if session_id is None:
-            record = await self.create_session(user, project_id, message)
+            record = await self.create_session(user, project_id, message, kind=kind)
         else:
-            record = await self.session(user, session_id)
+            existing = await self.session_or_new(user, session_id)
+            if existing is None:  # a client-chosen id for a new session
+                record = await self.create_session(user, project_id, message, session_id, kind=kind)
+            else:
+                record = existing
+            if record.kind != kind and kind == FAULT_INJECTION:
+                raise SessionKindError(f"Session {session_id} is a chat, not a fault-injection session")
             if record.project_id != project_id:
                 raise SessionNotFoundError(f"Session {session_id} not found in project {project_id}")
         pending = PendingApproval.from_stored(record.pending_value)
@@ -337,7 +443,9 @@ class CopilotService:
             raise SessionBusyError(f"Session {record.session_id} is busy with another request")
         run = _Run(record.session_id)
         self._runs[record.session_id] = run
-        run.task = asyncio.create_task(self._execute(run, user, record.project_id, start, llm_config, mode))
+        run.task = asyncio.create_task(
+            self._execute_hiding_key(run, user, record.project_id, start, llm_config, mode, record.kind)
+        )
         run.task.add_done_callback(lambda _: self._ensure_finished(run))
         return self._events(run)
 
@@ -382,7 +490,8 @@ class CopilotService:
         return {"configurable": {"thread_id": session_id}}
 
     def _settings(
-        self, user: User, project_id: str, session_id: str, llm_config: Mapping[str, Any], mode: str
+        self, user: User, project_id: str, session_id: str, llm_config: Mapping[str, Any], mode: str,
+        kind: str = "chat",
     ) -> AgentSettings:
         """One run's agent settings: tools bound to the project, the session and the user's token."""
 
@@ -401,12 +510,19 @@ class CopilotService:
                 return None
 
         hook = create_pre_model_hook(
-            system_prompt_for(mode),
+            self.prompts.system_for(FAULT_INJECTION if kind == FAULT_INJECTION else mode),
             get_topology_func=lambda state: state.get("topology_info"),
             get_llm_config_func=lambda: llm_config,
             get_tools_func=lambda: allowed,
             counters=self._counters,
         )
+
+        async def summarize(request: list[BaseMessage]) -> Any:
+            # The same model without tools; building it imports the provider SDK: off the loop.
+            model = await asyncio.to_thread(self._bind_tools, [], llm_config)
+            return await model.ainvoke(request)
+
+        timeout = llm_config.get("timeout")
         return AgentSettings(
             tools=tools,
             mode=mode,
@@ -415,10 +531,21 @@ class CopilotService:
             load_topology=load_topology,
             is_context_length_error=self._is_context_length_error,
             max_llm_calls=self._max_llm_calls,
+            summarize=summarize if resolve_window_settings(llm_config)["summary"] else None,
+            summary_timeout=min(DEFAULT_SUMMARY_TIMEOUT, timeout) if isinstance(timeout, (int, float)) else DEFAULT_SUMMARY_TIMEOUT,
         )
 
+    async def _execute_hiding_key(
+        self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str, kind: str
+    ) -> None:
+        """The run, with its API key hidden from every log line and stored error while it runs
+        (a provider may quote it in an error)."""
+        with SECRETS.registered(llm_config.get("api_key")):
+            await self._execute(run, user, project_id, start, llm_config, mode, kind)
+
     async def _execute(
-        self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str
+        self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str,
+        kind: str = "chat",
     ) -> None:
         session_id = run.session_id
         config: RunnableConfig = {
@@ -432,9 +559,12 @@ class CopilotService:
             # provider client (which imports the provider SDK the first time) are CPU
             # work: keep them off the event loop.
             def build() -> Any:
-                settings = self._settings(user, project_id, session_id, llm_config, mode)
+                settings = self._settings(user, project_id, session_id, llm_config, mode, kind)
+                read_only.update(t.name for t in tools_for_mode(settings.tools, "teaching"))
                 return build_copilot_graph(settings, self._storage.checkpointer)
 
+            read_only: set[str] = set()
+            faults = _FaultRecorder(self._storage, session_id, project_id, user.user_id, read_only)
             graph = await asyncio.to_thread(build)
             leftover = await self._storage.sessions.inflight(session_id)
             if leftover is not None:  # the server was killed during this session's last run
@@ -460,6 +590,8 @@ class CopilotService:
                     if event["type"] == "usage":
                         usage = event["usage"]  # reported in `done`, also when the run ends early
                         continue
+                    if kind == FAULT_INJECTION:
+                        await faults.see(event)
                     if event["type"] == "context":
                         run.partial.clear()  # a new model call starts
                     elif event["type"] == "content":
@@ -489,18 +621,27 @@ class CopilotService:
             log.error("Copilot run of session %s failed: %s", session_id, text, exc_info=exc)
             if graph is not None:
                 await self._save_interrupted(graph, session_id, _aborted(run.partial))
-            run.queue.put_nowait(events.error(text, code))
+            run.queue.put_nowait(events.error(scrub(text), code))
         finally:
             run.finished = True
             try:
                 if graph is not None:  # the run's checkpoint is written: it holds the turn now
                     await self._storage.sessions.set_inflight(session_id, None)
                 await self._prune_checkpoints(session_id)
+                await self._count_messages(session_id)
                 await self._storage.sessions.record_run(session_id, usage)
             finally:
                 # No await between these two: whoever sees `done` may start the next run.
                 self._runs.pop(session_id, None)
                 run.queue.put_nowait(events.done(session_id, usage, status))
+
+    async def _count_messages(self, session_id: str) -> None:
+        """Store how many messages the conversation holds (the session list shows it); never fails the run."""
+        try:
+            count = len((await self._values(session_id)).get("messages", []))
+            await self._storage.sessions.set_message_count(session_id, count)
+        except Exception:
+            log.exception("Could not count the messages of session %s", session_id)
 
     async def _prune_checkpoints(self, session_id: str) -> None:
         """Drop the run's intermediate checkpoints (only the latest is ever read); never fails the run."""

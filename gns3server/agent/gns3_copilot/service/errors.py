@@ -67,6 +67,13 @@ class ApprovalExpiredError(CopilotError):
     code = "approval_expired"
 
 
+class SessionKindError(CopilotError):
+    """A fault injection was asked in a session that is a plain chat (or the reverse)."""
+
+    status = 409
+    code = "session_kind"
+
+
 def public_message(exc: BaseException) -> tuple[str, str]:
     """(code, message) describing ``exc`` for the client, without raw internals."""
     if isinstance(exc, CopilotError):

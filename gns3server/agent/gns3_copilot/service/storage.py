@@ -31,6 +31,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from .checkpointer import ThreadedCheckpointer
+from .faults import SQLiteFaultStore
 from .store import SessionStore, SQLiteSessionStore
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,8 @@ class Storage:
 
     checkpointer: BaseCheckpointSaver
     sessions: SessionStore
+    faults: SQLiteFaultStore | None = None
+    """Faults injected by ``chat/inject`` (None: this storage does not keep them)."""
     _connections: tuple[sqlite3.Connection, ...] = ()
     _prune: Callable[[str | None], int] | None = None
     _scrub: Callable[[], None] | None = None
@@ -94,8 +97,9 @@ async def open_sqlite_storage(data_dir: str | Path) -> Storage:
 
     connection, saver = await asyncio.to_thread(open_checkpointer)
     sessions = await SQLiteSessionStore.open(connection, saver.lock)
+    faults = await SQLiteFaultStore.open(connection, saver.lock)
     storage = Storage(
-        checkpointer=ThreadedCheckpointer(saver), sessions=sessions, _connections=(connection,),
+        checkpointer=ThreadedCheckpointer(saver), sessions=sessions, faults=faults, _connections=(connection,),
         _prune=functools.partial(_prune_superseded, connection, saver.lock),
         _scrub=functools.partial(_checkpoint_wal, connection, saver.lock),
     )

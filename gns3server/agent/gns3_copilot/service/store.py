@@ -2,8 +2,9 @@
 
 The conversation itself lives in LangGraph's checkpointer (thread id = session
 id); this table holds what the checkpointer does not: owner, project, title,
-timestamps and token usage. :class:`SessionStore` is the interface the service
-uses; :class:`SQLiteSessionStore` is the embedded implementation.
+timestamps, token usage, whether it is pinned and how many messages it holds
+(GNS3 3.1's session list shows both). :class:`SessionStore` is the interface the
+service uses; :class:`SQLiteSessionStore` is the embedded implementation.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ CREATE TABLE IF NOT EXISTS copilot_sessions (
     input_tokens  INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0,
     total_tokens  INTEGER NOT NULL DEFAULT 0,
-    pending       TEXT
+    pending       TEXT,
+    pinned        INTEGER NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    kind          TEXT NOT NULL DEFAULT 'chat'
 );
 CREATE INDEX IF NOT EXISTS copilot_sessions_owner ON copilot_sessions (user_id, project_id, updated_at);
 CREATE TABLE IF NOT EXISTS copilot_inflight (
@@ -42,7 +46,13 @@ CREATE TABLE IF NOT EXISTS copilot_inflight (
 """
 _COLUMNS = (
     "session_id, user_id, project_id, title, created_at, updated_at, runs, input_tokens, output_tokens, "
-    "total_tokens, pending"
+    "total_tokens, pending, pinned, message_count, kind"
+)
+# Columns added after the first release: (name, definition) added to an older table at start-up.
+_ADDED_COLUMNS = (
+    ("pinned", "INTEGER NOT NULL DEFAULT 0"),
+    ("message_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("kind", "TEXT NOT NULL DEFAULT 'chat'"),
 )
 TITLE_MAX = 200
 T = TypeVar("T")
@@ -63,6 +73,11 @@ class SessionRecord:
     pending: str | None = None
     """JSON of the approval the run waits for (``agent.approval.PendingApproval``: its tool calls,
     id, digest, expiry), or None. Older records hold a bare list of calls."""
+    pinned: bool = False
+    message_count: int = 0
+    """Messages in the stored conversation (user, assistant, tool), counted after each run."""
+    kind: str = "chat"
+    """``chat``, or ``fault_injection`` (made by ``chat/inject``: its tool calls are hidden faults)."""
 
     @property
     def pending_value(self) -> Any:
@@ -90,7 +105,9 @@ class InFlight:
 
 
 class SessionStore(Protocol):
-    async def create(self, user_id: str, project_id: str, title: str) -> SessionRecord: ...
+    async def create(
+        self, user_id: str, project_id: str, title: str, session_id: str | None = None, kind: str = "chat"
+    ) -> SessionRecord: ...
     async def get(self, session_id: str) -> SessionRecord | None: ...
     async def list(self, user_id: str, project_id: str) -> list[SessionRecord]: ...
     async def rename(self, session_id: str, title: str) -> SessionRecord | None: ...
@@ -100,6 +117,8 @@ class SessionStore(Protocol):
     async def clear_pending(self, session_id: str, expected: str | None) -> bool: ...
     async def set_inflight(self, session_id: str, inflight: InFlight | None) -> None: ...
     async def inflight(self, session_id: str) -> InFlight | None: ...
+    async def set_pinned(self, session_id: str, pinned: bool) -> SessionRecord | None: ...
+    async def set_message_count(self, session_id: str, count: int) -> None: ...
     async def close(self) -> None: ...
 
 
@@ -124,7 +143,7 @@ class SQLiteSessionStore:
     @classmethod
     async def open(cls, connection: sqlite3.Connection, lock: threading.Lock) -> SQLiteSessionStore:
         store = cls(connection, lock)
-        await store._run(lambda db: db.executescript(_SCHEMA))
+        await store._run(_migrate)
         return store
 
     async def close(self) -> None:
@@ -143,16 +162,29 @@ class SQLiteSessionStore:
 
         return await asyncio.to_thread(locked)
 
-    async def create(self, user_id: str, project_id: str, title: str) -> SessionRecord:
+    async def create(
+        self, user_id: str, project_id: str, title: str, session_id: str | None = None, kind: str = "chat"
+    ) -> SessionRecord:
+        """A new session; ``session_id`` chosen by the client (GNS3 3.1) or a fresh UUID.
+
+        When the id already exists nothing is written and the existing record is
+        returned: the caller checks its owner (two first messages racing for the same
+        new id both land in one session, and nobody takes over another's).
+        """
         now = time.time()
-        record = SessionRecord(str(uuid.uuid4()), user_id, project_id, clean_title(title), now, now)
+        record = SessionRecord(
+            session_id or str(uuid.uuid4()), user_id, project_id, clean_title(title), now, now, kind=kind
+        )
+        placeholders = ", ".join("?" * len(asdict(record)))
         await self._run(
             lambda db: db.execute(
-                f"INSERT INTO copilot_sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR IGNORE INTO copilot_sessions ({_COLUMNS}) VALUES ({placeholders})",
                 tuple(asdict(record).values()),
             )
         )
-        return record
+        stored = await self.get(record.session_id)
+        assert stored is not None  # inserted, or already there
+        return stored
 
     async def get(self, session_id: str) -> SessionRecord | None:
         row = await self._run(
@@ -163,8 +195,11 @@ class SQLiteSessionStore:
         return SessionRecord(*row) if row else None
 
     async def list(self, user_id: str, project_id: str) -> list[SessionRecord]:
-        """A user's sessions of a project, newest first."""
-        query = f"SELECT {_COLUMNS} FROM copilot_sessions WHERE project_id = ? AND user_id = ? ORDER BY updated_at DESC"
+        """A user's sessions of a project: pinned ones first, then newest first."""
+        query = (
+            f"SELECT {_COLUMNS} FROM copilot_sessions WHERE project_id = ? AND user_id = ? "
+            "ORDER BY pinned DESC, updated_at DESC"
+        )
         rows = await self._run(lambda db: db.execute(query, (project_id, user_id)).fetchall())
         return [SessionRecord(*row) for row in rows]
 
@@ -239,3 +274,28 @@ class SQLiteSessionStore:
             ).rowcount
         )
         return cleared == 1
+
+    async def set_pinned(self, session_id: str, pinned: bool) -> SessionRecord | None:
+        """Pin (or unpin) the session; its ``updated_at`` is left alone (pinning is not using it)."""
+        await self._run(
+            lambda db: db.execute(
+                "UPDATE copilot_sessions SET pinned = ? WHERE session_id = ?", (int(pinned), session_id)
+            )
+        )
+        return await self.get(session_id)
+
+    async def set_message_count(self, session_id: str, count: int) -> None:
+        await self._run(
+            lambda db: db.execute(
+                "UPDATE copilot_sessions SET message_count = ? WHERE session_id = ?", (count, session_id)
+            )
+        )
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Create the table, or add the columns a table from an older version lacks."""
+    db.executescript(_SCHEMA)
+    present = {row[1] for row in db.execute("PRAGMA table_info(copilot_sessions)")}
+    for name, definition in _ADDED_COLUMNS:
+        if name not in present:
+            db.execute(f"ALTER TABLE copilot_sessions ADD COLUMN {name} {definition}")

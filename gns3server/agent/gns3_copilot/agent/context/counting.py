@@ -10,6 +10,11 @@ conversations reproduce the API-reported prompt tokens exactly:
 - every string field as sent: role, content, name, ``tool_call_id``,
 - 3 tokens priming the reply, once per request.
 
+Tool definitions reach an OpenAI model rendered as TypeScript-like declarations
+inside the system message (``namespace functions { type name = (_: {...}) => any; }``,
+see :mod:`.openai_tools`); :meth:`TokenCounter.tools` counts that rendering when
+``style="openai"`` and the JSON schema (an over-estimate) for other providers.
+
 What the cookbook does not publish we estimate on the safe side and say so:
 tool calls cost their function name, their JSON arguments and 3 framing tokens each;
 an image block costs :data:`IMAGE_TOKENS` (OpenAI's price of a high-detail
@@ -34,6 +39,7 @@ import tiktoken
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from .openai_tools import OPENAI_TOOLS_FRAMING, render_functions
 from .tokenizer import DEFAULT_ENCODING, get_encoding
 
 log = logging.getLogger(__name__)
@@ -165,14 +171,26 @@ class TokenCounter:
         """Tokens of one tool definition as the provider gets it (its JSON schema)."""
         return self.text(json_text(convert_to_openai_tool(tool)))
 
-    def tools(self, tools: Iterable[Any]) -> int:
-        """Tokens of all tool definitions; a tool we cannot convert counts as 1000."""
+    def tools(self, tools: Iterable[Any], style: str = "json") -> int:
+        """Tokens of all tool definitions; a tool we cannot convert counts as 1000.
+
+        ``style="openai"``: as OpenAI renders them to its models (a TypeScript-like
+        namespace in the system message); ``"json"``: their JSON schemas, the safe
+        estimate for providers whose rendering we do not know.
+        """
         total = 0
+        readable: list[dict[str, Any]] = []
         for tool in tools:
             try:
-                total += self.tool(tool)
+                schema = convert_to_openai_tool(tool)
+                if style == "openai":
+                    readable.append(schema)
+                else:
+                    total += self.text(json_text(schema))
             except Exception as exc:  # any foreign schema error: estimate, never fail a call
                 name = getattr(tool, "name", None) or type(tool).__name__
                 log.warning("Cannot estimate tokens of tool %s (%s); assuming %d", name, exc, TOOL_FALLBACK_TOKENS)
                 total += TOOL_FALLBACK_TOKENS
+        if readable:
+            total += self.text(render_functions(readable)) + OPENAI_TOOLS_FRAMING
         return total

@@ -3,7 +3,9 @@
 The topology is the one part of the prompt that grows with the lab, so it gets a
 fixed share of the message budget (:data:`TOPOLOGY_SHARE`) instead of squeezing
 out the conversation. A topology dict (as GNS3's REST API returns it) is rendered
-compactly and, when too big, reduced level by level (see ``topology.py``); past
+compactly and, when too big, reduced level by level (see ``topology.py``): after
+level 1, if the conversation names nodes of the lab, those nodes and their
+neighbours keep full detail and the rest is summarised (``render_focused``); past
 the last level, or for a pre-rendered string, whole lines are dropped from the
 end. Each reduction adds a note telling the model that the topology tool has the
 rest, so nothing is cut silently and nothing is cut mid-line.
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .counting import TokenCounter
-from .topology import TOPOLOGY_LEVELS, render_topology
+from .topology import FOCUS_LEVELS, TOPOLOGY_LEVELS, focus_nodes, render_focused, render_topology
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +34,10 @@ _LEVEL_NAMES = {
     2: "one line per node",
     3: "node counts and links only",
 }
+_FOCUS_NAMES = {
+    0: "full detail for the nodes in focus, other nodes grouped",
+    1: "full detail for the nodes in focus, other nodes counted",
+}
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class TopologyText:
     reduced: bool
     node_names: list[str]
     available: bool
+    focus: tuple[str, ...] = ()  # nodes kept in full detail when the rest was summarised
 
 
 def _node_names(topology: Mapping[str, Any]) -> list[str]:
@@ -67,20 +74,43 @@ def _cut_lines(text: str, max_tokens: int, counter: TokenCounter, what: str) -> 
     return build(lo)
 
 
-def fit_topology(topology: Any, max_tokens: int, counter: TokenCounter) -> TopologyText:
-    """Render ``topology`` (None, a string or a REST-shaped dict) within ``max_tokens``."""
+def fit_topology(topology: Any, max_tokens: int, counter: TokenCounter, mentions: str = "") -> TopologyText:
+    """Render ``topology`` (None, a string or a REST-shaped dict) within ``max_tokens``.
+
+    ``mentions`` is the recent conversation (questions, answers, tool-call
+    arguments): nodes it names are the ones kept in detail when the lab is too big.
+    """
     if topology is None:
         return TopologyText(NO_TOPOLOGY_TEXT, counter.text(NO_TOPOLOGY_TEXT), None, False, [], False)
     if isinstance(topology, Mapping):
         names = _node_names(topology)
-        text = ""
+        candidates: list[tuple[str, int | None, tuple[str, ...]]] = []
         for level in range(TOPOLOGY_LEVELS):
-            text = render_topology(topology, level)
-            if level:
-                text = f"{text}\n{REDUCED_NOTE.format(what=_LEVEL_NAMES.get(level, f'level {level}'))}"
+            if level == 2 and mentions:
+                focus = focus_nodes(topology, mentions)
+                if focus:
+                    for focus_level in range(FOCUS_LEVELS):
+                        candidates.append((f"focus{focus_level}", focus_level, tuple(sorted(focus))))
+            candidates.append(("level", level, ()))
+        text = ""
+        for kind, level, focus in candidates:
+            assert level is not None
+            if kind == "level":
+                text = render_topology(topology, level)
+                if level:
+                    text = f"{text}\n{REDUCED_NOTE.format(what=_LEVEL_NAMES.get(level, f'level {level}'))}"
+            else:
+                text = f"{render_focused(topology, set(focus), level)}\n{REDUCED_NOTE.format(what=_FOCUS_NAMES[level])}"
             tokens = counter.text(text)
             if tokens <= max_tokens:
-                return TopologyText(text, tokens, level, level > 0, names, True)
+                if kind == "level":
+                    return TopologyText(text, tokens, level, level > 0, names, True)
+                return TopologyText(text, tokens, None, True, names, True, focus)
+        focus = next((f for kind, _, f in candidates if f), ())
+        if focus:  # the nodes in focus come first: cutting lines from the end keeps them
+            last = FOCUS_LEVELS - 1
+            text = _cut_lines(render_focused(topology, set(focus), last), max_tokens, counter, _FOCUS_NAMES[last])
+            return TopologyText(text, counter.text(text), None, True, names, True, focus)
         last = TOPOLOGY_LEVELS - 1
         text = _cut_lines(render_topology(topology, last), max_tokens, counter, _LEVEL_NAMES.get(last, "reduced"))
         return TopologyText(text, counter.text(text), last, True, names, True)

@@ -18,7 +18,9 @@ import functools
 import gzip
 import hashlib
 import importlib.util
+import logging
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,3 +156,20 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
         mergeable_ranks=load_ranks(name),
         special_tokens=dict(spec.special_tokens),
     )
+
+
+def warm_up(names: tuple[str, ...] = tuple(ENCODING_SPECS)) -> None:
+    """Build every encoding now (a few hundred ms each), so no user's first call pays for it.
+
+    Blocking: servers run it in a worker thread at start-up. Never raises: a
+    missing data package is reported here and again, as an error, on first use.
+    """
+    log = logging.getLogger(__name__)
+    started = time.perf_counter()
+    for name in names:
+        try:
+            get_encoding(name)
+        except (TokenizerDataError, ValueError) as exc:
+            log.warning("Tokenizer %s not preloaded: %s", name, exc)
+            return
+    log.info("Tokenizers %s loaded in %.2f s", ", ".join(names), time.perf_counter() - started)

@@ -16,6 +16,10 @@ status, consoles and every link (``PC1 e0 <-> R1 e0``):
 
 Each level is never longer (in characters) than the one before it.
 
+For big labs, :func:`render_focused` keeps level-0 detail for the nodes the
+conversation is about and their neighbours and summarises the rest (one grouped
+line per type/status, or just counts, and link counts between zones).
+
 A link end that names an unknown node is rendered ``?<node_id[:8]> a<adapter>/p<port>``,
 one on an unknown port of a known node ``<node> a<adapter>/p<port>``: reported,
 not dropped.
@@ -23,10 +27,12 @@ not dropped.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["TOPOLOGY_LEVELS", "render_topology"]
+__all__ = ["FOCUS_LEVELS", "TOPOLOGY_LEVELS", "focus_nodes", "render_focused", "render_topology"]
 
 TOPOLOGY_LEVELS = 4  # 0 full; 1 drop positions (x/y) and unlinked ports; 2 per-node one-liners; 3 counts plus links
 
@@ -194,3 +200,79 @@ def _grouped_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
         )
         lines.append(f"{kind} {status} {console}: {' '.join(names)}")
     return lines
+
+
+# ------------------------------------------------------------ focused rendering
+
+FOCUS_LEVELS = 2  # 0: other nodes as grouped lines; 1: other nodes as counts only
+_WORD = re.compile(r"[\w.\-/:]+")
+_ZONE = re.compile(r"^[^\W\d_]+", re.UNICODE)
+
+
+def focus_nodes(topology: Mapping[str, Any], text: str) -> set[str]:
+    """Names of the nodes named in ``text`` (whole words, any case) and of their link neighbours."""
+    nodes = _mappings(topology.get("nodes"))
+    words = {w.lower().strip(".:/-") for w in _WORD.findall(text)}
+    named = {n.get("node_id") for n in nodes if _name(n).lower() in words}
+    if not named:
+        return set()
+    focus = set(named)
+    for link in _mappings(topology.get("links")):
+        ends = {end.get("node_id") for end in _mappings(link.get("nodes"))}
+        if ends & named:
+            focus |= ends
+    return {_name(n) for n in nodes if n.get("node_id") in focus}
+
+
+def _zone(node: Mapping[str, Any]) -> str:
+    match = _ZONE.match(_name(node))
+    return match.group(0) if match else _value(node.get("node_type"))
+
+
+def render_focused(topology: Mapping[str, Any], focus: set[str], level: int = 0) -> str:
+    """Full detail for the ``focus`` nodes (ports, consoles, every link), a summary of the rest.
+
+    Level 0 lists the other nodes grouped by type, status and console host (names
+    and console ports); level 1 gives their counts only. Links among the other
+    nodes are counted per pair of zones (a zone is a name's leading letters,
+    ``R`` for R17, else the node type); links of focus nodes are all listed.
+    """
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level < FOCUS_LEVELS:
+        raise ValueError(f"focus level must be an int in 0..{FOCUS_LEVELS - 1}, got {level!r}")
+    nodes = sorted(_mappings(topology.get("nodes")), key=lambda n: (_name(n), str(n.get("node_id", ""))))
+    by_id = {n.get("node_id"): n for n in nodes}
+    links = [_LinkView(link, by_id) for link in _mappings(topology.get("links"))]
+    links.sort(key=lambda link: link.text)
+    inside = [n for n in nodes if _name(n) in focus]
+    outside = [n for n in nodes if _name(n) not in focus]
+    inside_ids = {n.get("node_id") for n in inside}
+
+    lines = [_header(topology, len(nodes), len(links))]
+    lines.append(f"nodes in focus ({len(inside)}, named in the conversation and their neighbours):")
+    peers = _peers(links)
+    for node in inside:
+        lines.append(_node_line(node, with_position=False))
+        ports = _ports_line(node, by_id, peers, with_free=True)
+        if ports:
+            lines.append(ports)
+    focus_links = [link for link in links if any(end[0] in inside_ids for end in link.ends)]
+    lines.append("links of nodes in focus:" if focus_links else "links of nodes in focus: none")
+    lines.extend(link.text for link in focus_links)
+
+    lines.append(f"other nodes ({len(outside)}):")
+    if level == 0:
+        lines.extend(_grouped_nodes(outside)[1:])
+    else:
+        counts = Counter((_value(n.get("node_type")), _value(n.get("status"))) for n in outside)
+        lines.extend(f"{kind} {status}: {count}" for (kind, status), count in sorted(counts.items()))
+    zones: Counter[tuple[str, str]] = Counter()
+    for link in links:
+        if any(end[0] in inside_ids for end in link.ends):
+            continue
+        ends = [by_id.get(end[0]) for end in link.ends]
+        names = sorted(_zone(n) if n is not None else "?" for n in ends)
+        zones[(names[0], names[-1]) if names else ("?", "?")] += 1
+    if zones:
+        lines.append("links between other nodes, by zone: " + ", ".join(
+            f"{a}<->{b} {count}" for (a, b), count in sorted(zones.items())))
+    return "\n".join(lines)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ...service.copilot import Event
-from ..dependencies import CurrentUser, OwnedSession, ProjectId, State, session_in_project
+from ..dependencies import CurrentUser, GroupIds, OwnedSession, ProjectId, State, session_for_chat
 from ..schemas import ChatRequest, ChatResult, ConfirmRequest
 from ..sse import SSE_HEADERS, gather_result, sse_stream, unless_disconnected
 
@@ -29,6 +29,7 @@ SESSION_HEADER = "X-Copilot-Session-Id"
             "content": {"text/event-stream": {}},
         },
         400: {"description": "No LLM is configured"},
+        403: {"description": "No access to the project, or an LLM endpoint this user may not use"},
         404: {"description": "No such project, session or LLM config"},
         409: {"description": "The session is busy with another request"},
         413: {"description": "Request body too large"},
@@ -37,7 +38,7 @@ SESSION_HEADER = "X-Copilot-Session-Id"
     },
 )
 async def chat_stream(
-    body: ChatRequest, request: Request, project_id: ProjectId, user: CurrentUser, state: State
+    body: ChatRequest, request: Request, project_id: ProjectId, user: CurrentUser, state: State, groups: GroupIds
 ) -> object:
     """Send a message; the answer streams as Server-Sent Events, one ``data: {json}`` per event.
 
@@ -46,13 +47,13 @@ async def chat_stream(
     ``done``. Closing the connection cancels the run (with ``stream: false`` too).
     """
     if body.session_id is not None:  # someone else's session is a 404 whatever else is wrong
-        await session_in_project(state, user, body.session_id, project_id)
-    mode = state.mode(body.mode)
-    llm_config = await state.llm_config_for(user.user_id, body.llm_config_id)
+        await session_for_chat(state, user, body.session_id, project_id)
+    llm_config = await state.llm_config_for_run(user, body.llm_config_id, groups)
+    mode = state.mode(body.mode, llm_config)
     record, events = await state.service.chat(
         user, project_id, body.message, llm_config=llm_config, session_id=body.session_id, mode=mode
     )
-    return await _respond(request, record.session_id, events, body.stream)
+    return await respond(request, record.session_id, events, body.stream)
 
 
 @router.post(
@@ -60,17 +61,20 @@ async def chat_stream(
     response_model=ChatResult,
     responses={
         200: {"description": "As for chat/stream: the resumed run", "content": {"text/event-stream": {}}},
-        404: {"description": "No such project, or no such session of this user in it"},
+        400: {"description": "No LLM is configured"},
+        403: {"description": "No access to the project, or an LLM endpoint this user may not use"},
+        404: {"description": "No such project, session of this user in it, or LLM config"},
         409: {
             "description": "The session is not waiting for a confirmation, or is busy, or approval_id is not the "
             "pending approval (already used, or replaced by a newer one)"
         },
         410: {"description": "approved: true for an approval that has expired (it can still be rejected)"},
+        413: {"description": "Request body too large"},
         422: {"description": "Invalid body or mode"},
     },
 )
 async def confirm(
-    body: ConfirmRequest, request: Request, session: OwnedSession, user: CurrentUser, state: State
+    body: ConfirmRequest, request: Request, session: OwnedSession, user: CurrentUser, state: State, groups: GroupIds
 ) -> object:
     """Approve or reject the tool calls the session waits for (its last stream ended with ``confirm``).
 
@@ -79,15 +83,15 @@ async def confirm(
     is used once and expires; ``approval_id`` (from the ``confirm`` event) makes
     sure the decision is for the request the user saw.
     """
-    mode = state.mode(body.mode)
-    llm_config = await state.llm_config_for(user.user_id, body.llm_config_id)
+    llm_config = await state.llm_config_for_run(user, body.llm_config_id, groups)
+    mode = state.mode(body.mode, llm_config)
     record, events = await state.service.confirm(
         user, session.session_id, body.approved, llm_config=llm_config, mode=mode, approval_id=body.approval_id
     )
-    return await _respond(request, record.session_id, events, body.stream)
+    return await respond(request, record.session_id, events, body.stream)
 
 
-async def _respond(request: Request, session_id: str, events: AsyncIterator[Event], stream: bool) -> Response:
+async def respond(request: Request, session_id: str, events: AsyncIterator[Event], stream: bool) -> Response:
     """The run as SSE, or gathered into one JSON answer (``stream: false``)."""
     headers = {SESSION_HEADER: session_id}
     if not stream:

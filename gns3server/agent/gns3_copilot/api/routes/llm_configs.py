@@ -1,7 +1,8 @@
 """The current user's LLM configs: create, read, update, delete, and which one is the default.
 
 Bodies are checked against the model factory's JSON Schema (422 naming the field
-and the rule, never the value). API keys are stored encrypted and only ever
+and the rule, never the value), then the endpoint against the administrator's
+``user_llm_endpoints`` (403, see ``endpoints.py``). API keys are stored encrypted and only ever
 returned masked (``sk-…abcd``).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, status
@@ -22,7 +24,11 @@ from ..schemas import EffectiveLLMConfig, LLMConfig, LLMConfigCreate, LLMConfigL
 router = APIRouter()
 
 _NOT_FOUND = {404: {"description": "No such LLM config of this user"}}
-_INVALID = {422: {"description": "The config fails the schema: message, field, rule, errors[]"}}
+_INVALID = {
+    403: {"description": "base_url is an endpoint this user may not use ([Copilot] user_llm_endpoints)"},
+    413: {"description": "Request body too large"},
+    422: {"description": "The config fails the schema (message, field, rule, errors[]) or the body is invalid"},
+}
 UNREADABLE_KEY_MASK = "(unreadable: set it again)"
 
 
@@ -63,7 +69,9 @@ async def list_llm_configs(user: CurrentUser, state: State) -> LLMConfigList:
 
 @router.post("", response_model=LLMConfig, status_code=status.HTTP_201_CREATED, responses=_INVALID)
 async def create_llm_config(body: LLMConfigCreate, user: CurrentUser, state: State) -> LLMConfig:
-    record = await state.llm_configs.create(user.user_id, _object(body.config), make_default=body.is_default)
+    record = await state.llm_configs.create(
+        user.user_id, _object(body.config), make_default=body.is_default, approve=partial(state.check_endpoint, user)
+    )
     return _view(state.llm_configs, record)
 
 
@@ -107,7 +115,9 @@ async def get_llm_config(config_id: str, user: CurrentUser, state: State) -> LLM
 @router.put("/{config_id}", response_model=LLMConfig, responses={**_NOT_FOUND, **_INVALID})
 async def update_llm_config(config_id: str, body: LLMConfigUpdate, user: CurrentUser, state: State) -> LLMConfig:
     """Change some fields (null removes one); the stored API key is kept unless api_key is given."""
-    record = await state.llm_configs.update(user.user_id, config_id, _object(body.config))
+    record = await state.llm_configs.update(
+        user.user_id, config_id, _object(body.config), approve=partial(state.check_endpoint, user)
+    )
     return _view(state.llm_configs, record)
 
 

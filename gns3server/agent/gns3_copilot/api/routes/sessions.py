@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Query, status
 
-from ..dependencies import CurrentUser, OwnedSession, ProjectId, State
-from ..schemas import AbortResult, ContextReport, HistoryMessage, Mode, Session, SessionHistory, SessionUpdate
+from ..dependencies import CurrentUser, GroupIds, OwnedSession, ProjectId, State
+from ..schemas import (
+    AbortResult,
+    ContextReport,
+    HistoryMessage,
+    Mode,
+    Session,
+    SessionHistory,
+    SessionUpdate,
+    session_timestamp,
+)
 
 router = APIRouter()
 
 SESSIONS = "/projects/{project_id}/chat/sessions"
-_NOT_FOUND = {404: {"description": "No such project, or no such session of this user in it"}}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    403: {"description": "GNS3 does not let this user read the project"},
+    404: {"description": "No such project, or no such session of this user in it"},
+}
 
 
-@router.get(SESSIONS, response_model=list[Session])
+@router.get(SESSIONS, response_model=list[Session], responses=_NOT_FOUND)
 async def list_sessions(project_id: ProjectId, user: CurrentUser, state: State) -> list[Session]:
-    """The user's sessions of the project, most recently used first."""
+    """The user's sessions of the project: pinned ones first, then the most recently used."""
     records = await state.service.list_sessions(user, project_id)
     return [Session.from_record(r, running=state.service.is_running(r.session_id)) for r in records]
 
@@ -26,18 +40,37 @@ async def get_session(session: OwnedSession, state: State) -> Session:
 
 
 @router.get(SESSIONS + "/{session_id}/history", response_model=SessionHistory, responses=_NOT_FOUND)
-async def get_history(session: OwnedSession, user: CurrentUser, state: State) -> SessionHistory:
-    """The stored conversation: user, assistant (with tool calls) and tool messages, oldest first."""
-    messages = await state.service.history(user, session.session_id)
+async def get_history(
+    session: OwnedSession,
+    user: CurrentUser,
+    state: State,
+    reveal: bool = Query(False, description="A fault-injection session: show the faults (tool calls)"),
+) -> SessionHistory:
+    """The stored conversation: user, assistant (with tool calls) and tool messages, oldest first.
+
+    A fault-injection session (``chat/inject``) hides its tool calls' arguments and
+    results unless ``reveal=true`` (only its owner, or a superadmin, reaches it).
+    """
+    messages = await state.service.history(user, session.session_id, reveal=reveal)
     return SessionHistory(
         session_id=session.session_id,
         thread_id=session.session_id,
         title=session.title,
-        messages=[HistoryMessage.model_validate(m) for m in messages],
+        messages=[HistoryMessage.from_stored(m, f"{session.session_id}-{i}") for i, m in enumerate(messages)],
+        created_at=session_timestamp(session.created_at),
+        updated_at=session_timestamp(session.updated_at),
     )
 
 
-@router.patch(SESSIONS + "/{session_id}", response_model=Session, responses=_NOT_FOUND)
+@router.patch(
+    SESSIONS + "/{session_id}",
+    response_model=Session,
+    responses={
+        **_NOT_FOUND,
+        413: {"description": "Request body too large"},
+        422: {"description": "Invalid title (empty, blank or too long)"},
+    },
+)
 async def rename_session(session: OwnedSession, body: SessionUpdate, user: CurrentUser, state: State) -> Session:
     record = await state.service.rename(user, session.session_id, body.title)
     return Session.from_record(record, running=state.service.is_running(record.session_id))
@@ -47,6 +80,19 @@ async def rename_session(session: OwnedSession, body: SessionUpdate, user: Curre
 async def delete_session(session: OwnedSession, user: CurrentUser, state: State) -> None:
     """Delete the session and its conversation (a run in progress is aborted first)."""
     await state.service.delete(user, session.session_id)
+
+
+@router.put(SESSIONS + "/{session_id}/pin", response_model=Session, responses=_NOT_FOUND)
+async def pin_session(session: OwnedSession, user: CurrentUser, state: State) -> Session:
+    """Pin the session: pinned sessions are listed first (GNS3 3.1)."""
+    record = await state.service.pin(user, session.session_id, True)
+    return Session.from_record(record, running=state.service.is_running(record.session_id))
+
+
+@router.delete(SESSIONS + "/{session_id}/pin", response_model=Session, responses=_NOT_FOUND)
+async def unpin_session(session: OwnedSession, user: CurrentUser, state: State) -> Session:
+    record = await state.service.pin(user, session.session_id, False)
+    return Session.from_record(record, running=state.service.is_running(record.session_id))
 
 
 @router.post(
@@ -61,18 +107,28 @@ async def abort_session(session: OwnedSession, user: CurrentUser, state: State) 
     return AbortResult(session_id=session.session_id)
 
 
-@router.get(SESSIONS + "/{session_id}/context", response_model=ContextReport, responses=_NOT_FOUND)
+@router.get(
+    SESSIONS + "/{session_id}/context",
+    response_model=ContextReport,
+    responses={
+        400: {"description": "No LLM is configured"},
+        **_NOT_FOUND,
+        404: {"description": "No such project, session of this user in it, or LLM config"},
+        422: {"description": "Invalid mode"},
+    },
+)
 async def preview_context(
     session: OwnedSession,
     user: CurrentUser,
     state: State,
+    groups: GroupIds,
     mode: Mode | None = None,
     llm_config_id: str | None = Query(None, description="Budget for this config (default: the user's default)"),
 ) -> ContextReport:
     """The budget report the next model call would start from, without calling the LLM."""
-    llm_config = await state.llm_config_for(user.user_id, llm_config_id)
+    llm_config = await state.llm_config_for(user.user_id, llm_config_id, groups)
     report = await state.service.preview_context(
-        user, session.session_id, llm_config=llm_config, mode=state.mode(mode)
+        user, session.session_id, llm_config=llm_config, mode=state.mode(mode, llm_config)
     )
     return ContextReport.model_validate(report)
 

@@ -604,6 +604,32 @@ function showReport(report, preview = false) {
   const notes = $("meter-notes");
   notes.textContent = info.notes.join(" · ");
   notes.hidden = info.notes.length === 0;
+  showSummaryMarker(report);
+}
+
+/** Mark where earlier conversation was summarised: before the first message still sent (expandable). */
+function showSummaryMarker(report) {
+  const box = $("messages");
+  let marker = box.querySelector(".summary-marker");
+  if (!report.summary_text) {
+    if (marker && report.summarized_turns === 0) marker.remove();
+    return;
+  }
+  if (!marker) {
+    marker = document.createElement("details");
+    marker.className = "summary-marker";
+    const head = document.createElement("summary");
+    const text = document.createElement("div");
+    text.className = "summary-text";
+    marker.append(head, text);
+  }
+  const turns = report.summarized_turns ?? 0;
+  marker.firstChild.textContent = `Earlier conversation summarised: ${turns} turn${turns === 1 ? "" : "s"} (${report.summary_tokens ?? 0} tokens)`;
+  marker.lastChild.textContent = report.summary_text;
+  // The summary covers the first `turns` user turns: it goes before the next user message.
+  const anchor = box.querySelectorAll(".message-user")[turns];
+  if (anchor) box.insertBefore(marker, anchor);
+  else box.append(marker);
 }
 
 async function refreshMeter(sessionId, token) {

@@ -1,0 +1,179 @@
+"""How much of each request a prompt cache can reuse: the history window against the plain trim.
+
+Providers bill the prefix a request shares with the previous one at a fraction of
+the price, and local servers skip re-reading it. This replays agent conversations
+(``bench/context.py``'s: question, tool call, 50-3000-token output, answer) at
+context_limit 8, 16 and 128 (balanced), sending a request where the copilot
+does: at each user message and after each tool round (``call``); and, as the
+issue measured it, at user messages only (``question``: then every request
+also carries a whole new turn, which no cache can have seen). Per variant:
+
+- ``cacheable once full``: over the requests after the budget was first
+  exceeded, the share of tokens in the longest message prefix identical to the
+  previous request's (tool definitions included: they come first and never change);
+- ``uncached``: the tokens of all requests outside that prefix (what is billed
+  at full price, or re-read by a local server);
+- ``turns kept``: user turns in a request, on average once full;
+- ``masked saved``: tokens the masked tool outputs saved per request, on average once full.
+
+Two conversation shapes: ``agent`` (tool outputs of 50-3000 tokens) and
+``short`` (50-600). Variants, in the same run: ``plain`` (the trim before this change: fill the
+budget, newest turns first, nothing remembered: ``context_low_water`` 1.0,
+no masking, no window state), ``window`` (low-water cut kept in the state, no
+masking), ``window+mask`` (the defaults) and ``window+mask+summary`` (a synthetic
+400-token summary that changes at every cut, as the real one does).
+
+Run: ``.venv/bin/python bench/cache.py`` (``--quick`` for a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from context import PROMPT, TOOLS, TOPOLOGY, conversation, text_of  # noqa: E402
+
+from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter, message_key  # noqa: E402
+from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook  # noqa: E402
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "plain": {"context_low_water": 1.0, "mask_tool_outputs": False, "remember": False, "summary": False},
+    "window": {"mask_tool_outputs": False, "remember": True, "summary": False},
+    "window+mask": {"remember": True, "summary": False},
+    "window+mask+summary": {"remember": True, "summary": True},
+}
+SUMMARY_WORDS = 400
+
+
+def short_turns(n_messages: int, seed: int = 7) -> list[BaseMessage]:
+    """Lighter turns than ``conversation``: tool outputs of 50-600 tokens, answers of 50-200."""
+    rng = random.Random(seed)
+    messages: list[BaseMessage] = []
+    turn = 0
+    while len(messages) < n_messages:
+        call_id = f"call_{turn}"
+        node = f"R{turn % 30}"
+        messages += [
+            HumanMessage(f"Question {turn}: is {node} forwarding to R{(turn + 1) % 30}?"),
+            AIMessage("", tool_calls=[{"name": "run_show_command", "args": {"node": node, "command": "show ip route"}, "id": call_id}]),
+            ToolMessage(text_of(rng, rng.randint(50, 600)), tool_call_id=call_id, name="run_show_command"),
+            AIMessage(text_of(rng, rng.randint(50, 200))),
+        ]
+        turn += 1
+    return messages[:n_messages]
+
+
+PROFILES = {"agent": conversation, "short": short_turns}
+
+
+def _hook(limit: int, options: Mapping[str, Any]):
+    config = {"context_limit": limit, "context_strategy": "balanced"}
+    config.update({k: v for k, v in options.items() if k not in ("remember", "summary")})
+    return create_pre_model_hook(PROMPT, lambda s: TOPOLOGY, lambda: config, lambda: TOOLS)
+
+
+def request_points(messages: list[BaseMessage], per: str) -> list[int]:
+    """Where a request is sent: at every user message, or (``per="call"``) also after each tool round."""
+    points = []
+    for i, m in enumerate(messages):
+        if isinstance(m, HumanMessage):
+            points.append(i)
+        elif per == "call" and isinstance(m, ToolMessage) and (i + 1 == len(messages) or not isinstance(messages[i + 1], ToolMessage)):
+            points.append(i)
+    return points
+
+
+def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], per: str = "call") -> dict[str, float]:
+    """Send the requests the copilot would send; measure what repeats the previous request."""
+    hook = _hook(limit, options)
+    counter = TokenCounter()
+    for i, message in enumerate(messages):  # ids, as the checkpointer gives them
+        message.id = message.id or f"m{i}"
+    starts = request_points(messages, per)
+    window = summary = None
+    previous: list[Any] | None = None
+    full = False
+    cached_full = total_full = uncached = requests_full = turns_full = saved_full = 0
+    cuts = 0
+    for index in starts:
+        state = {"messages": messages[: index + 1], "context_window": window, "context_summary": summary}
+        out = hook(state)
+        report = out["context_report"]
+        if options["remember"]:
+            window = out["context_window"]
+            if report["window_moved"] and options["summary"] and window["start"] > 0:
+                cuts += 1
+                summary = {"text": f"cut {cuts}: " + " ".join(["R1 ospf"] * (SUMMARY_WORDS // 2)),
+                           "until": window["start"], "until_id": window["start_id"], "turns": cuts}
+                out = hook({**state, "context_window": window, "context_summary": summary})
+                report = out["context_report"]
+        keys = [message_key(m) for m in out["messages"]]
+        shared = report["tools_tokens"]
+        if previous is not None:
+            for key, before, message in zip(keys, previous, out["messages"]):
+                if key != before:
+                    break
+                shared += counter.message(message)
+        else:
+            shared = 0
+        previous = keys
+        total = report["total_tokens"]
+        uncached += total - shared
+        full = full or report["messages_dropped"] > 0
+        if full:
+            requests_full += 1
+            cached_full += shared
+            total_full += total
+            turns_full += sum(1 for m in out["messages"] if isinstance(m, HumanMessage))
+            saved_full += report["masked_tokens_saved"]
+    return {
+        "requests": len(starts),
+        "requests_full": requests_full,
+        "cacheable_full": cached_full / total_full if total_full else float("nan"),
+        "uncached": uncached,
+        "turns_kept": turns_full / requests_full if requests_full else float("nan"),
+        "masked_saved": saved_full / requests_full if requests_full else float("nan"),
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = "| conversation | limit | messages | requests at | variant | requests (full) | cacheable once full | uncached tokens | vs plain | turns kept | masked saved |"
+    lines = [head, "|" + "---|" * 11]
+    for r in rows:
+        lines.append(
+            f"| {r['profile']} | {r['limit']}K | {r['messages']} | {r['per']} | {r['variant']} | {r['requests']} ({r['requests_full']}) "
+            f"| {100 * r['cacheable_full']:.1f}% | {r['uncached']:,} | {r['vs_plain']:.2f}x "
+            f"| {r['turns_kept']:.1f} | {r['masked_saved']:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="smaller conversations, for a smoke run")
+    args = parser.parse_args()
+    cases = [(8, 300), (16, 500), (128, 2000)] if not args.quick else [(8, 120), (16, 200)]
+    rows = []
+    for profile, make in PROFILES.items():
+        for limit, n in cases:
+            for per in ("call", "question"):
+                plain_uncached = None
+                for name, options in VARIANTS.items():
+                    result = replay(make(n), limit, options, per)
+                    plain_uncached = plain_uncached or result["uncached"]
+                    rows.append({"profile": profile, "limit": limit, "messages": n, "per": per, "variant": name,
+                                 **result, "vs_plain": result["uncached"] / plain_uncached})
+                    print(f"  {profile} {limit}K {n} {per} {name}: done", file=sys.stderr, flush=True)
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()

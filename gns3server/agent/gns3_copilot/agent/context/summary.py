@@ -1,0 +1,122 @@
+"""The running summary of the turns a cut removed from the request.
+
+After an hour of troubleshooting the oldest turns no longer fit: without a
+summary the copilot forgets which devices were checked and what was changed.
+When the window (``window.py``) moves, the same model is asked to fold the turns
+that left the request into the previous summary; the result sits at the end of
+the system message and changes only at the next cut, so it does not break the
+cached prefix between cuts.
+
+Everything here is pure: the graph makes the model call (with a timeout) and
+keeps the result in its state (``{"text", "until", "until_id", "turns"}``:
+the summary covers ``messages[:until]``, ``turns`` user turns of them).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from .counting import TokenCounter, content_text, json_text
+from .history import truncate_text
+
+log = logging.getLogger(__name__)
+
+SUMMARY_HEADING = "### SUMMARY OF THE EARLIER CONVERSATION"
+SUMMARY_NOTE = "({turns} earlier turn(s) are no longer shown; this summary of them was written as they left.)"
+# What a summary may cost, and what the request that writes it may send (tokens).
+SUMMARY_MAX_TOKENS = 600
+SUMMARY_INPUT_MAX_TOKENS = 6000
+# A tool output is cut to this in the summary request: the summary keeps findings, not dumps.
+SUMMARY_TOOL_OUTPUT_TOKENS = 300
+SUMMARY_INSTRUCTIONS = (
+    "You keep the running notes of a network troubleshooting session in GNS3. "
+    "Rewrite the notes so that they include what the conversation excerpt below adds. "
+    "Keep, as short bullet points: the devices involved (by name) and what is known about each; "
+    "findings (addresses, interface and routing states, errors seen); changes made to devices or the "
+    "topology and whether they worked; the user's goal and the open questions. "
+    "Drop greetings, repetition and raw command output. At most {words} words. Reply with the notes only."
+)
+
+
+def summary_section(summary: Mapping[str, Any] | None) -> str:
+    """The text appended to the system message (empty without a summary)."""
+    if not isinstance(summary, Mapping):
+        return ""
+    text = summary.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return ""
+    return f"\n\n{SUMMARY_HEADING}\n{SUMMARY_NOTE.format(turns=summary.get('turns', 0))}\n{text.strip()}"
+
+
+def restore_summary(value: Any, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
+    """The stored summary if it still matches ``messages`` (else None, with a log line)."""
+    if not isinstance(value, Mapping) or not isinstance(value.get("text"), str):
+        return None
+    until = value.get("until")
+    if not isinstance(until, int) or not 0 < until <= len(messages):
+        log.warning("Stored conversation summary does not match the history; leaving it out")
+        return None
+    if until < len(messages) and value.get("until_id") is not None and messages[until].id != value.get("until_id"):
+        log.warning("Stored conversation summary does not match the history; leaving it out")
+        return None
+    return dict(value)
+
+
+def _line(message: BaseMessage, counter: TokenCounter) -> str:
+    text = content_text(message.content)
+    if isinstance(message, ToolMessage):
+        text = truncate_text(text, SUMMARY_TOOL_OUTPUT_TOKENS, counter)
+        return f"[tool result {message.name or ''}]: {text}"
+    if isinstance(message, AIMessage):
+        calls = " ".join(f"{c['name']}({json_text(c.get('args') or {})})" for c in message.tool_calls)
+        return f"[assistant]: {text}" + (f" [called: {calls}]" if calls else "")
+    if isinstance(message, HumanMessage):
+        return f"[user]: {text}"
+    return f"[{message.type}]: {text}"
+
+
+def summary_request(
+    previous: str | None, dropped: Sequence[BaseMessage], counter: TokenCounter,
+    max_input_tokens: int = SUMMARY_INPUT_MAX_TOKENS, max_tokens: int = SUMMARY_MAX_TOKENS,
+) -> list[BaseMessage]:
+    """The messages asking the model to fold ``dropped`` into ``previous``, at most ``max_input_tokens``.
+
+    The excerpt is cut head-and-tail (with the visible marker) when too long, so
+    the request always fits whatever the size of what was dropped.
+    """
+    instructions = SUMMARY_INSTRUCTIONS.format(words=max(50, int(max_tokens * 0.7)))
+    notes = previous.strip() if previous and previous.strip() else "(none yet)"
+    excerpt = "\n".join(_line(m, counter) for m in dropped)
+    fixed = counter.text(instructions) + counter.text(notes) + 40
+    room = max(200, max_input_tokens - fixed)
+    if counter.text(notes) > max_input_tokens // 2:
+        notes = truncate_text(notes, max_input_tokens // 2, counter)
+        room = max(200, max_input_tokens - counter.text(instructions) - counter.text(notes) - 40)
+    excerpt = truncate_text(excerpt, room, counter)
+    return [
+        SystemMessage(instructions),
+        HumanMessage(f"Current notes:\n{notes}\n\nConversation excerpt to add:\n{excerpt}"),
+    ]
+
+
+def summary_bounds(message_budget: int) -> tuple[int, int]:
+    """(summary tokens, summary request tokens) for a model whose message budget is ``message_budget``.
+
+    The summary may take an eighth of the budget (at most :data:`SUMMARY_MAX_TOKENS`);
+    its request fits the budget (at most :data:`SUMMARY_INPUT_MAX_TOKENS`).
+    """
+    max_tokens = max(100, min(SUMMARY_MAX_TOKENS, message_budget // 8))
+    return max_tokens, max(500, min(SUMMARY_INPUT_MAX_TOKENS, message_budget - max_tokens))
+
+
+def count_turns(messages: Sequence[BaseMessage]) -> int:
+    return sum(1 for m in messages if isinstance(m, HumanMessage))
+
+
+def clean_summary(text: str, counter: TokenCounter, max_tokens: int = SUMMARY_MAX_TOKENS) -> str:
+    """The model's reply as stored: stripped, and cut to ``max_tokens`` when longer."""
+    return truncate_text(text.strip(), max_tokens, counter)

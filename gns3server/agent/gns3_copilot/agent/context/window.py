@@ -1,0 +1,201 @@
+"""Which part of the history a request sends, chosen so that prompt caches keep working.
+
+Providers (OpenAI, Anthropic, DeepSeek) bill a request's prefix that repeats the
+previous request at a fraction of the price, and local servers (llama.cpp, vLLM,
+Ollama) skip re-reading it. Dropping the oldest turn on every call changes
+everything after the system message every time, so nothing is reused. Instead:
+
+- the history sent starts at a remembered *cut* (a user message) and grows at the
+  end while it fits the budget: consecutive requests share their prefix;
+- when it no longer fits, the cut moves forward by whole turns until the history
+  takes at most the *low-water mark* (a share of the message budget), and stays
+  there until the budget is exceeded again;
+- at the same moment, tool outputs of the turns before the last few are *masked*:
+  replaced in the request by a one-line stub saying how to get them again (the
+  stored history keeps them). The masking boundary, too, only moves at a cut.
+
+The remembered window is a small dict kept in the graph state (so it is saved
+with the session's checkpoint): ``{"start", "start_id", "mask_until"}``, indexes
+into the state's message list (which only grows) plus the id of the message at
+``start`` to detect a history that changed under it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from .counting import TokenCounter
+from .history import FitResult, fit_history, repair
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LOW_WATER = 0.65
+DEFAULT_TOOL_OUTPUT_TURNS = 3
+MASK_STUB = (
+    "[output of {tool}{target} masked to save context: {tokens} tokens; "
+    "call {tool} again{args} to see it again]"
+)
+# Tool-call arguments that name the device a tool worked on.
+_TARGET_KEYS = ("node_name", "device", "device_name", "node", "name", "hostname", "target")
+_MAX_STUB_ARGS_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Window:
+    """The remembered cut and masking boundary (indexes into the state's messages)."""
+
+    start: int = 0
+    start_id: str | None = None
+    mask_until: int = 0
+
+    def as_state(self) -> dict[str, Any]:
+        return {"start": self.start, "start_id": self.start_id, "mask_until": self.mask_until}
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """What :func:`plan_window` decided for one request."""
+
+    window: Window
+    fit: FitResult
+    sent: list[BaseMessage]  # the (masked) messages from the cut on, before fitting
+    moved: bool  # the cut or the masking boundary moved in this call
+    masked_outputs: int
+    masked_tokens_saved: int
+    interrupted_calls: int
+    orphan_results: int
+
+
+def restore_window(value: Any, messages: Sequence[BaseMessage], *, quiet: bool = False) -> Window:
+    """The stored window if it still matches ``messages``, else the start of the history (logged unless ``quiet``)."""
+    if not isinstance(value, Mapping):
+        return Window()
+    start, mask_until = value.get("start"), value.get("mask_until", 0)
+    if not isinstance(start, int) or not isinstance(mask_until, int) or not 0 <= start <= len(messages):
+        if not quiet:
+            log.warning("Stored context window %r does not match the history; starting from its beginning", value)
+        return Window()
+    if start and (
+        start == len(messages)
+        or not isinstance(messages[start], HumanMessage)
+        or messages[start].id != value.get("start_id")
+    ):
+        if not quiet:
+            log.warning("Stored context window no longer matches the history; starting from its beginning")
+        return Window()
+    return Window(start, value.get("start_id"), max(0, min(mask_until, len(messages))))
+
+
+def _calls_by_id(messages: Sequence[BaseMessage]) -> dict[str, tuple[str, Mapping[str, Any]]]:
+    calls: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                calls[str(call.get("id") or "")] = (str(call.get("name") or ""), call.get("args") or {})
+    return calls
+
+
+def mask_stub(tool: str, args: Mapping[str, Any], tokens: int) -> str:
+    """The one line that stands in for an old tool output: tool, device, size, how to get it again."""
+    target = next((str(args[k]) for k in _TARGET_KEYS if isinstance(args.get(k), (str, int))), "")
+    shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    if len(shown) > _MAX_STUB_ARGS_CHARS:
+        shown = shown[: _MAX_STUB_ARGS_CHARS - 3] + "..."
+    return MASK_STUB.format(
+        tool=tool or "the tool",
+        target=f" for {target}" if target else "",
+        tokens=tokens,
+        args=f" with {shown}" if shown else "",
+    )
+
+
+def masked_view(
+    messages: Sequence[BaseMessage], start: int, mask_until: int, counter: TokenCounter, end: int | None = None
+) -> tuple[list[BaseMessage], int, int]:
+    """``messages[start:end]`` with tool outputs before ``mask_until`` replaced by stubs.
+
+    Returns the view, how many outputs were masked and the tokens that saved.
+    Stubs are a pure function of the output and its call, so a masked message
+    is the same text in every request: it does not break the cached prefix.
+    """
+    view = list(messages[start:end])
+    if mask_until <= start:
+        return view, 0, 0
+    calls = _calls_by_id(messages[start : mask_until if end is None else min(mask_until, end)])
+    masked = saved = 0
+    for i in range(min(mask_until - start, len(view))):
+        message = view[i]
+        if not isinstance(message, ToolMessage):
+            continue
+        name, args = calls.get(str(message.tool_call_id), (message.name or "", {}))
+        # Both counts are memoised by content: masking costs look-ups on every later call.
+        tokens = counter.message(message)
+        copy = message.model_copy(update={"content": mask_stub(name, args, tokens)})
+        stub_tokens = counter.message(copy)
+        if stub_tokens >= tokens:
+            continue  # a short output costs less than its stub
+        saved += tokens - stub_tokens
+        masked += 1
+        view[i] = copy
+    return view, masked, saved
+
+
+def _turn_starts(messages: Sequence[BaseMessage], start: int) -> list[int]:
+    """Indexes (from ``start``) where a turn starts: every user message."""
+    return [i for i in range(start, len(messages)) if isinstance(messages[i], HumanMessage)]
+
+
+def plan_window(
+    messages: Sequence[BaseMessage],
+    previous: Window,
+    available: int,
+    low_water: int,
+    counter: TokenCounter,
+    *,
+    tool_output_turns: int | None = DEFAULT_TOOL_OUTPUT_TURNS,
+) -> WindowPlan:
+    """Keep ``previous`` while the history from it fits ``available``; else cut down to ``low_water``.
+
+    ``available`` and ``low_water`` are token rooms for the history alone (the
+    system message and the reply priming already taken out). ``tool_output_turns``
+    is how many of the latest turns keep their tool outputs when the window moves
+    (None: never mask). Turns are costed newest first and only until the room is
+    exceeded, so the dropped part of a long history is never encoded.
+    """
+    window = previous
+    starts = _turn_starts(messages, window.start)
+    # Turn k spans bounds[k]..bounds[k+1]; a head without a user message joins the first turn.
+    bounds = [window.start, *starts[1:], len(messages)] if starts else [window.start, len(messages)]
+
+    def newest_turns(mask_until: int, room: int) -> int:
+        """The start of the oldest turn such that it and all newer ones fit ``room`` (-1: none over)."""
+        total = 0
+        for k in range(len(bounds) - 2, -1, -1):
+            view, _, _ = masked_view(messages, bounds[k], mask_until, counter, bounds[k + 1])
+            total += sum(counter.message(m) for m in view)
+            if total > room:
+                return bounds[k + 1] if k + 1 < len(bounds) - 1 else bounds[-2]
+        return -1
+
+    view, masked, saved = masked_view(messages, window.start, window.mask_until, counter)
+    units, stats = repair(view)
+    fit = fit_history(units, available, counter)
+    # Everything from the stored start was sent as it is: the window stays (the common case, one pass).
+    moved = bool(fit.truncated) or fit.over_budget or len(fit.messages) != sum(len(u) for u in units)
+    if moved:
+        mask_until = window.mask_until
+        if tool_output_turns is not None and len(starts) > max(1, tool_output_turns):
+            mask_until = max(mask_until, starts[-max(1, tool_output_turns)])
+        new_start = newest_turns(mask_until, low_water)
+        new_start = window.start if new_start == -1 else max(new_start, window.start)
+        start_id = messages[new_start].id if new_start < len(messages) else None
+        window = Window(new_start, start_id, max(mask_until, new_start))
+        view, masked, saved = masked_view(messages, window.start, window.mask_until, counter)
+        units, stats = repair(view)
+        fit = fit_history(units, available, counter)
+    return WindowPlan(window, fit, view, moved, masked, saved, stats.interrupted_calls, stats.orphan_results)

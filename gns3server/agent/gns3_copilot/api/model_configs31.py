@@ -1,0 +1,154 @@
+"""GNS3 3.1's face of the LLM config store: owners, shapes and the default chosen for a user.
+
+GNS3 3.1 keeps LLM model configs per user and per user group
+(``/v3/access/users/{id}/llm-model-configs``, ``/v3/access/groups/{id}/...``);
+we keep every config in one encrypted store (:mod:`.llm_store`), keyed by an
+owner string. A user's configs are owned by their user id, a group's by
+``group:<group id>``, so ``/v3/copilot/llm-configs`` and the 3.1 routes read and
+write the same records. 3.1's table-level fields (``name``, ``model_type``) and
+``copilot_mode`` live in the config itself, checked by the same schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from ..agent.model_factory import LLMConfigError
+from ..service.errors import CopilotError
+from .errors import LLMConfigNotFoundError
+from .llm_store import LLMConfigRecord, LLMConfigStore
+from .schemas31 import LLMModelConfig, LLMModelConfigWithSource
+
+GROUP_OWNER_PREFIX = "group:"
+TABLE_FIELDS = ("name", "model_type", "is_default", "expected_version")
+"""3.1 request fields that are not config fields (``name``/``model_type`` are stored in the config)."""
+DEFAULT_MODEL_TYPE = "text"
+
+
+class ConfigVersionConflictError(CopilotError):
+    """3.1's optimistic locking: the config changed since the client read it."""
+
+    status = 409
+    code = "llm_config_version_conflict"
+
+
+def group_owner(group_id: str) -> str:
+    return GROUP_OWNER_PREFIX + str(group_id)
+
+
+def version_of(record: LLMConfigRecord) -> int:
+    """3.1's optimistic-lock ``version``: the last change's time in milliseconds, so it changes
+    with every update (3.1 counts updates; a client only compares it for equality)."""
+    return int(record.updated_at * 1000)
+
+
+def _naive_utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None)
+
+
+def view(record: LLMConfigRecord, *, user_id: str | None, group_id: str | None) -> dict[str, Any]:
+    """The record in 3.1's response shape; the key is write-only (``api_key`` is always null)."""
+    config = {k: v for k, v in record.config.items() if k not in ("name", "model_type")}
+    config.setdefault("provider", "openai")
+    config.setdefault("base_url", "")
+    config["api_key"] = None
+    return {
+        "config_id": record.config_id,
+        "name": str(record.config.get("name") or record.config.get("model")),
+        "model_type": record.config.get("model_type") or DEFAULT_MODEL_TYPE,
+        "config": config,
+        "user_id": user_id,
+        "group_id": group_id,
+        "is_default": record.is_default,
+        "version": version_of(record),
+        "has_api_key": record.has_api_key,
+        "created_at": _naive_utc(record.created_at),
+        "updated_at": _naive_utc(record.updated_at),
+    }
+
+
+def user_view(record: LLMConfigRecord, user_id: str) -> LLMModelConfig:
+    return LLMModelConfig.model_validate(view(record, user_id=user_id, group_id=None))
+
+
+def group_view(record: LLMConfigRecord, group_id: str) -> LLMModelConfig:
+    return LLMModelConfig.model_validate(view(record, user_id=None, group_id=group_id))
+
+
+def config_fields(body: Mapping[str, Any], *, creating: bool) -> dict[str, Any]:
+    """The config part of a 3.1 create/update body, for the store.
+
+    3.1 ignores null fields in an update (and an empty ``api_key`` means "keep
+    it" in its forms); on create, nulls are simply absent. ``name`` and
+    ``model_type`` are kept in the config.
+    """
+    fields: dict[str, Any] = {}
+    for name, value in body.items():
+        if name in ("is_default", "expected_version") or value is None:
+            continue
+        if name == "api_key" and value == "":
+            continue
+        fields[name] = value
+    if creating:
+        fields.setdefault("model_type", DEFAULT_MODEL_TYPE)
+    return fields
+
+
+def check_version(record: LLMConfigRecord, expected: Any) -> None:
+    """3.1's optimistic locking: ``expected_version`` must be the record's current version."""
+    if expected is None:
+        return
+    if not isinstance(expected, int) or isinstance(expected, bool):
+        raise LLMConfigError("expected_version", "type", "must be an integer (the config's version)")
+    if expected != version_of(record):
+        raise ConfigVersionConflictError(
+            f"Concurrent modification of LLM model configuration {record.config_id}: "
+            f"version {expected} expected, it is {version_of(record)}"
+        )
+
+
+async def effective_configs(
+    store: LLMConfigStore, user_id: str, groups: Sequence[tuple[str, str]]
+) -> tuple[list[LLMModelConfigWithSource], LLMModelConfigWithSource | None]:
+    """A user's own configs then those inherited from their groups (``(group id, name)``), and the
+    default: the user's own default, else the first group default (3.1's order)."""
+    configs: list[LLMModelConfigWithSource] = []
+    for record in await store.list(user_id):
+        configs.append(LLMModelConfigWithSource(**view(record, user_id=user_id, group_id=None), source="user"))
+    for group_id, group_name in groups:
+        for record in await store.list(group_owner(group_id)):
+            configs.append(
+                LLMModelConfigWithSource(
+                    **view(record, user_id=None, group_id=group_id), source="group", group_name=group_name
+                )
+            )
+    default = next((c for c in configs if c.is_default and c.source == "user"), None)
+    if default is None:
+        default = next((c for c in configs if c.is_default and c.source == "group"), None)
+    return configs, default
+
+
+async def default_record(
+    store: LLMConfigStore, user_id: str, group_ids: Sequence[str]
+) -> LLMConfigRecord | None:
+    """The config a user's chat uses when it names none: their default, else a group's default."""
+    record = await store.default(user_id)
+    for group_id in group_ids:
+        if record is not None:
+            break
+        record = await store.default(group_owner(group_id))
+    return record
+
+
+async def named_record(
+    store: LLMConfigStore, user_id: str, group_ids: Sequence[str], config_id: str
+) -> LLMConfigRecord:
+    """The user's own config, or one of their groups' (LLMConfigNotFoundError otherwise)."""
+    for owner in (user_id, *map(group_owner, group_ids)):
+        try:
+            return await store.get(owner, config_id)
+        except LLMConfigNotFoundError:
+            continue
+    raise LLMConfigNotFoundError(f"LLM config {config_id} not found")

@@ -1,0 +1,144 @@
+"""Fault injection (GNS3 3.1's ``chat/inject``), and revealing and reverting the faults injected.
+
+``POST /v3/copilot/projects/{project_id}/chat/inject`` takes 3.1's request and
+answers with 3.1's event stream: a run in lab-automation mode with the
+fault-injection prompt, through our tools, so GNS3's RBAC (the caller's token),
+the console command policy, approval and audit all apply. Its lab-changing tool
+calls are recorded as faults; its session's history hides them. Whoever
+injected them (or a superadmin) reads them with ``GET .../faults`` and undoes
+a stopped or suspended node with ``POST .../faults/{fault_id}/revert``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from ...service.copilot import FAULT_INJECTION, User
+from ...service.errors import CopilotError
+from ...service.faults import FaultRecord
+from ...tools.toolset import RunContext, build_tools
+from ..dependencies import CurrentUser, GroupIds, ProjectId, State, session_for_chat
+from ..errors import ModeNotAllowedError
+from ..schemas import ChatResult, Fault, InjectRequest, session_timestamp
+from ..state import CopilotState
+from .chat import respond
+
+log = logging.getLogger(__name__)
+
+router = APIRouter()
+
+INJECTION_MODE = "lab_automation"
+NODE_ACTION = "gns3_node_action"
+UNDO_NODE_ACTION = {"stop": "start", "suspend": "start"}
+
+
+class FaultNotFoundError(CopilotError):
+    """No such fault injected by this user in this project (other users' look the same)."""
+
+    status = 404
+    code = "fault_not_found"
+
+
+class NotRevertibleError(CopilotError):
+    """A fault the copilot cannot undo by itself (a configuration change): undo it by hand."""
+
+    status = 409
+    code = "fault_not_revertible"
+
+
+def _undo(record: FaultRecord) -> dict[str, Any] | None:
+    """The gns3_node_action arguments that undo the fault, if it is a node stopped or suspended."""
+    action = UNDO_NODE_ACTION.get(str(record.args.get("action")))
+    if record.tool != NODE_ACTION or action is None or not record.args.get("nodes"):
+        return None
+    return {"action": action, "nodes": list(record.args["nodes"])}
+
+
+def _view(record: FaultRecord) -> Fault:
+    return Fault(
+        fault_id=record.fault_id, session_id=record.session_id, project_id=record.project_id,
+        user_id=record.user_id, tool=record.tool, args=record.args, status=record.status, output=record.output,
+        created_at=session_timestamp(record.created_at),
+        reverted_at=session_timestamp(record.reverted_at) if record.reverted_at else None,
+        revertible=_undo(record) is not None and record.reverted_at is None,
+    )
+
+
+@router.post(
+    "/projects/{project_id}/chat/inject",
+    response_model=ChatResult,
+    responses={
+        200: {"description": "text/event-stream, as chat/stream", "content": {"text/event-stream": {}}},
+        404: {"description": "No such project, session or LLM config"},
+        409: {"description": "The session is busy, waits for an approval, or is a plain chat"},
+        422: {"description": "Invalid body, or this server does not offer lab automation"},
+    },
+)
+async def inject(
+    body: InjectRequest, request: Request, project_id: ProjectId, user: CurrentUser, state: State, groups: GroupIds
+) -> object:
+    """Break the lab for a student to troubleshoot (GNS3 3.1's "Inject Fault").
+
+    The faults are made by the copilot's own tools, acting as the caller: GNS3
+    refuses what the caller may not do, configuration commands wait for the
+    caller's approval (``confirm``), and everything sent to a device is audited.
+    """
+    if body.session_id is not None:
+        await session_for_chat(state, user, body.session_id, project_id)
+    if INJECTION_MODE not in state.settings.modes:
+        raise ModeNotAllowedError("Fault injection needs the lab_automation mode, which this server does not offer")
+    llm_config = await state.llm_config_for_run(user, body.llm_config_id, groups)
+    record, events = await state.service.chat(
+        user, project_id, body.message, llm_config=llm_config, session_id=body.session_id, mode=INJECTION_MODE,
+        kind=FAULT_INJECTION,
+    )
+    return await respond(request, record.session_id, events, body.stream)
+
+
+async def _faults(state: CopilotState, project_id: str, user: User) -> list[FaultRecord]:
+    if state.storage.faults is None:
+        return []
+    return await state.storage.faults.list(project_id, None if user.is_superadmin else user.user_id)
+
+
+@router.get("/projects/{project_id}/faults", response_model=list[Fault])
+async def list_faults(project_id: ProjectId, user: CurrentUser, state: State) -> list[Fault]:
+    """The faults the caller injected in the project (a superadmin: everyone's), oldest first."""
+    return [_view(r) for r in await _faults(state, project_id, user)]
+
+
+@router.post(
+    "/projects/{project_id}/faults/{fault_id}/revert",
+    response_model=Fault,
+    responses={404: {"description": "No such fault of this user"},
+               409: {"description": "Already reverted, or not revertible by the copilot (undo it by hand)"}},
+)
+async def revert_fault(fault_id: str, project_id: ProjectId, user: CurrentUser, state: State) -> Fault:
+    """Undo a node stopped or suspended, through the same node tool (as the caller)."""
+    record = next((r for r in await _faults(state, project_id, user) if r.fault_id == fault_id), None)
+    if record is None:
+        raise FaultNotFoundError(f"Fault {fault_id} not found")
+    if record.reverted_at is not None:
+        raise NotRevertibleError(f"Fault {fault_id} was already reverted")
+    undo = _undo(record)
+    if undo is None:
+        raise NotRevertibleError(
+            f"Fault {fault_id} ({record.tool}) cannot be undone by the copilot: undo it by hand "
+            "(GET .../faults shows what was changed)"
+        )
+    context = RunContext(lambda: state.gns3_client(user.token), project_id, user.username, record.session_id)
+    tools = await asyncio.to_thread(build_tools, context, state.console)  # pydantic work: off the loop
+    tool = next(t for t in tools if t.name == NODE_ACTION)
+    result = await tool.ainvoke(undo)
+    if isinstance(result, dict) and result.get("failed"):
+        raise NotRevertibleError(f"GNS3 did not restart every node: {result.get('results')}")
+    log.info("Fault %s of project %s reverted by %s", fault_id, project_id, user.username)
+    assert state.storage.faults is not None
+    reverted = await state.storage.faults.mark_reverted(fault_id)
+    assert reverted is not None
+    return _view(reverted)
+

@@ -1,0 +1,119 @@
+"""Faults injected by ``chat/inject``: what the copilot changed, so that the injector can reveal it.
+
+Each lab-changing tool call of a fault-injection run is one record (tool,
+arguments, outcome, output), owned by the user who asked for the injection.
+The student never sees them (they are not in anybody else's sessions, and the
+injection session's history hides its tool calls); the injector reads them with
+``GET .../faults`` and marks them reverted. The table lives next to the session
+table, on the same connection and lock (see ``store.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS copilot_faults (
+    fault_id    TEXT PRIMARY KEY,
+    session_id  TEXT NOT NULL,
+    project_id  TEXT NOT NULL,
+    user_id     TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    args        TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    output      TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    reverted_at REAL
+);
+CREATE INDEX IF NOT EXISTS copilot_faults_project ON copilot_faults (project_id, created_at);
+"""
+_COLUMNS = "fault_id, session_id, project_id, user_id, tool, args, status, output, created_at, reverted_at"
+OUTPUT_MAX = 4000
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class FaultRecord:
+    fault_id: str
+    session_id: str
+    project_id: str
+    user_id: str
+    tool: str
+    args: dict[str, Any]
+    status: str
+    output: str
+    created_at: float
+    reverted_at: float | None = None
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> FaultRecord:
+        values = list(row)
+        values[5] = json.loads(values[5])
+        return cls(*values)
+
+
+class SQLiteFaultStore:
+    """Fault records in SQLite, queried in worker threads (the session store's connection and lock)."""
+
+    def __init__(self, connection: sqlite3.Connection, lock: threading.Lock) -> None:
+        self._db = connection
+        self._lock = lock
+
+    @classmethod
+    async def open(cls, connection: sqlite3.Connection, lock: threading.Lock) -> SQLiteFaultStore:
+        store = cls(connection, lock)
+        await store._run(lambda db: db.executescript(_SCHEMA))
+        return store
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        def locked() -> T:
+            with self._lock:
+                try:
+                    result = work(self._db)
+                    self._db.commit()
+                    return result
+                except BaseException:
+                    self._db.rollback()
+                    raise
+
+        return await asyncio.to_thread(locked)
+
+    async def record(
+        self, session_id: str, project_id: str, user_id: str, tool: str, args: Mapping[str, Any], status: str,
+        output: str,
+    ) -> FaultRecord:
+        record = FaultRecord(str(uuid.uuid4()), session_id, project_id, user_id, tool, dict(args), status,
+                             output[:OUTPUT_MAX], time.time())
+        row = (record.fault_id, session_id, project_id, user_id, tool, json.dumps(record.args, default=str),
+               status, record.output, record.created_at, None)
+        await self._run(lambda db: db.execute(f"INSERT INTO copilot_faults ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)", row))
+        return record
+
+    async def list(self, project_id: str, user_id: str | None) -> list[FaultRecord]:
+        """The project's faults injected by ``user_id`` (every user's when None), oldest first."""
+        where, args = ("project_id = ?", (project_id,)) if user_id is None else (
+            "project_id = ? AND user_id = ?", (project_id, user_id))
+        query = f"SELECT {_COLUMNS} FROM copilot_faults WHERE {where} ORDER BY created_at"
+        rows = await self._run(lambda db: db.execute(query, args).fetchall())
+        return [FaultRecord.from_row(r) for r in rows]
+
+    async def get(self, fault_id: str) -> FaultRecord | None:
+        row = await self._run(
+            lambda db: db.execute(f"SELECT {_COLUMNS} FROM copilot_faults WHERE fault_id = ?", (fault_id,)).fetchone()
+        )
+        return FaultRecord.from_row(row) if row else None
+
+    async def mark_reverted(self, fault_id: str) -> FaultRecord | None:
+        await self._run(
+            lambda db: db.execute("UPDATE copilot_faults SET reverted_at = ? WHERE fault_id = ?", (time.time(), fault_id))
+        )
+        return await self.get(fault_id)
+

@@ -1,0 +1,231 @@
+"""The cache-stable history window: a remembered cut, a low-water mark, masked old tool outputs,
+the running summary's place, and exact OpenAI tool counts."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
+from gns3server.agent.gns3_copilot.agent.context.summary import SUMMARY_HEADING
+from gns3server.agent.gns3_copilot.agent.context.window import Window, mask_stub, restore_window
+from gns3server.agent.gns3_copilot.agent.context_manager import (
+    create_pre_model_hook,
+    resolve_window_settings,
+    tools_style_for,
+)
+from tests.unit.test_context_counting import COOKBOOK_TOOL, COOKBOOK_TOOL_MESSAGES
+
+PROMPT = "You are a network assistant.\n{{topology_info}}"
+
+
+def make_hook(limit=4, tools=(), **extra):
+    config = {"context_limit": limit, **extra}
+    return create_pre_model_hook(
+        system_prompt=PROMPT,
+        get_topology_func=lambda s: s.get("topology_info"),
+        get_llm_config_func=lambda: config,
+        get_tools_func=lambda: list(tools),
+    )
+
+
+def words(n: int, word: str = "interface") -> str:
+    return " ".join([word] * n)
+
+
+def turn(i: int, output_words: int = 60, node: str | None = None) -> list:
+    node = node or f"R{i}"
+    call_id = f"call_{i}"
+    return [
+        HumanMessage(f"question {i} about {node}", id=f"h{i}"),
+        AIMessage("", tool_calls=[{"name": "gns3_show", "args": {"node_name": node}, "id": call_id}], id=f"a{i}"),
+        ToolMessage(words(output_words), tool_call_id=call_id, name="gns3_show", id=f"t{i}"),
+        AIMessage(f"answer {i}", id=f"b{i}"),
+    ]
+
+
+def replay(hook, turns: int, output_words: int = 60, **state_extra):
+    """Send a request per user message, as the graph does, keeping the window in the state."""
+    history: list = []
+    window = None
+    requests = []
+    for i in range(turns):
+        messages = turn(i, output_words)
+        history.append(messages[0])
+        out = hook({"messages": list(history), "context_window": window, **state_extra})
+        requests.append(out)
+        window = out["context_window"]
+        history.extend(messages[1:])
+    return history, requests
+
+
+def common_prefix(a: list, b: list) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x.type != y.type or x.content != y.content:
+            break
+        n += 1
+    return n
+
+
+def test_window_stays_until_the_budget_is_exceeded_then_cuts_to_low_water():
+    hook = make_hook(limit=4)
+    _, requests = replay(hook, 60)
+    moves = [i for i, r in enumerate(requests) if r["context_report"]["window_moved"]]
+    assert moves, "the conversation must outgrow the budget"
+    assert len(moves) < len(requests) // 4  # cuts are rare, not one per request
+    for i, out in enumerate(requests):
+        report = out["context_report"]
+        assert report["total_tokens"] <= report["budget"]
+        assert out["messages"][-1].content == f"question {i} about R{i}"  # the latest question is always sent
+        if i in moves:
+            # cut down to the low-water mark: the history after the system message is at most 65% of the budget
+            history = report["history_tokens"] + report["system_tokens"] + report["topology_tokens"]
+            assert history <= 0.65 * report["message_budget"] + 5
+        elif i:
+            # between cuts every request repeats the previous one and adds to its end
+            previous = requests[i - 1]["messages"]
+            assert common_prefix(previous, out["messages"]) == len(previous)
+
+
+def test_plain_trim_changes_the_prefix_every_time_once_full():
+    """The baseline the window improves on: with low water 1.0 and no memory, every request cuts again."""
+    hook = make_hook(limit=4, context_low_water=1.0, mask_tool_outputs=False)
+    history: list = []
+    prefixes = []
+    previous = None
+    for i in range(40):
+        messages = turn(i)
+        history.append(messages[0])
+        out = hook({"messages": list(history)})  # no window remembered
+        if previous is not None:
+            prefixes.append(common_prefix(previous, out["messages"]))
+        previous = out["messages"]
+        history.extend(messages[1:])
+    assert prefixes[-10:] == [1] * 10  # only the system message repeats
+
+
+def test_window_survives_as_plain_data_and_a_changed_history_resets_it(caplog):
+    history, requests = replay(make_hook(limit=4), 40)
+    window = requests[-1]["context_window"]
+    assert set(window) == {"start", "start_id", "mask_until"} and window["start"] > 0
+    assert restore_window(window, history) == Window(window["start"], window["start_id"], window["mask_until"])
+    other = [m.model_copy(update={"id": f"x{i}"}) for i, m in enumerate(history)]
+    with caplog.at_level(logging.WARNING):
+        assert restore_window(window, other) == Window()
+    assert "no longer matches the history" in caplog.text
+    assert restore_window({"start": 10**6}, history) == Window()
+    assert restore_window("garbage", history) == Window()
+
+
+def test_old_tool_outputs_are_masked_in_the_request_only():
+    hook = make_hook(limit=8, tool_output_turns=2)
+    history, requests = replay(hook, 60, output_words=200)
+    last = requests[-1]
+    report = last["context_report"]
+    assert report["masked_outputs"] > 0 and report["masked_tokens_saved"] > 0
+    tools = [m for m in last["messages"] if isinstance(m, ToolMessage)]
+    stubs = [m for m in tools if m.content.startswith("[output of gns3_show")]
+    assert stubs
+    stub = stubs[0].content
+    node = next(c["args"]["node_name"] for m in history if isinstance(m, AIMessage)
+                for c in m.tool_calls if c["id"] == stubs[0].tool_call_id)
+    original = next(m for m in history if isinstance(m, ToolMessage) and m.tool_call_id == stubs[0].tool_call_id)
+    size = TokenCounter().message(original)  # what the output cost in a request
+    assert 200 < size < 220
+    assert f"for {node}" in stub and f"{size} tokens" in stub and f"node_name='{node}'" in stub
+    # the latest turns keep their output, and the stored history keeps every output
+    assert tools[-1].content == words(200)
+    assert all(m.content == words(200) for m in history if isinstance(m, ToolMessage))
+
+
+def test_masking_keeps_more_turns_than_cutting_alone():
+    kept = {}
+    for mask in (True, False):
+        _, requests = replay(make_hook(limit=8, mask_tool_outputs=mask), 80, output_words=200)
+        kept[mask] = sum(r["context_report"]["messages_out"] for r in requests[40:])
+    assert kept[True] > kept[False] * 1.2
+
+
+def test_mask_stub_names_tool_device_size_and_how_to_get_it():
+    text = mask_stub("gns3_console_show", {"node_name": "R1", "command": "show ip route"}, 1234)
+    assert text == (
+        "[output of gns3_console_show for R1 masked to save context: 1234 tokens; "
+        "call gns3_console_show again with node_name='R1', command='show ip route' to see it again]"
+    )
+
+
+def test_summary_follows_the_system_prompt_and_is_reported():
+    history, requests = replay(make_hook(limit=4), 30)
+    window = requests[-1]["context_window"]
+    summary = {"text": "- R1: OSPF down on e0", "until": window["start"], "until_id": window["start_id"], "turns": 7}
+    out = make_hook(limit=4)({"messages": history + [HumanMessage("next")], "context_window": window,
+                              "context_summary": summary})
+    system = out["messages"][0]
+    assert isinstance(system, SystemMessage) and system.content.endswith(f"{SUMMARY_HEADING}\n"
+        "(7 earlier turn(s) are no longer shown; this summary of them was written as they left.)\n"
+        "- R1: OSPF down on e0")
+    report = out["context_report"]
+    assert report["summarized_turns"] == 7 and report["summary_tokens"] > 10
+    total = (report["system_tokens"] + report["topology_tokens"] + report["summary_tokens"]
+             + report["history_tokens"] + report["tools_tokens"])
+    assert total == report["total_tokens"] <= report["budget"]
+    # switched off: the stored summary is not sent
+    off = make_hook(limit=4, context_summary=False)({"messages": history, "context_window": window,
+                                                      "context_summary": summary})
+    assert SUMMARY_HEADING not in off["messages"][0].content
+    assert off["context_report"]["summary_tokens"] == 0
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("context_low_water", 0), ("context_low_water", 1.5), ("context_low_water", "0.6"),
+        ("context_low_water", True), ("context_low_water", math.nan),
+        ("context_summary", "yes"), ("mask_tool_outputs", 1),
+        ("tool_output_turns", 0), ("tool_output_turns", 2.5), ("tool_output_turns", True),
+    ],
+)
+def test_bad_window_settings_name_the_field(field, value):
+    with pytest.raises(ValueError, match=f"Invalid {field}"):
+        resolve_window_settings({"context_limit": 8, field: value})
+    with pytest.raises(ValueError, match=f"Invalid {field}"):
+        make_hook(**{field: value})({"messages": [HumanMessage("hi")]})
+
+
+def test_window_settings_defaults():
+    assert resolve_window_settings({"context_limit": 8}) == {
+        "low_water": 0.65, "summary": True, "tool_output_turns": 3,
+    }
+    assert resolve_window_settings({"mask_tool_outputs": False})["tool_output_turns"] is None
+
+
+@pytest.mark.parametrize(("encoding", "model", "api_total"), [("cl100k_base", "gpt-4", 105), ("o200k_base", "gpt-4o", 101)])
+def test_openai_tools_counted_as_openai_renders_them(encoding, model, api_total):
+    counter = TokenCounter(encoding)
+    tools_share = api_total - counter.messages(COOKBOOK_TOOL_MESSAGES)
+    exact = counter.tools([COOKBOOK_TOOL], style="openai")
+    assert 1.00 <= exact / tools_share <= 1.15
+    # the hook's total for that request, system prompt given as is
+    hook = create_pre_model_hook(
+        system_prompt=COOKBOOK_TOOL_MESSAGES[0].content,
+        get_topology_func=lambda s: "",
+        get_llm_config_func=lambda: {"context_limit": 8, "model": model},
+        get_tools_func=lambda: [COOKBOOK_TOOL],
+    )
+    report = hook({"messages": [COOKBOOK_TOOL_MESSAGES[1]]})["context_report"]
+    # the empty topology leaves a "\n\n### CURRENT TOPOLOGY\n" section in the system message
+    assert 0.97 <= report["total_tokens"] / api_total <= 1.10
+    assert report["tools_tokens"] == exact
+
+
+def test_other_providers_keep_the_json_estimate():
+    assert tools_style_for({"model": "gpt-4o"}) == "openai"
+    assert tools_style_for({"model": "gpt-4o", "base_url": "https://api.openai.com/v1"}) == "openai"
+    assert tools_style_for({"model": "qwen2.5", "base_url": "http://localhost:11434/v1"}) == "json"
+    assert tools_style_for({"provider": "anthropic", "model": "claude"}) == "json"
+    local = make_hook(tools=[COOKBOOK_TOOL], base_url="http://localhost:11434/v1")
+    assert local({"messages": [HumanMessage("hi")]})["context_report"]["tools_tokens"] == TokenCounter().tools([COOKBOOK_TOOL])
