@@ -20,7 +20,14 @@ from ..mcp_schemas import ApprovalDecision, MCPApproval, MCPInfo, MCPKey, MCPKey
 router = APIRouter()
 
 _KEY_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such MCP key of this user"}}
-_APPROVAL_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such approval of this user (or expired)"}}
+_APPROVAL_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such approval of this user (or expired)"},
+    409: {"description": "Already approved or rejected"},
+}
+_BODY: dict[int | str, dict[str, Any]] = {
+    413: {"description": "Request body too large"},
+    422: {"description": "The body fails the schema (field and rule named)"},
+}
 
 
 def mcp_endpoint(request: Request) -> MCPEndpoint:
@@ -46,7 +53,7 @@ async def list_keys(user: CurrentUser, endpoint: Endpoint) -> list[MCPKey]:
     return [MCPKey.of(k, now) for k in await endpoint.keys.list(user.user_id)]
 
 
-@router.post("/keys", response_model=MCPKeyCreated, status_code=status.HTTP_201_CREATED)
+@router.post("/keys", response_model=MCPKeyCreated, status_code=status.HTTP_201_CREATED, responses=_BODY)
 async def create_key(body: MCPKeyCreate, user: CurrentUser, endpoint: Endpoint) -> MCPKeyCreated:
     """A new key acting as this user; the answer holds the key itself, shown this once."""
     expires_at = time.time() + body.expires_in_days * 86400 if body.expires_in_days else None
@@ -67,7 +74,7 @@ async def list_approvals(user: CurrentUser, endpoint: Endpoint) -> list[MCPAppro
     return [MCPApproval.of(a) for a in endpoint.approvals.of_user(user.user_id)]
 
 
-@router.post("/approvals/{approval_id}", response_model=MCPApproval, responses=_APPROVAL_NOT_FOUND)
+@router.post("/approvals/{approval_id}", response_model=MCPApproval, responses={**_APPROVAL_NOT_FOUND, **_BODY})
 async def decide_approval(
     approval_id: str, body: ApprovalDecision, user: CurrentUser, endpoint: Endpoint
 ) -> MCPApproval:
