@@ -202,12 +202,12 @@ def table(runs: list[Run], streams: int, idle_rss: int, cpus: int, load: float) 
     return "\n".join(lines)
 
 
-def write_section(body: str) -> None:
-    """Replace (or add) our section of docs/performance.md, leaving the others alone."""
+def write_section(body: str, heading: str = SECTION) -> None:
+    """Replace (or add) the section ``heading`` of docs/performance.md, leaving the others alone."""
     path = ROOT / "docs" / "performance.md"
     text = path.read_text()
-    section = f"{SECTION}\n\n{body}\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+    section = f"{heading}\n\n{body}\n"
+    pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(text):
         text = pattern.sub(lambda _: section + "\n", text).rstrip("\n") + "\n"
     else:

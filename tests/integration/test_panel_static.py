@@ -54,7 +54,7 @@ def test_the_panel_is_served_with_the_right_types(gns3_server: Any, path: str, m
 def test_every_file_the_panel_loads_is_in_the_package() -> None:
     html = (WEB / "index.html").read_text()
     refs = re.findall(r'(?:src|href)="([^"#:]+)"', html)
-    modules = [f"js/{name}" for name in ("app.js", "api.js", "auth.js", "render.js", "settings.js")]
+    modules = [f"js/{name}" for name in ("app.js", "api.js", "auth.js", "render.js", "settings.js", "mcp.js")]
     for ref in [*refs, *modules, "vendor/marked.esm.js", "vendor/purify.es.js"]:
         assert (WEB / ref).is_file(), ref
     for module in modules:
@@ -77,7 +77,7 @@ def test_the_panel_has_no_inline_script_or_handler_and_no_html_strings() -> None
     assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html), "inline <script> in index.html"
     assert not re.search(r"\son[a-z]+\s*=", html), "inline event handler in index.html"
     assert "script-src 'self'" in html  # the CSP that backs the sanitiser up
-    for module in ("app.js", "api.js", "auth.js", "render.js", "settings.js"):
+    for module in ("app.js", "api.js", "auth.js", "render.js", "settings.js", "mcp.js"):
         code = (WEB / "js" / module).read_text()
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
             assert sink not in code, f"{module} uses {sink}"

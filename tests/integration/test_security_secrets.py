@@ -27,7 +27,8 @@ from gns3_process import GNS3ServerProcess
 from test_copilot_api import COPILOT, API, chat_path, kinds
 from tests.support.openai_stub import OpenAIStub
 
-from gns3server.agent.gns3_copilot.api.middleware import MAX_BODY_BYTES
+from gns3server.agent.gns3_copilot.api.middleware import MAX_BODY_BYTES, path_matches
+from gns3server.agent.gns3_copilot.api.routes import OUR_PATHS
 
 pytestmark = [pytest.mark.integration, pytest.mark.security]
 
@@ -294,8 +295,9 @@ async def test_not_a_number_and_not_a_boolean_are_refused(admin, project, path, 
 async def test_the_openapi_lists_the_answers_the_routes_give(http, server):
     async with http.get(server.base_url + "/openapi.json") as response:
         spec = await response.json()
-    operations = {(m.upper(), p): op for p, ops in spec["paths"].items() if p.startswith(COPILOT)
+    operations = {(m.upper(), p): op for p, ops in spec["paths"].items() if path_matches(OUR_PATHS, p)
                   for m, op in ops.items()}
+    assert ("GET", "/v3/access/users/{user_id}/llm-model-configs") in operations  # 3.1's face is ours too
     for (method, path), op in operations.items():
         answers = set(op["responses"])
         assert "401" in answers, (method, path)

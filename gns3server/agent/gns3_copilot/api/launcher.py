@@ -16,8 +16,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.routing import Route
 from starlette.staticfiles import StaticFiles
 
+from ..mcp.auth import gns3_user_lookup  # issue 16: the MCP endpoint
+from ..mcp.server import ENDPOINT_STATE, MCP_PATH, MCPEndpoint, MCPRoute
 from ..redaction import install_log_scrubber
 from .errors import install_error_handlers
 from .middleware import BodySizeLimitMiddleware
@@ -39,13 +42,19 @@ def _startup(app: FastAPI) -> Callable[[], Awaitable[None]]:
         except SettingsError as exc:
             log.critical("Cannot start the copilot: %s", exc)
             raise
-        app.state.copilot = await CopilotState.open(settings, app)
+        state = app.state.copilot = await CopilotState.open(settings, app)
+        lookup = gns3_user_lookup(app.state._db_engine)  # GNS3's own start-up hook opened its database
+        mcp = await MCPEndpoint.open(settings.data_dir, lookup, state.console, state.gns3_client)
+        setattr(app.state, ENDPOINT_STATE, mcp)
 
     return start_copilot
 
 
 def _shutdown(app: FastAPI) -> Callable[[], Awaitable[None]]:
     async def stop_copilot() -> None:
+        mcp: MCPEndpoint | None = getattr(app.state, ENDPOINT_STATE, None)
+        if mcp is not None:
+            await mcp.close()
         state: CopilotState | None = getattr(app.state, "copilot", None)
         if state is not None:
             await state.close()
@@ -68,6 +77,9 @@ def _cancel_runs_on_exit(app: FastAPI) -> None:
         state: CopilotState | None = getattr(app.state, "copilot", None)
         if state is not None:
             state.begin_shutdown()
+        mcp: MCPEndpoint | None = getattr(app.state, ENDPOINT_STATE, None)
+        if mcp is not None:
+            mcp.begin_shutdown()  # no new MCP requests; sessions end (sse-starlette ends their streams too)
         previous(server, *args, **kwargs)
 
     UvicornServer.handle_exit = handle_exit  # type: ignore[method-assign]
@@ -80,6 +92,7 @@ def install(app: FastAPI) -> None:
     app.state.copilot_installed = True
     app.include_router(copilot_router())
     app.include_router(access_router())
+    app.router.routes.append(Route(MCP_PATH, MCPRoute(), include_in_schema=False))  # issue 16: MCP clients
     app.mount(PANEL_PATH, StaticFiles(packages=[PANEL_PACKAGE], html=True), name="copilot")
     install_error_handlers(app, OUR_PATHS)
     install_log_scrubber()  # no key in any log line of the process, whatever logs it

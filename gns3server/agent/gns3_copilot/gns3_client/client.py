@@ -29,7 +29,7 @@ import json as _json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -353,6 +353,30 @@ class GNS3Client:
     async def delete_project(self, project_id: str) -> None:
         """Delete a project and its files."""
         await self.request("DELETE", f"/projects/{_check_id(project_id, 'project')}")
+
+    async def notifications(self, project_id: str, *, read_timeout: float = 30.0) -> AsyncIterator[dict[str, Any]]:
+        """The project's notification stream (one JSON object per line, a ``ping`` every few seconds).
+
+        Runs until the caller stops iterating or GNS3 ends the stream; no overall
+        timeout, but a silence longer than ``read_timeout`` is a GNS3TimeoutError.
+        """
+        if self._session is None:
+            raise RuntimeError("use 'async with GNS3Client(...)' before making requests")
+        url = f"{self._base_url}/v3/projects/{_check_id(project_id, 'project')}/notifications"
+        token = await self._valid_token("GET", url)
+        timeout = aiohttp.ClientTimeout(total=None, connect=self._timeout.connect, sock_read=read_timeout)
+        try:
+            async with self._session.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout) as response:
+                if response.status >= 400:
+                    raise error_for_status(response.status, _gns3_message(await response.text(), response.reason),
+                                           method="GET", url=url)
+                async for line in response.content:
+                    if line.strip():
+                        yield _json.loads(line)
+        except asyncio.TimeoutError as exc:
+            raise GNS3TimeoutError(f"GNS3 notification stream at {url} went silent", url=url, timeout=read_timeout) from exc
+        except aiohttp.ClientError as exc:
+            raise GNS3ConnectionError(f"GNS3 notification stream at {url} failed ({type(exc).__name__})", url=url) from exc
 
     async def templates(self) -> list[dict[str, Any]]:
         """Templates the user may use to create nodes."""

@@ -7,12 +7,11 @@
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 from fastapi import APIRouter
 
-from . import chat, console, faults, llm_configs, llm_model_configs, sessions, skills
+from . import chat, console, faults, llm_configs, llm_model_configs, mcp, sessions, skills
 
 PREFIX = "/v3/copilot"
 ACCESS_PREFIX = "/v3/access"
@@ -34,11 +33,12 @@ def copilot_router() -> APIRouter:
     router.include_router(skills.router, tags=["Copilot prompts"])
     router.include_router(llm_configs.router, prefix="/llm-configs", tags=["Copilot LLM configs"])
     router.include_router(console.router, prefix="/console", tags=["Copilot device consoles"])
+    router.include_router(mcp.router, prefix="/mcp", tags=["Copilot MCP keys and approvals"])
     return router
 
 
 def access_router() -> APIRouter:
     """GNS3 3.1's ``/v3/access/{users,groups}/{id}/llm-model-configs`` routes over our config store."""
-    router = APIRouter(prefix=ACCESS_PREFIX)
+    router = APIRouter(prefix=ACCESS_PREFIX, responses=COMMON_RESPONSES)
     router.include_router(llm_model_configs.router, tags=["Copilot LLM model configs (GNS3 3.1)"])
     return router

@@ -73,8 +73,11 @@ def _view(record: FaultRecord) -> Fault:
     response_model=ChatResult,
     responses={
         200: {"description": "text/event-stream, as chat/stream", "content": {"text/event-stream": {}}},
+        400: {"description": "No LLM is configured"},
+        403: {"description": "No access to the project, or an LLM endpoint this user may not use"},
         404: {"description": "No such project, session or LLM config"},
         409: {"description": "The session is busy, waits for an approval, or is a plain chat"},
+        413: {"description": "Request body too large"},
         422: {"description": "Invalid body, or this server does not offer lab automation"},
     },
 )

@@ -46,6 +46,7 @@ _RESPONSES = {
     403: {"description": "Not your configs (or not an administrator)"},
     404: {"description": "No such user, group or config"},
     409: {"description": "expected_version is not the config's version"},
+    413: {"description": "Request body too large"},
     422: {"description": "The config fails the schema: message, field, rule, errors[]"},
 }
 

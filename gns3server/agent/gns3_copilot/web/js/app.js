@@ -7,6 +7,7 @@ import { Api, ApiError, login } from "./api.js";
 import { savedToken, saveToken, signOut, webUiTokens } from "./auth.js";
 import { confirmCard, describeReport, el, markdownFragment, toolCard, updateToolCard } from "./render.js";
 import { openSettings, initSettings } from "./settings.js";
+import { initMcpSettings } from "./mcp.js"; // issue 16: MCP endpoint and keys in the settings dialog
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(window.location.search);
@@ -1065,6 +1066,7 @@ function wire() {
     },
     onError: reportError,
   });
+  initMcpSettings({ api: () => state.api });
 }
 
 wire();

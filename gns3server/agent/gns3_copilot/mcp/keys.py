@@ -1,0 +1,171 @@
+"""MCP API keys: long-lived per-user credentials for MCP clients, stored hashed.
+
+A key is ``gns3c_mcp_`` followed by 256 random bits; only its SHA-256 digest is
+stored (a salted slow hash buys nothing for a random secret of that size, and a
+lookup must stay one indexed query), so the key itself is shown once, when it is
+created, and never again. A key belongs to one GNS3 user, has a name (which the
+console audit shows), a scope (``read_only``: the read-only tools only; ``full``)
+and an optional expiry. Revoking keeps the row (its name stays meaningful in the
+audit) and refuses the key at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import aiosqlite
+
+from ..service.errors import CopilotError
+
+DATABASE_NAME = "copilot_mcp_keys.sqlite3"
+BUSY_TIMEOUT_MS = 30_000
+KEY_PREFIX = "gns3c_mcp_"
+SHOWN_PREFIX_CHARS = len(KEY_PREFIX) + 6
+Scope = Literal["read_only", "full"]
+SCOPES: tuple[Scope, ...] = ("read_only", "full")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS copilot_mcp_keys (
+    key_id      TEXT PRIMARY KEY,
+    user_id     TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    scope       TEXT NOT NULL,
+    digest      TEXT NOT NULL UNIQUE,
+    prefix      TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    expires_at  REAL,
+    revoked_at  REAL,
+    last_used_at REAL
+);
+CREATE INDEX IF NOT EXISTS copilot_mcp_keys_owner ON copilot_mcp_keys (user_id, created_at);
+"""
+_COLUMNS = "key_id, user_id, name, scope, prefix, created_at, expires_at, revoked_at, last_used_at"
+
+
+class MCPKeyNotFoundError(CopilotError):
+    """No such key of this user (other users' keys look the same)."""
+
+    status = 404
+    code = "mcp_key_not_found"
+
+
+def looks_like_key(token: str) -> bool:
+    """Whether a bearer token is one of our MCP keys rather than a GNS3 JWT."""
+    return token.startswith(KEY_PREFIX)
+
+
+def digest_of(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class MCPKey:
+    """A stored key, without any secret (the digest is not read back either)."""
+
+    key_id: str
+    user_id: str
+    name: str
+    scope: Scope
+    prefix: str
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+    last_used_at: float | None
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> MCPKey:
+        return cls(*row)
+
+    def usable(self, now: float) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+    @property
+    def read_only(self) -> bool:
+        return self.scope == "read_only"
+
+
+class MCPKeyStore:
+    """Every user's MCP keys, in a SQLite file of their own in the copilot's data directory."""
+
+    def __init__(self, connection: aiosqlite.Connection) -> None:
+        self._db = connection
+
+    @classmethod
+    async def open(cls, data_dir: Path) -> MCPKeyStore:
+        connection = await aiosqlite.connect(str(Path(data_dir) / DATABASE_NAME), isolation_level=None)
+        await connection.execute("PRAGMA journal_mode=WAL")
+        await connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await connection.executescript(_SCHEMA)
+        return cls(connection)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def create(
+        self, user_id: str, name: str, scope: Scope, expires_at: float | None = None
+    ) -> tuple[MCPKey, str]:
+        """A new key of ``user_id``: the record and the key itself (to show once)."""
+        if scope not in SCOPES:
+            raise ValueError(f"scope: must be one of {', '.join(SCOPES)}")
+        secret = KEY_PREFIX + secrets.token_urlsafe(32)
+        key_id = str(uuid.uuid4())
+        await self._db.execute(
+            "INSERT INTO copilot_mcp_keys (key_id, user_id, name, scope, digest, prefix, created_at, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (key_id, user_id, name, scope, digest_of(secret), secret[:SHOWN_PREFIX_CHARS], time.time(), expires_at),
+        )
+        return await self.get(user_id, key_id), secret
+
+    async def list(self, user_id: str) -> list[MCPKey]:
+        async with self._db.execute(
+            f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE user_id = ? ORDER BY created_at", (user_id,)
+        ) as cursor:
+            return [MCPKey.from_row(row) for row in await cursor.fetchall()]
+
+    async def get(self, user_id: str, key_id: str) -> MCPKey:
+        async with self._db.execute(
+            f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE key_id = ? AND user_id = ?", (key_id, user_id)
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            raise MCPKeyNotFoundError(f"MCP key {key_id} not found")
+        return MCPKey.from_row(row)
+
+    async def revoke(self, user_id: str, key_id: str) -> MCPKey:
+        """Refuse the key from now on (idempotent); the record stays for the audit's sake."""
+        await self.get(user_id, key_id)
+        await self._db.execute(
+            "UPDATE copilot_mcp_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE key_id = ? AND user_id = ?",
+            (time.time(), key_id, user_id),
+        )
+        return await self.get(user_id, key_id)
+
+    async def verify(self, key: str) -> MCPKey | None:
+        """The key's record if it is known, not revoked and not expired; its use is noted."""
+        now = time.time()
+        async with self._db.execute(
+            f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE digest = ?", (digest_of(key),)
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            return None
+        record = MCPKey.from_row(row)
+        if not record.usable(now):
+            return None
+        await self._db.execute("UPDATE copilot_mcp_keys SET last_used_at = ? WHERE key_id = ?", (now, record.key_id))
+        return record
+
+    async def still_usable(self, key_id: str) -> bool:
+        """Whether a key (seen valid earlier) is still neither revoked nor expired."""
+        async with self._db.execute(
+            f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE key_id = ?", (key_id,)
+        ) as cursor:
+            row = await cursor.fetchone()
+        return row is not None and MCPKey.from_row(row).usable(time.time())
