@@ -22,7 +22,6 @@ from ...agent.model_factory import LLMConfigError
 from ...service.copilot import User
 from ..dependencies import CurrentUser, State
 from ..errors import AdminOnlyError, LLMConfigNotFoundError
-from ..llm_store import LLMConfigStore
 from ..state import CopilotState
 from ..model_configs31 import (
     check_version,
