@@ -333,6 +333,19 @@ async def test_stream_false_returns_the_answer_as_json(admin, admin_llm, stub, p
     assert status == 200 and session["runs"] == 1
 
 
+async def test_a_model_that_cannot_be_built_is_refused_before_the_stream_with_what_to_do(admin, project):
+    # The Anthropic extra is not installed here: the user must learn which package to install,
+    # as a 422 before any stream starts, not "failed unexpectedly" inside it.
+    config = {"name": "claude", "provider": "anthropic", "model": "claude-x", "api_key": SECRET, "context_limit": 8}
+    status, body = await admin.post(f"{COPILOT}/llm-configs", {"config": config})
+    assert status == 201, body
+    status, answer = await admin.post(chat_path(project), {"message": "hello", "llm_config_id": body["config_id"]})
+    assert status == 422 and (answer["field"], answer["rule"]) == ("provider", "extra_missing")
+    assert "pip install" in answer["message"] and "langchain-anthropic" in answer["message"]
+    status, sessions = await admin.get(sessions_path(project))
+    assert status == 200 and not [s for s in sessions if s["title"] == "hello"]  # nothing started
+
+
 async def test_an_llm_error_mid_stream_ends_with_error_then_done_without_raw_text(admin, admin_llm, stub, project):
     stub.enqueue(fault(400, f"bad request: {RAW_PROVIDER_TEXT}", type_="invalid_request_error"))
     async with admin.stream(project, message="Fail please") as sse:

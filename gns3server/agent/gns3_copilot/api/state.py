@@ -19,7 +19,12 @@ import aiohttp
 from fastapi import FastAPI
 
 from ..agent.context.tokenizer import warm_up
-from ..agent.model_factory import create_base_model_with_tools, is_context_length_error, validate_llm_config
+from ..agent.model_factory import (
+    create_base_model_with_tools,
+    create_chat_model,
+    is_context_length_error,
+    validate_llm_config,
+)
 from ..agent.prompts import PromptSet, load_prompts
 from ..gns3_client.client import GNS3Client
 from ..service.copilot import CopilotService, User
@@ -155,12 +160,14 @@ class CopilotState:
         NaN: a 422 now rather than a failed run; its host may resolve elsewhere than when it
         was saved). Group configs and the server default are the administrator's choice."""
         record = await self._record_for(user.user_id, config_id, group_ids)
-        if record is None:
-            return self._server_default()
-        config = self.llm_configs.usable(record)
-        if record.user_id == user.user_id:
+        config = self._server_default() if record is None else self.llm_configs.usable(record)
+        if record is not None and record.user_id == user.user_id:
             validate_llm_config(config)
             await self.check_endpoint(user, config)
+        # A model that cannot be built (a provider package missing, a key the provider needs)
+        # is refused now, with what to do, rather than failing inside the stream. About a
+        # millisecond of a worker thread; nothing is sent to the provider.
+        await asyncio.to_thread(create_chat_model, config)
         return config
 
     async def llm_config_for(

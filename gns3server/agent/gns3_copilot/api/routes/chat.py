@@ -33,7 +33,7 @@ SESSION_HEADER = "X-Copilot-Session-Id"
         404: {"description": "No such project, session or LLM config"},
         409: {"description": "The session is busy with another request"},
         413: {"description": "Request body too large"},
-        422: {"description": "Invalid body or mode"},
+        422: {"description": "Invalid body or mode, or an LLM config whose model cannot be built (the message says what to install or set)"},
         502: {"description": "stream: false and the run failed (the message says why)"},
     },
 )
@@ -70,7 +70,7 @@ async def chat_stream(
         },
         410: {"description": "approved: true for an approval that has expired (it can still be rejected)"},
         413: {"description": "Request body too large"},
-        422: {"description": "Invalid body or mode"},
+        422: {"description": "Invalid body or mode, or an LLM config whose model cannot be built (the message says what to install or set)"},
     },
 )
 async def confirm(
