@@ -23,6 +23,7 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 
+from .context.calibration import answer_tokens, capped_budget
 from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter
 from .context.history import fit_history, repair
 from .context.injection import TOPOLOGY_SHARE, TopologyText, fit_topology, inject
@@ -129,6 +130,7 @@ class ContextReport(TypedDict):
     over_budget: bool
     fallback: bool
     token_scale: float
+    answer_tokens: int  # issue 15: reserved for the reply (max_tokens); the budget never eats into it
 
 
 def _report(
@@ -168,6 +170,7 @@ def _report(
         over_budget=False,
         fallback=False,
         token_scale=1.0,
+        answer_tokens=0,
     )
     report.update(extra)  # type: ignore[typeddict-item]
     return report
@@ -207,9 +210,12 @@ def create_pre_model_hook(
         return counter
 
     def hook(state: Mapping[str, Any]) -> dict[str, Any]:
-        budget = resolve_budget(get_llm_config_func())
+        llm_config = get_llm_config_func()
+        budget = resolve_budget(llm_config)
         scale = clamp_token_scale(state.get("token_scale"))
-        budget["budget"] = int(budget["budget"] / scale)
+        # issue 15: the reply's room (max_tokens) is never given to the prompt, whatever the scale.
+        reserve = answer_tokens(llm_config or {})
+        budget["budget"] = capped_budget(budget["budget"], scale, budget["limit_tokens"], reserve)
         counter = counter_for(budget["encoding"])
         tools_tokens = counter.tools(get_tools_func() or [])
         message_budget = budget["budget"] - tools_tokens
@@ -250,6 +256,7 @@ def create_pre_model_hook(
                 messages_out=len(raw),
                 fallback=True,
                 token_scale=scale,
+                answer_tokens=reserve,
             )
             return {"messages": fallback, "context_report": report}
 
@@ -269,6 +276,7 @@ def create_pre_model_hook(
             orphan_results=repaired.orphan_results,
             over_budget=fitted.over_budget,
             token_scale=scale,
+            answer_tokens=reserve,
         )
         if report["over_budget"]:
             logger.error(

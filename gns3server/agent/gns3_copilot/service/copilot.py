@@ -28,6 +28,7 @@ from ..agent.context.counting import TokenCounter, content_text, role_of
 from ..agent.context_manager import create_pre_model_hook
 from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, LLM_CALL, AgentSettings, build_copilot_graph, check_mode, tools_for_mode
 from ..agent.prompts import system_prompt_for
+from ..agent.server_traits import ServerTraitsMemory
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
@@ -129,6 +130,7 @@ class CopilotService:
         load_topology: Callable[[GNS3Client, str], Awaitable[Any]] | None = None,
         max_llm_calls: int = DEFAULT_MAX_LLM_CALLS,
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
+        bind_tools_unstreamed: Callable[[Sequence[BaseTool], Mapping[str, Any]], Any] | None = None,
     ) -> None:
         self._storage = storage
         self._tools_factory = tools_factory
@@ -138,6 +140,8 @@ class CopilotService:
         self._load_topology = load_topology or fetch_rest_topology
         self._max_llm_calls = max_llm_calls
         self._heartbeat_seconds = heartbeat_seconds
+        self._bind_tools_unstreamed = bind_tools_unstreamed
+        self._server_traits = ServerTraitsMemory()  # which servers cannot stream tool calls (issue 15)
         self._runs: dict[str, _Run] = {}
         self._counters: MutableMapping[str, TokenCounter] = {}
 
@@ -329,6 +333,11 @@ class CopilotService:
             tools=tools,
             mode=mode,
             bind_tools=lambda tools: self._bind_tools(tools, llm_config),
+            bind_tools_unstreamed=(
+                None if self._bind_tools_unstreamed is None
+                else lambda tools: self._bind_tools_unstreamed(tools, llm_config)  # type: ignore[misc]
+            ),
+            traits=self._server_traits.for_config(llm_config),
             pre_model_hook=hook,
             load_topology=load_topology,
             is_context_length_error=self._is_context_length_error,
