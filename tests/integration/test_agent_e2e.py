@@ -173,7 +173,7 @@ async def test_abort_mid_stream_and_busy(copilot, stub, admin, gns3_project):
 
 @pytest.mark.parametrize(
     ("fault", "code"),
-    [(rate_limited(), "llm_rate_limited"), (server_error(), "llm_error"), (hang(), "llm_timeout")],
+    [(rate_limited(), "llm_rate_limited"), (server_error(), "llm_server_error"), (hang(), "llm_timeout")],
 )
 async def test_provider_faults_end_with_a_clean_error(copilot, stub, admin, gns3_project, fault, code):
     stub.enqueue(fault)

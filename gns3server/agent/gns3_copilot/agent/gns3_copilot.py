@@ -140,6 +140,7 @@ def _add_usage(total: Mapping[str, int] | None, message: AIMessage) -> dict[str,
 
 # Keys under which providers report why a reply ended; a stream without one was cut.
 _FINISH_KEYS = ("finish_reason", "stop_reason", "done_reason")
+_NO_CHUNKS = "No generation chunks were returned"
 
 
 def _is_empty_answer(message: AIMessage) -> bool:
@@ -154,11 +155,16 @@ async def _stream_model(model: Any, prepared: list[BaseMessage], config: Runnabl
     """
     writer = get_stream_writer()
     chunks: list[AIMessageChunk] = []
-    async for chunk in model.astream(prepared, config):
-        text = content_text(chunk.content)
-        if text:
-            writer(events.content(text))
-        chunks.append(chunk)
+    try:
+        async for chunk in model.astream(prepared, config):
+            text = content_text(chunk.content)
+            if text:
+                writer(events.content(text))
+            chunks.append(chunk)
+    except ValueError as exc:
+        # LangChain's way of saying the stream had no chunk at all.
+        if chunks or _NO_CHUNKS not in str(exc):
+            raise
     if not chunks:
         return None
     # Merged once at the end: adding chunk by chunk builds a message object per chunk

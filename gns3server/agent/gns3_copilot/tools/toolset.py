@@ -38,7 +38,7 @@ def build_tools(context: RunContext, console: ConsoleServices | None = None) -> 
     """
     factory, project_id = context.client_factory, context.project_id
     tools: list[BaseTool] = [
-        GNS3TopologyTool(client_factory=factory, metadata={"read_only": True}),
+        GNS3TopologyTool(client_factory=factory, project_id=project_id, metadata={"read_only": True}),
         ListTemplatesTool(client_factory=factory, project_id=project_id),
         NodeActionTool(client_factory=factory, project_id=project_id),
         CreateNodeTool(client_factory=factory, project_id=project_id),
