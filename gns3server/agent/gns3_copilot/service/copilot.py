@@ -27,7 +27,9 @@ from ..agent import events
 from ..agent.context.counting import TokenCounter, content_text, role_of
 from ..agent.context_manager import create_pre_model_hook
 from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, LLM_CALL, AgentSettings, build_copilot_graph, check_mode, tools_for_mode
-from ..agent.prompts import system_prompt_for
+from ..agent.context_manager import resolve_budget
+from ..agent.prompts import compact_system_prompt_for, system_prompt_for
+from ..agent.small_window import fit_to_window
 from ..agent.server_traits import ServerTraitsMemory
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
@@ -322,20 +324,34 @@ class CopilotService:
                 log.warning("Topology of project %s unavailable: %s", project_id, exc)
                 return None
 
-        hook = create_pre_model_hook(
-            system_prompt_for(mode),
+        # Small windows (issue 15): compact tool definitions and prompt, then an essential subset.
+        encoding = resolve_budget(llm_config)["encoding"]
+        counter = self._counters.get(encoding) or self._counters.setdefault(encoding, TokenCounter(encoding))
+        fit = fit_to_window(allowed, system_prompt_for(mode), compact_system_prompt_for(mode), llm_config, counter)
+        if fit.level != "full":
+            log.info("Small context window: offering the model %s tool definitions (%d tokens with the prompt)",
+                     fit.level, fit.fixed_tokens)
+        offered = fit.tools if fit.level != "full" else None  # None: the tools the graph binds, as they are
+        base_hook = create_pre_model_hook(
+            fit.system_prompt,
             get_topology_func=lambda state: state.get("topology_info"),
             get_llm_config_func=lambda: llm_config,
-            get_tools_func=lambda: allowed,
+            get_tools_func=lambda: fit.tools,
             counters=self._counters,
         )
+
+        def hook(state: Mapping[str, Any]) -> dict[str, Any]:
+            prepared = base_hook(state)
+            prepared["context_report"]["tool_offer"] = fit.level
+            return prepared
+
         return AgentSettings(
             tools=tools,
             mode=mode,
-            bind_tools=lambda tools: self._bind_tools(tools, llm_config),
+            bind_tools=lambda tools: self._bind_tools(offered or tools, llm_config),
             bind_tools_unstreamed=(
                 None if self._bind_tools_unstreamed is None
-                else lambda tools: self._bind_tools_unstreamed(tools, llm_config)  # type: ignore[misc]
+                else lambda tools: self._bind_tools_unstreamed(offered or tools, llm_config)  # type: ignore[misc]
             ),
             traits=self._server_traits.for_config(llm_config),
             pre_model_hook=hook,
