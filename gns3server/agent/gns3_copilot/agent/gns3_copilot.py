@@ -116,6 +116,9 @@ class AgentSettings:
     bind_tools_unstreamed: Callable[[Sequence[BaseTool]], Any] | None = None
     # What this LLM config's server is known to do (shared across runs by the service).
     traits: ServerTraits = field(default_factory=ServerTraits)
+    # Provider tokens per estimated token for a prepared request, from the server's tokenizer
+    # endpoint; used when a reply reports no usage (None: no such source).
+    measure_scale: Callable[[list[BaseMessage]], Awaitable[float | None]] | None = None
 
 
 def _stringify(result: Any) -> str:
@@ -272,6 +275,8 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         # Calibration (issue 15): the provider's prompt count against our estimate, smoothed over calls.
         samples = state.get("token_scale_samples", 0)
         observed = observed_scale((response.usage_metadata or {}).get("input_tokens"), report["total_tokens"])
+        if observed is None and settings.measure_scale is not None:
+            observed = await settings.measure_scale(prepared)
         if observed is not None:
             learned = state.get("token_scale") if samples else None
             scale = clamp_token_scale(smoothed_scale(learned, samples, observed))

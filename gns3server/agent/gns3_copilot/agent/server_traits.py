@@ -29,6 +29,8 @@ class ServerTraits:
     """Protocol facts about one server and model, learnt from its answers."""
 
     streams_tool_calls: bool = True
+    # Which tokenizer endpoint answers ("llama-cpp-python", "llama.cpp"), "none", or None: not tried yet.
+    tokenizer: str | None = None
 
 
 class ServerTraitsMemory:

@@ -29,6 +29,7 @@ from ..agent.context_manager import create_pre_model_hook
 from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, LLM_CALL, AgentSettings, build_copilot_graph, check_mode, tools_for_mode
 from ..agent.context_manager import resolve_budget
 from ..agent.prompts import compact_system_prompt_for, system_prompt_for
+from ..agent.server_tokens import ServerTokenizer
 from ..agent.small_window import fit_to_window
 from ..agent.server_traits import ServerTraitsMemory
 from ..gns3_client.client import GNS3Client
@@ -345,6 +346,14 @@ class CopilotService:
             prepared["context_report"]["tool_offer"] = fit.level
             return prepared
 
+        traits = self._server_traits.for_config(llm_config)
+        measure_scale = None
+        if llm_config.get("base_url") and llm_config.get("provider", "openai") == "openai":
+            tokenizer = ServerTokenizer(llm_config["base_url"], llm_config.get("api_key"), encoding, traits)
+
+            async def measure_scale(prepared: list[BaseMessage]) -> float | None:
+                return await tokenizer.scale(prepared, fit.tools)
+
         return AgentSettings(
             tools=tools,
             mode=mode,
@@ -353,7 +362,8 @@ class CopilotService:
                 None if self._bind_tools_unstreamed is None
                 else lambda tools: self._bind_tools_unstreamed(offered or tools, llm_config)  # type: ignore[misc]
             ),
-            traits=self._server_traits.for_config(llm_config),
+            traits=traits,
+            measure_scale=measure_scale,
             pre_model_hook=hook,
             load_topology=load_topology,
             is_context_length_error=self._is_context_length_error,
