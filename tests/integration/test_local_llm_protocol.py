@@ -107,12 +107,23 @@ async def test_empty_streamed_tool_call_falls_back_unstreamed_and_is_remembered(
     assert stub.requests[-1].get("stream") in (False, None)
 
 
-async def test_an_answer_empty_both_ways_is_a_named_error(copilot, stub, admin, gns3_project):
-    stub.enqueue(empty_stream(), reply(""))
+async def test_an_empty_answer_with_tools_is_asked_again_without_tools(copilot, stub, admin, gns3_project):
+    # llama-cpp-python's function-calling format can only produce a tool call once tools are offered:
+    # a model that chose to answer in text gets an empty message. Without tools it answers.
+    stub.enqueue(reply(""), "Here is the answer.")
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "hi", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed" and text_of(seen) == "Here is the answer."
+    assert "tools" in stub.requests[0] and "tools" not in stub.requests[1] and stub.requests[1]["stream"] is True
+
+
+async def test_an_answer_empty_every_way_is_a_named_error(copilot, stub, admin, gns3_project):
+    stub.enqueue(empty_stream(), reply(""), reply(""))
     _, stream = await copilot.chat(admin, gns3_project["project_id"], "hi", llm_config=llm(stub))
     seen = await collect(stream)
     assert [e["type"] for e in seen][-2:] == ["error", "done"]
     assert seen[-2]["code"] == "llm_empty_answer" and "empty" in seen[-2]["message"]
+    assert [("tools" in r, r.get("stream")) for r in stub.requests] == [(True, True), (True, False), (False, True)]
 
 
 async def test_a_cut_stream_is_a_named_error_and_the_next_turn_works(copilot, stub, admin, gns3_project):

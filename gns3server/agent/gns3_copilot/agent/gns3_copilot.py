@@ -194,7 +194,7 @@ async def _invoke_model(model: Any, prepared: list[BaseMessage], config: Runnabl
 
 EMPTY_ANSWER_MESSAGE = (
     "The model server answered with an empty message (HTTP 200, no text and no tool call), "
-    "streamed and unstreamed. Check the model server's log and its chat format."
+    "also when asked again unstreamed and without tools. Check the model server's log and its chat format."
 )
 
 
@@ -206,6 +206,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
     model = settings.bind_tools(allowed)
     traits = settings.traits
     unstreamed: list[Any] = []  # built on first use: most servers never need it
+    bare: list[Any] = []  # the model without tools, likewise
 
     async def unstreamed_model() -> Any:
         if settings.bind_tools_unstreamed is None:
@@ -214,22 +215,37 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             unstreamed.append(await asyncio.to_thread(settings.bind_tools_unstreamed, allowed))
         return unstreamed[0]
 
+    async def bare_model() -> Any:
+        if not bare:
+            bare.append(await asyncio.to_thread(settings.bind_tools, []))
+        return bare[0]
+
     async def call_model(prepared: list[BaseMessage], config: RunnableConfig) -> AIMessage:
-        """Streamed when the server can; unstreamed (and remembered) when it cannot stream tool calls."""
+        """One model answer, working around what local servers do with tools.
+
+        Streamed when the server can. An empty streamed body with tools bound is asked
+        again unstreamed (and the server remembered as unable to stream tool calls).
+        An answer still empty with tools offered (llama-cpp-python's function-calling
+        format can only produce a tool call there) is asked once more without tools,
+        for the text answer the model chose. Empty after that: a named error.
+        """
+        response: AIMessage | None
         if allowed and not traits.streams_tool_calls:
             response = await _invoke_model(await unstreamed_model(), prepared, config)
         else:
-            streamed = await _stream_model(model, prepared, config)
-            if streamed is not None and not _is_empty_answer(streamed):
-                return streamed
-            if not allowed:
-                raise LLMEmptyAnswerError(EMPTY_ANSWER_MESSAGE)
-            logger.warning("The model server sent an empty streamed answer with tools bound; retrying unstreamed")
-            response = await _invoke_model(await unstreamed_model(), prepared, config)
-            if not _is_empty_answer(response) and streamed is None:
-                traits.streams_tool_calls = False
-                logger.warning("This model server cannot stream tool calls: its calls with tools go unstreamed from now on")
-        if _is_empty_answer(response):
+            response = await _stream_model(model, prepared, config)
+            if response is not None and not _is_empty_answer(response):
+                return response
+            if response is None and allowed:
+                logger.warning("The model server sent an empty streamed answer with tools bound; retrying unstreamed")
+                response = await _invoke_model(await unstreamed_model(), prepared, config)
+                if not _is_empty_answer(response):
+                    traits.streams_tool_calls = False
+                    logger.warning("This model server cannot stream tool calls: calls with tools go unstreamed from now on")
+        if allowed and (response is None or _is_empty_answer(response)):
+            logger.warning("Empty answer with tools offered; asking again without tools for a text answer")
+            response = await _stream_model(await bare_model(), prepared, config)
+        if response is None or _is_empty_answer(response):
             raise LLMEmptyAnswerError(EMPTY_ANSWER_MESSAGE)
         return response
 

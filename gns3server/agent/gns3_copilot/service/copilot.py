@@ -332,7 +332,12 @@ class CopilotService:
         if fit.level != "full":
             log.info("Small context window: offering the model %s tool definitions (%d tokens with the prompt)",
                      fit.level, fit.fixed_tokens)
-        offered = fit.tools if fit.level != "full" else None  # None: the tools the graph binds, as they are
+        def offer(tools: Sequence[BaseTool]) -> list[Any]:
+            """What the model is offered for ``tools``: the compact definitions of those at small windows."""
+            if fit.level == "full":
+                return list(tools)
+            names = {t.name for t in tools}
+            return [spec for spec in fit.tools if spec["function"]["name"] in names]
         base_hook = create_pre_model_hook(
             fit.system_prompt,
             get_topology_func=lambda state: state.get("topology_info"),
@@ -357,10 +362,10 @@ class CopilotService:
         return AgentSettings(
             tools=tools,
             mode=mode,
-            bind_tools=lambda tools: self._bind_tools(offered or tools, llm_config),
+            bind_tools=lambda tools: self._bind_tools(offer(tools), llm_config),
             bind_tools_unstreamed=(
                 None if self._bind_tools_unstreamed is None
-                else lambda tools: self._bind_tools_unstreamed(offered or tools, llm_config)  # type: ignore[misc]
+                else lambda tools: self._bind_tools_unstreamed(offer(tools), llm_config)  # type: ignore[misc]
             ),
             traits=traits,
             measure_scale=measure_scale,
