@@ -125,7 +125,8 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
                 result.errors += [e["code"] for e in events if e["type"] == "error"]
                 reports += [e["report"] for e in events if e["type"] == "context"]
             bodies = proxy.chat_requests
-            requests = [b for i, b in enumerate(bodies) if i + 1 == len(bodies) or b["messages"] != bodies[i + 1]["messages"]]
+            # One per model call: the request its report describes (repeats carry the same messages).
+            requests = [b for i, b in enumerate(bodies) if i == 0 or b["messages"] != bodies[i - 1]["messages"]]
             result.requests = len(requests)
             for body in requests:
                 real = await real_prompt_tokens(llama.root_url, body)

@@ -120,9 +120,10 @@ async def test_estimates_are_within_15_percent_of_the_servers_counts_once_calibr
         record, events = await _turn(copilot, admin, project_id, question, config, session_id)
         session_id = record.session_id
         reports += _reports(events)
-    # One request per model call (an unstreamed repeat of an empty streamed answer is the same request).
-    requests = [b for i, b in enumerate(proxy.chat_requests)
-                if i + 1 == len(proxy.chat_requests) or b["messages"] != proxy.chat_requests[i + 1]["messages"]]
+    # One request per model call: the one its report describes (the tools offered); repeats of it
+    # (unstreamed, or without tools after an empty answer) carry the same messages.
+    bodies = proxy.chat_requests
+    requests = [b for i, b in enumerate(bodies) if i == 0 or b["messages"] != bodies[i - 1]["messages"]]
     assert len(requests) == len(reports)
     ratios = []
     for report, body in zip(reports, requests):

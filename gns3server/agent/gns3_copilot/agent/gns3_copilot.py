@@ -220,8 +220,8 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             bare.append(await asyncio.to_thread(settings.bind_tools, []))
         return bare[0]
 
-    async def call_model(prepared: list[BaseMessage], config: RunnableConfig) -> AIMessage:
-        """One model answer, working around what local servers do with tools.
+    async def call_model(prepared: list[BaseMessage], config: RunnableConfig) -> tuple[AIMessage, bool]:
+        """One model answer and whether the request that gave it carried the tools.
 
         Streamed when the server can. An empty streamed body with tools bound is asked
         again unstreamed (and the server remembered as unable to stream tool calls).
@@ -235,19 +235,20 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         else:
             response = await _stream_model(model, prepared, config)
             if response is not None and not _is_empty_answer(response):
-                return response
+                return response, bool(allowed)
             if response is None and allowed:
                 logger.warning("The model server sent an empty streamed answer with tools bound; retrying unstreamed")
                 response = await _invoke_model(await unstreamed_model(), prepared, config)
                 if not _is_empty_answer(response):
                     traits.streams_tool_calls = False
                     logger.warning("This model server cannot stream tool calls: calls with tools go unstreamed from now on")
+        with_tools = bool(allowed)
         if allowed and (response is None or _is_empty_answer(response)):
             logger.warning("Empty answer with tools offered; asking again without tools for a text answer")
-            response = await _stream_model(await bare_model(), prepared, config)
+            response, with_tools = await _stream_model(await bare_model(), prepared, config), False
         if response is None or _is_empty_answer(response):
             raise LLMEmptyAnswerError(EMPTY_ANSWER_MESSAGE)
-        return response
+        return response, with_tools
 
     async def llm_call(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
         messages = state["messages"]
@@ -276,7 +277,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             logger.info("Messages prepared: %d → %d", len(messages), len(prepared))
             writer(events.context(report))
             try:
-                response = await call_model(prepared, config)
+                response, tools_sent = await call_model(prepared, config)
                 break
             except Exception as exc:
                 if attempt == 2 or not settings.is_context_length_error(exc):
@@ -290,7 +291,9 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         writer(events.usage(run_usage))
         # Calibration (issue 15): the provider's prompt count against our estimate, smoothed over calls.
         samples = state.get("token_scale_samples", 0)
-        observed = observed_scale((response.usage_metadata or {}).get("input_tokens"), report["total_tokens"])
+        # A text answer asked for without tools was a request without their definitions.
+        estimated = report["total_tokens"] - (0 if tools_sent else report["tools_tokens"])
+        observed = observed_scale((response.usage_metadata or {}).get("input_tokens"), estimated)
         if observed is None and settings.measure_scale is not None:
             observed = await settings.measure_scale(prepared)
         if observed is not None:
