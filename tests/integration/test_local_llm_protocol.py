@@ -171,3 +171,13 @@ async def test_the_step_limit_message_is_streamed(tmp_path, gns3_server, stub, a
     finally:
         await service.close()
         await storage.close()
+
+
+async def test_a_call_repeated_with_success_gets_an_answer_without_tools(copilot, stub, admin, gns3_project):
+    same = tool_call("gns3_topology", {})
+    stub.enqueue(*[reply(tool_calls=[same]) for _ in range(3)], "The lab is empty.")
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "look", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed" and text_of(seen) == "The lab is empty."
+    assert [e["status"] for e in seen if e["type"] == "tool_end"] == ["success"] * 3
+    assert ["tools" in r for r in stub.requests] == [True, True, True, False]

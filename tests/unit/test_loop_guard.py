@@ -40,3 +40,12 @@ def test_a_long_error_is_quoted_short():
         ]
     answer = repeated_failure_answer(turn)
     assert answer is not None and len(answer) < 1000 and "[...]" in answer
+
+
+def test_a_call_repeated_three_times_is_seen_whatever_its_outcome():
+    from gns3server.agent.gns3_copilot.agent.loop_guard import repeats_a_call
+
+    turn = [HumanMessage("go")] + _attempt(1, {}, "success") + _attempt(2, {}, "success")
+    assert not repeats_a_call(turn)
+    assert repeats_a_call(turn + _attempt(3, {}, "success"))
+    assert not repeats_a_call([HumanMessage("old")] + turn[1:] + _attempt(3, {}) + [HumanMessage("new")])

@@ -41,7 +41,7 @@ from .context.calibration import observed_scale, smoothed_scale
 from .context.counting import content_text, json_text
 from .context_manager import clamp_token_scale
 from .llm_errors import LLMEmptyAnswerError, LLMStreamCutError
-from .loop_guard import repeated_failure_answer
+from .loop_guard import repeated_failure_answer, repeats_a_call
 from .server_traits import ServerTraits
 
 logger = logging.getLogger(__name__)
@@ -220,7 +220,9 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             bare.append(await asyncio.to_thread(settings.bind_tools, []))
         return bare[0]
 
-    async def call_model(prepared: list[BaseMessage], config: RunnableConfig) -> tuple[AIMessage, bool]:
+    async def call_model(
+        prepared: list[BaseMessage], config: RunnableConfig, offer_tools: bool = True
+    ) -> tuple[AIMessage, bool]:
         """One model answer and whether the request that gave it carried the tools.
 
         Streamed when the server can. An empty streamed body with tools bound is asked
@@ -230,6 +232,11 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         for the text answer the model chose. Empty after that: a named error.
         """
         response: AIMessage | None
+        if not offer_tools:
+            response = await _stream_model(await bare_model(), prepared, config)
+            if response is None or _is_empty_answer(response):
+                raise LLMEmptyAnswerError(EMPTY_ANSWER_MESSAGE)
+            return response, False
         if allowed and not traits.streams_tool_calls:
             response = await _invoke_model(await unstreamed_model(), prepared, config)
         else:
@@ -264,6 +271,10 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             logger.warning("Run stopped: the model repeated the same failing tool call")
             writer(events.content(stop))
             return {"messages": [AIMessage(content=stop)]}
+        # The same call made again and again: this time the model answers from what it has.
+        offer_tools = not repeats_a_call(messages)
+        if not offer_tools:
+            logger.warning("The model repeated the same tool call; asking it for an answer without tools")
         project_id = (config.get("configurable") or {}).get("project_id")
         topology = await settings.load_topology(project_id) if project_id else None
         scale = clamp_token_scale(state.get("token_scale"))
@@ -277,7 +288,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             logger.info("Messages prepared: %d → %d", len(messages), len(prepared))
             writer(events.context(report))
             try:
-                response, tools_sent = await call_model(prepared, config)
+                response, tools_sent = await call_model(prepared, config, offer_tools)
                 break
             except Exception as exc:
                 if attempt == 2 or not settings.is_context_length_error(exc):

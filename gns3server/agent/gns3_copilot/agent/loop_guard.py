@@ -1,9 +1,12 @@
-"""Stopping a model that repeats the same failing tool call.
+"""Stopping a model that repeats the same tool call.
 
 Small models, shown an error, often call the same tool with the same arguments
 again, until the step limit (25 calls, minutes of a local server's time). Three
 identical failures in one turn are enough to know it will not get better: the run
-ends with a plain answer that says what failed, instead of another model call.
+ends with a plain answer that says what failed, instead of another model call
+(:func:`repeated_failure_answer`). A call repeated as often that succeeded has
+given the model what it will give: the next model call is made without tools, so
+that it answers from what it has (:func:`repeats_a_call`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from .context.counting import content_text
 
-__all__ = ["REPEATED_FAILURE_LIMIT", "repeated_failure_answer"]
+__all__ = ["REPEATED_FAILURE_LIMIT", "repeated_failure_answer", "repeats_a_call"]
 
 REPEATED_FAILURE_LIMIT = 3
 # How much of the tool's last error the answer quotes.
@@ -61,3 +64,13 @@ def repeated_failure_answer(messages: Sequence[BaseMessage], limit: int = REPEAT
                 error = error[:ERROR_EXCERPT_CHARS] + " [...]"
             return REPEATED_FAILURE_MESSAGE.format(name=key[0], n=count, error=error)
     return None
+
+
+def repeats_a_call(messages: Sequence[BaseMessage], limit: int = REPEATED_FAILURE_LIMIT) -> bool:
+    """Whether the current turn has made the same tool call (name and arguments) ``limit`` times."""
+    seen: Counter[tuple[str, str]] = Counter()
+    for message in _current_turn(messages):
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                seen[(call["name"], json.dumps(call.get("args") or {}, sort_keys=True, default=str))] += 1
+    return any(count >= limit for count in seen.values())
