@@ -39,7 +39,11 @@ class RecordingProxy:
         return f"http://127.0.0.1:{self.port}/v1"
 
     async def start(self) -> RecordingProxy:
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=900))
+        # A fresh upstream connection per request: llama-cpp-python's server drops a kept-alive
+        # connection after a failed stream, and reusing it would turn into a 500 of the proxy's own.
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None, sock_read=900), connector=aiohttp.TCPConnector(force_close=True)
+        )
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._forward)
         self._runner = web.AppRunner(app, access_log=None)
