@@ -187,8 +187,12 @@ async def main(windows: list[int], turns: int) -> None:
         with GNS3ServerProcess.start(work / "gns3") as gns3:
             async with gns3.client() as client:
                 project = await client.create_project("bench-local-llm")
-            results = [await run_window(window, turns, gns3, project["project_id"], work) for window in windows]
-    print(f"SmolLM2-135M-Instruct Q4_1 on llama-cpp-python's server (chatml-function-calling), {turns} turns per window\n")
+            print(f"SmolLM2-135M-Instruct Q4_1 on llama-cpp-python's server (chatml-function-calling), "
+                  f"{turns} turns per window\n", flush=True)
+            results = []
+            for window in windows:
+                results.append(await run_window(window, turns, gns3, project["project_id"], work))
+                print(table(results[-1:]), "\n", flush=True)  # a long run still shows what it measured
     print(table(results))
 
 
