@@ -77,7 +77,7 @@ def public_message(exc: BaseException) -> tuple[str, str]:
     if isinstance(status, int) and status >= 500:
         return (
             "llm_server_error",
-            f"The model server failed while answering (HTTP {status}); its own log says why. "
+            f"The LLM provider (model server) failed while answering (HTTP {status}); its own log says why. "
             "Retrying may help; if it keeps failing, check the model server and the LLM settings.",
         )
     if isinstance(status, int) and status >= 400:
