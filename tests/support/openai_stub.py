@@ -54,6 +54,8 @@ __all__ = [
     "StubRequest",
     "StubToolCall",
     "context_length_exceeded",
+    "cut_stream",
+    "empty_stream",
     "fault",
     "hang",
     "rate_limited",
@@ -85,6 +87,9 @@ class StubReply:
     hold_after: int | None = None
     """Streamed chunks to send before waiting for :meth:`OpenAIStub.release` (None: no hold)."""
     finish_reason: str | None = None
+    cut_after: int | None = None
+    """Streamed only: close the body after this many deltas, with no finish reason and no
+    ``[DONE]`` (0: an empty 200 body, as llama-cpp-python sends for a tool call it cannot stream)."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,16 @@ def reply(
 ) -> StubReply:
     """A completion; streamed as ``chunk_chars``-sized text deltas, then tool-call deltas."""
     return StubReply(text, tuple(tool_calls), usage, chunk_chars, hold_after, finish_reason)
+
+
+def empty_stream() -> StubReply:
+    """A streamed request answered 200 with an empty body (a non-streamed one gets an empty reply)."""
+    return StubReply(cut_after=0)
+
+
+def cut_stream(text: str, after: int = 2, chunk_chars: int = 4) -> StubReply:
+    """``text`` streamed, but the body ends after ``after`` deltas: no finish reason, no ``[DONE]``."""
+    return StubReply(text, chunk_chars=chunk_chars, cut_after=after)
 
 
 def _error_body(message: str, type_: str, code: str | None, param: str | None = None) -> dict[str, Any]:
@@ -479,6 +494,11 @@ class OpenAIStub:
         payloads = [chunk(delta) for delta in events] + [chunk({}, _finish_reason(item))]
         if usage is not None:
             payloads.append({**base, "choices": [], "usage": usage})
+        if item.cut_after is not None:
+            for payload in payloads[: min(item.cut_after, len(events))]:
+                await response.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+            await response.write_eof()
+            return response
         hold_ordinal = None
         if item.hold_after is not None:
             self._holds += 1

@@ -351,7 +351,9 @@ def test_steady_state_only_counts_new_messages(monkeypatch):
 def test_token_scale_tightens_the_budget_within_bounds(scale, expected):
     report = make_hook(limit=8)({"messages": [HumanMessage("hi")], "token_scale": scale})["context_report"]
     assert report["token_scale"] == expected
-    assert report["budget"] == int(6000 / expected)
+    # Never past the window minus the reply's reserve (8K: 1,000 tokens by default), whatever the scale.
+    assert report["budget"] == min(int(6000 / expected), 8000 - 1000)
+    assert report["answer_tokens"] == 1000
 
 
 def test_shared_counters_outlive_a_hook():

@@ -28,6 +28,7 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 
+from .context.calibration import answer_tokens, capped_budget
 from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter, content_text, json_text
 from .context.summary import restore_summary, summary_section
 from .context.window import DEFAULT_LOW_WATER, DEFAULT_TOOL_OUTPUT_TURNS, plan_window, restore_window
@@ -200,6 +201,7 @@ class ContextReport(TypedDict):
     summarized_turns: int
     summary_text: str | None
     summary_until_id: str | None
+    answer_tokens: int  # issue 15: reserved for the reply (max_tokens); the budget never eats into it
 
 
 def _report(
@@ -249,6 +251,7 @@ def _report(
         summarized_turns=0,
         summary_text=None,
         summary_until_id=None,
+        answer_tokens=0,
     )
     report.update(extra)  # type: ignore[typeddict-item]
     return report
@@ -320,7 +323,9 @@ def create_pre_model_hook(
         budget = resolve_budget(config)
         window_settings = resolve_window_settings(config)
         scale = clamp_token_scale(state.get("token_scale"))
-        budget["budget"] = int(budget["budget"] / scale)
+        # issue 15: the reply's room (max_tokens) is never given to the prompt, whatever the scale.
+        reserve = answer_tokens(config or {})
+        budget["budget"] = capped_budget(budget["budget"], scale, budget["limit_tokens"], reserve)
         counter = counter_for(budget["encoding"])
         tools_tokens = counter.tools(get_tools_func() or [], style=tools_style_for(config))
         message_budget = budget["budget"] - tools_tokens
@@ -377,6 +382,7 @@ def create_pre_model_hook(
                 fallback=True,
                 token_scale=scale,
                 low_water=window_settings["low_water"],
+                answer_tokens=reserve,
             )
             return {"messages": fallback, "context_report": report, "context_window": previous}
 
@@ -407,6 +413,7 @@ def create_pre_model_hook(
             summarized_turns=int(summary.get("turns", 0)) if section else 0,
             summary_text=summary["text"] if section and summary else None,
             summary_until_id=summary.get("until_id") if section and summary else None,
+            answer_tokens=reserve,
         )
         # The summary is part of the system message but reported on its own.
         report["system_tokens"] -= report["summary_tokens"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypedDict
 
 import pydantic
@@ -38,10 +38,14 @@ from langgraph.types import interrupt
 from ..gns3_client.exceptions import GNS3Error
 from . import events
 from .approval import approval_digest
+from .context.calibration import observed_scale, smoothed_scale
 from .context.counting import TokenCounter, content_text, json_text
 from .context.summary import clean_summary, count_turns, restore_summary, summary_bounds, summary_request
 from .context.tokenizer import DEFAULT_ENCODING
 from .context_manager import clamp_token_scale
+from .llm_errors import LLMEmptyAnswerError, LLMStreamCutError
+from .loop_guard import repeated_failure_answer, repeats_a_call
+from .server_traits import ServerTraits
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +69,7 @@ class CopilotState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     context_report: dict[str, Any]
     token_scale: float
+    token_scale_samples: int
     llm_calls: int
     usage: dict[str, int]
     context_window: dict[str, Any]
@@ -124,6 +129,14 @@ class AgentSettings:
     max_llm_calls: int = DEFAULT_MAX_LLM_CALLS
     summarize: Callable[[list[BaseMessage]], Awaitable[AIMessage]] | None = None
     summary_timeout: float = DEFAULT_SUMMARY_TIMEOUT
+    # The same tools bound to a model that does not stream (for servers that cannot
+    # stream tool calls); None: the streaming model's own unstreamed call is used.
+    bind_tools_unstreamed: Callable[[Sequence[BaseTool]], Any] | None = None
+    # What this LLM config's server is known to do (shared across runs by the service).
+    traits: ServerTraits = field(default_factory=ServerTraits)
+    # Provider tokens per estimated token for a prepared request, from the server's tokenizer
+    # endpoint; used when a reply reports no usage (None: no such source).
+    measure_scale: Callable[[list[BaseMessage]], Awaitable[float | None]] | None = None
 
 
 def _stringify(result: Any) -> str:
@@ -146,20 +159,43 @@ def _add_usage(total: Mapping[str, int] | None, message: AIMessage) -> dict[str,
     return usage
 
 
-async def _stream_model(model: Any, prepared: list[BaseMessage], config: RunnableConfig) -> AIMessage:
-    """Stream one model call, forwarding text deltas as ``content`` events."""
+# Keys under which providers report why a reply ended; a stream without one was cut.
+_FINISH_KEYS = ("finish_reason", "stop_reason", "done_reason")
+_NO_CHUNKS = "No generation chunks were returned"
+
+
+def _is_empty_answer(message: AIMessage) -> bool:
+    return not content_text(message.content).strip() and not message.tool_calls and not message.invalid_tool_calls
+
+
+async def _stream_model(model: Any, prepared: list[BaseMessage], config: RunnableConfig) -> AIMessage | None:
+    """Stream one model call, forwarding text deltas as ``content`` events.
+
+    None when the server sent no chunk at all (an empty 200 body); raises
+    :class:`LLMStreamCutError` when it sent some but never said the reply was complete.
+    """
     writer = get_stream_writer()
     chunks: list[AIMessageChunk] = []
-    async for chunk in model.astream(prepared, config):
-        text = content_text(chunk.content)
-        if text:
-            writer(events.content(text))
-        chunks.append(chunk)
+    try:
+        async for chunk in model.astream(prepared, config):
+            text = content_text(chunk.content)
+            if text:
+                writer(events.content(text))
+            chunks.append(chunk)
+    except ValueError as exc:
+        # LangChain's way of saying the stream had no chunk at all.
+        if chunks or _NO_CHUNKS not in str(exc):
+            raise
     if not chunks:
-        return AIMessage(content="")
+        return None
     # Merged once at the end: adding chunk by chunk builds a message object per chunk
     # (14 ms of event-loop time for a 1,000-chunk answer, against 0.7 ms).
     message = message_chunk_to_message(add_ai_message_chunks(chunks[0], *chunks[1:]))
+    if not any(message.response_metadata.get(key) for key in _FINISH_KEYS):
+        raise LLMStreamCutError(
+            f"The model server's streamed answer stopped after {len(chunks)} chunk(s) without saying it was "
+            "complete (no finish reason): the connection was cut or the server failed mid-answer."
+        )
     return message if isinstance(message, AIMessage) else AIMessage(content=content_text(message.content))
 
 
@@ -214,22 +250,102 @@ async def _summarize(
     return {"text": text, "until": start, "until_id": window.get("start_id"), "turns": turns}
 
 
+async def _invoke_model(model: Any, prepared: list[BaseMessage], config: RunnableConfig) -> AIMessage:
+    """One unstreamed model call; its text goes out as a single ``content`` event."""
+    message = await model.ainvoke(prepared, config)
+    if not isinstance(message, AIMessage):
+        message = AIMessage(content=content_text(message.content))
+    text = content_text(message.content)
+    if text:
+        get_stream_writer()(events.content(text))
+    return message
+
+
+EMPTY_ANSWER_MESSAGE = (
+    "The model server answered with an empty message (HTTP 200, no text and no tool call), "
+    "also when asked again unstreamed and without tools. Check the model server's log and its chat format."
+)
+
+
 def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """Compile the llm_call <-> tools graph for one run's settings."""
     allowed = tools_for_mode(settings.tools, settings.mode)
     allowed_names = {t.name for t in allowed}
     by_name = {t.name: t for t in settings.tools}
     model = settings.bind_tools(allowed)
+    traits = settings.traits
+    unstreamed: list[Any] = []  # built on first use: most servers never need it
+    bare: list[Any] = []  # the model without tools, likewise
+
+    async def unstreamed_model() -> Any:
+        if settings.bind_tools_unstreamed is None:
+            return model
+        if not unstreamed:  # creating a provider client is CPU work: off the loop
+            unstreamed.append(await asyncio.to_thread(settings.bind_tools_unstreamed, allowed))
+        return unstreamed[0]
+
+    async def bare_model() -> Any:
+        if not bare:
+            bare.append(await asyncio.to_thread(settings.bind_tools, []))
+        return bare[0]
+
+    async def call_model(
+        prepared: list[BaseMessage], config: RunnableConfig, offer_tools: bool = True
+    ) -> tuple[AIMessage, bool]:
+        """One model answer and whether the request that gave it carried the tools.
+
+        Streamed when the server can. An empty streamed body with tools bound is asked
+        again unstreamed (and the server remembered as unable to stream tool calls).
+        An answer still empty with tools offered (llama-cpp-python's function-calling
+        format can only produce a tool call there) is asked once more without tools,
+        for the text answer the model chose. Empty after that: a named error.
+        """
+        response: AIMessage | None
+        if not offer_tools:
+            response = await _stream_model(await bare_model(), prepared, config)
+            if response is None or _is_empty_answer(response):
+                raise LLMEmptyAnswerError(EMPTY_ANSWER_MESSAGE)
+            return response, False
+        if allowed and not traits.streams_tool_calls:
+            response = await _invoke_model(await unstreamed_model(), prepared, config)
+        else:
+            response = await _stream_model(model, prepared, config)
+            if response is not None and not _is_empty_answer(response):
+                return response, bool(allowed)
+            if response is None and allowed:
+                logger.warning("The model server sent an empty streamed answer with tools bound; retrying unstreamed")
+                response = await _invoke_model(await unstreamed_model(), prepared, config)
+                if not _is_empty_answer(response):
+                    traits.streams_tool_calls = False
+                    logger.warning("This model server cannot stream tool calls: calls with tools go unstreamed from now on")
+        with_tools = bool(allowed)
+        if allowed and (response is None or _is_empty_answer(response)):
+            logger.warning("Empty answer with tools offered; asking again without tools for a text answer")
+            response, with_tools = await _stream_model(await bare_model(), prepared, config), False
+        if response is None or _is_empty_answer(response):
+            raise LLMEmptyAnswerError(EMPTY_ANSWER_MESSAGE)
+        return response, with_tools
 
     async def llm_call(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
         messages = state["messages"]
         calls = state.get("llm_calls", 0)
+        writer = get_stream_writer()
         if calls >= settings.max_llm_calls:
             logger.warning("Run stopped after %d LLM calls (limit reached)", calls)
-            return {"messages": [AIMessage(content=STEP_LIMIT_MESSAGE.format(n=calls))]}
+            text = STEP_LIMIT_MESSAGE.format(n=calls)
+            writer(events.content(text))  # the user sees it live, not only in the history
+            return {"messages": [AIMessage(content=text)]}
+        stop = repeated_failure_answer(messages)
+        if stop is not None:
+            logger.warning("Run stopped: the model repeated the same failing tool call")
+            writer(events.content(stop))
+            return {"messages": [AIMessage(content=stop)]}
+        # The same call made again and again: this time the model answers from what it has.
+        offer_tools = not repeats_a_call(messages)
+        if not offer_tools:
+            logger.warning("The model repeated the same tool call; asking it for an answer without tools")
         project_id = (config.get("configurable") or {}).get("project_id")
         topology = await settings.load_topology(project_id) if project_id else None
-        writer = get_stream_writer()
         scale = clamp_token_scale(state.get("token_scale"))
         window = state.get("context_window")
         summary = state.get("context_summary")
@@ -258,7 +374,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             logger.info("Messages prepared: %d → %d", len(messages), len(prepared))
             writer(events.context(report))
             try:
-                response = await _stream_model(model, prepared, config)
+                response, tools_sent = await call_model(prepared, config, offer_tools)
                 break
             except Exception as exc:
                 if attempt == 2 or not settings.is_context_length_error(exc):
@@ -270,13 +386,22 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             writer(events.tool_call(call["id"] or "", call["name"], call["args"]))
         run_usage = _add_usage(run_usage, response)
         writer(events.usage(run_usage))
-        reported = (response.usage_metadata or {}).get("input_tokens")
-        if isinstance(reported, int) and reported > 0 and report["total_tokens"] > 0:
-            scale = clamp_token_scale(reported / report["total_tokens"])
+        # Calibration (issue 15): the provider's prompt count against our estimate, smoothed over calls.
+        samples = state.get("token_scale_samples", 0)
+        # A text answer asked for without tools was a request without their definitions.
+        estimated = report["total_tokens"] - (0 if tools_sent else report["tools_tokens"])
+        observed = observed_scale((response.usage_metadata or {}).get("input_tokens"), estimated)
+        if observed is None and settings.measure_scale is not None:
+            observed = await settings.measure_scale(prepared)
+        if observed is not None:
+            learned = state.get("token_scale") if samples else None
+            scale = clamp_token_scale(smoothed_scale(learned, samples, observed))
+            samples += 1
         return {
             "messages": [response],
             "context_report": report,
             "token_scale": scale,
+            "token_scale_samples": samples,
             "llm_calls": calls + 1,
             "usage": run_usage,
             "context_window": window,

@@ -33,6 +33,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
+from .context.calibration import answer_tokens
 from .context_manager import resolve_budget
 
 log = logging.getLogger(__name__)
@@ -243,27 +244,31 @@ def _require_provider_package(provider: str) -> None:
         ) from exc
 
 
-def _provider_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Map our config onto the keyword arguments of the provider's chat model class."""
+def _provider_kwargs(config: Mapping[str, Any], *, stream: bool = True) -> dict[str, Any]:
+    """Map our config onto the keyword arguments of the provider's chat model class.
+
+    The reply limit is always sent (the config's ``max_tokens`` or a default scaled to
+    the window): a server left to generate until its window is full overflows it.
+    """
     provider = config["provider"]
     kwargs: dict[str, Any] = {}
     if "temperature" in config:
         kwargs["temperature"] = config["temperature"]
+    if not stream:
+        kwargs["disable_streaming"] = True
     if provider == "ollama":
         # ChatOllama: no retries, output limit is num_predict, HTTP options go to httpx.
         if "base_url" in config:
             kwargs["base_url"] = config["base_url"]
-        if "max_tokens" in config:
-            kwargs["num_predict"] = config["max_tokens"]
+        kwargs["num_predict"] = answer_tokens(config)
         client_kwargs: dict[str, Any] = {"timeout": config["timeout"]}
         if "api_key" in config:  # an Ollama behind an authenticating proxy
             client_kwargs["headers"] = {"Authorization": f"Bearer {config['api_key']}"}
         kwargs["client_kwargs"] = client_kwargs
         return kwargs
 
-    kwargs.update(timeout=config["timeout"], max_retries=config["max_retries"], streaming=True)
-    if "max_tokens" in config:
-        kwargs["max_tokens"] = config["max_tokens"]
+    kwargs.update(timeout=config["timeout"], max_retries=config["max_retries"], streaming=stream)
+    kwargs["max_tokens"] = answer_tokens(config)
     if "base_url" in config:
         kwargs["base_url"] = config["base_url"]
     if "api_key" in config:
@@ -276,8 +281,13 @@ def _provider_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def create_chat_model(llm_config: Mapping[str, Any]) -> BaseChatModel:
-    """Validate ``llm_config`` and build its streaming chat model with ``init_chat_model``."""
+def create_chat_model(llm_config: Mapping[str, Any], *, stream: bool = True) -> BaseChatModel:
+    """Validate ``llm_config`` and build its chat model with ``init_chat_model``.
+
+    Streaming unless ``stream`` is False (for servers that cannot stream tool calls).
+    An OpenAI-compatible server (provider ``openai`` with a ``base_url``) gets
+    :class:`~.openai_compat.CompatibleChatOpenAI`, which never sends ``content: null``.
+    """
     from langchain.chat_models import init_chat_model  # heavy; only when a model is built
 
     config = validate_llm_config(llm_config)
@@ -285,7 +295,12 @@ def create_chat_model(llm_config: Mapping[str, Any]) -> BaseChatModel:
     _require_provider_package(provider)
     log.debug("Creating chat model: %s", redact_config(config))
     try:
-        return init_chat_model(config["model"], model_provider=provider, **_provider_kwargs(config))
+        kwargs = _provider_kwargs(config, stream=stream)
+        if provider == "openai" and "base_url" in config:
+            from .openai_compat import CompatibleChatOpenAI  # imports langchain_openai
+
+            return CompatibleChatOpenAI(model=config["model"], **kwargs)
+        return init_chat_model(config["model"], model_provider=provider, **kwargs)
     except Exception as exc:  # any constructor failure is a config problem
         # The provider's message may quote configured values (the key among them): keep it out.
         if provider == "openai" and "api_key" not in config and "api_key" in str(exc).lower():
@@ -301,13 +316,19 @@ def create_chat_model(llm_config: Mapping[str, Any]) -> BaseChatModel:
 
 
 def create_base_model_with_tools(
-    tools: Sequence[Any], llm_config: Mapping[str, Any]
+    tools: Sequence[Any], llm_config: Mapping[str, Any], *, stream: bool = True
 ) -> Runnable[LanguageModelInput, BaseMessage]:
-    """The seed's entry point: the configured chat model with ``tools`` bound (none: the bare model)."""
-    model = create_chat_model(llm_config)
+    """The seed's entry point: the configured chat model with ``tools`` bound (none: the bare model).
+
+    OpenAI-compatible models get ``tool_choice: "auto"``: OpenAI assumes it, but
+    llama.cpp's function-calling formats leave the tools out of the prompt without it.
+    """
+    model = create_chat_model(llm_config, stream=stream)
     tools = list(tools)
     if not tools:  # OpenAI rejects an empty "tools" array
         return model
+    if validate_llm_config(llm_config)["provider"] == "openai":
+        return model.bind_tools(tools, tool_choice="auto")
     return model.bind_tools(tools)
 
 

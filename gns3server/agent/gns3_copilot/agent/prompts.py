@@ -82,3 +82,23 @@ def default_prompts() -> PromptSet:
 def system_prompt_for(mode: str) -> str:
     """The packaged system prompt for a mode, with the topology placeholder still in it."""
     return default_prompts().system_for(mode)
+
+
+# For small context windows (``small_window``): the same rules in a few words.
+COMPACT_SYSTEM_PROMPT = """\
+You are GNS3 Copilot, assistant for the user's GNS3 lab. Answer from the topology below \
+and your tools' results; never invent output. Be brief. Mode: {mode_rules}
+
+### TOPOLOGY
+{{topology_info}}
+"""
+
+COMPACT_MODE_RULES = {
+    "teaching": "teaching (read only; guide the user).",
+    "lab_automation": "lab automation (you may change the lab with tools).",
+}
+
+
+def compact_system_prompt_for(mode: str) -> str:
+    """The short system prompt for small windows, with the topology placeholder still in it."""
+    return COMPACT_SYSTEM_PROMPT.replace("{mode_rules}", COMPACT_MODE_RULES[mode])

@@ -11,6 +11,7 @@ streams end with ``abort``/``done`` instead of holding the server up.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -78,6 +79,7 @@ class CopilotState:
             storage,
             tools_factory=lambda context: build_tools(context, console),
             bind_tools=create_base_model_with_tools,
+            bind_tools_unstreamed=functools.partial(create_base_model_with_tools, stream=False),
             is_context_length_error=is_context_length_error,
             client_factory=self.gns3_client,
             max_llm_calls=settings.max_llm_calls,

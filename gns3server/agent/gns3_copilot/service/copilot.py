@@ -34,7 +34,7 @@ from langgraph.types import Command
 from ..agent import events
 from ..agent.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
 from ..agent.context.counting import TokenCounter, content_text, role_of
-from ..agent.context_manager import create_pre_model_hook, resolve_window_settings
+from ..agent.context_manager import create_pre_model_hook, resolve_budget, resolve_window_settings
 from ..agent.gns3_copilot import (
     DEFAULT_MAX_LLM_CALLS,
     DEFAULT_SUMMARY_TIMEOUT,
@@ -44,7 +44,10 @@ from ..agent.gns3_copilot import (
     check_mode,
     tools_for_mode,
 )
-from ..agent.prompts import PromptSet, default_prompts
+from ..agent.prompts import PromptSet, compact_system_prompt_for, default_prompts
+from ..agent.server_tokens import ServerTokenizer
+from ..agent.server_traits import ServerTraitsMemory
+from ..agent.small_window import fit_to_window
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
@@ -218,6 +221,7 @@ class CopilotService:
         approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
         clock: Callable[[], float] = time.time,
         prompts: PromptSet | None = None,
+        bind_tools_unstreamed: Callable[[Sequence[BaseTool], Mapping[str, Any]], Any] | None = None,
     ) -> None:
         self._storage = storage
         self._tools_factory = tools_factory
@@ -231,6 +235,8 @@ class CopilotService:
         self._clock = clock
         self.prompts = prompts or default_prompts()
         """The system prompts; replaced as a whole when an administrator reloads them."""
+        self._bind_tools_unstreamed = bind_tools_unstreamed
+        self._server_traits = ServerTraitsMemory()  # which servers cannot stream tool calls (issue 15)
         self._runs: dict[str, _Run] = {}
         self._counters: MutableMapping[str, TokenCounter] = {}
 
@@ -509,13 +515,42 @@ class CopilotService:
                 log.warning("Topology of project %s unavailable: %s", project_id, exc)
                 return None
 
-        hook = create_pre_model_hook(
-            self.prompts.system_for(FAULT_INJECTION if kind == FAULT_INJECTION else mode),
+        # Small windows (issue 15): compact tool definitions and prompt, then an essential subset.
+        encoding = resolve_budget(llm_config)["encoding"]
+        counter = self._counters.get(encoding) or self._counters.setdefault(encoding, TokenCounter(encoding))
+        prompt = self.prompts.system_for(FAULT_INJECTION if kind == FAULT_INJECTION else mode)
+        fit = fit_to_window(allowed, prompt, compact_system_prompt_for(mode), llm_config, counter)
+        if fit.level != "full":
+            log.info("Small context window: offering the model %s tool definitions (%d tokens with the prompt)",
+                     fit.level, fit.fixed_tokens)
+
+        def offer(tools: Sequence[BaseTool]) -> list[Any]:
+            """What the model is offered for ``tools``: the compact definitions of those at small windows."""
+            if fit.level == "full":
+                return list(tools)
+            names = {t.name for t in tools}
+            return [spec for spec in fit.tools if spec["function"]["name"] in names]
+
+        base_hook = create_pre_model_hook(
+            fit.system_prompt,
             get_topology_func=lambda state: state.get("topology_info"),
             get_llm_config_func=lambda: llm_config,
-            get_tools_func=lambda: allowed,
+            get_tools_func=lambda: fit.tools,
             counters=self._counters,
         )
+
+        def hook(state: Mapping[str, Any]) -> dict[str, Any]:
+            prepared = base_hook(state)
+            prepared["context_report"]["tool_offer"] = fit.level
+            return prepared
+
+        traits = self._server_traits.for_config(llm_config)
+        measure_scale = None
+        if llm_config.get("base_url") and llm_config.get("provider", "openai") == "openai":
+            tokenizer = ServerTokenizer(llm_config["base_url"], llm_config.get("api_key"), encoding, traits)
+
+            async def measure_scale(prepared: list[BaseMessage]) -> float | None:
+                return await tokenizer.scale(prepared, fit.tools)
 
         async def summarize(request: list[BaseMessage]) -> Any:
             # The same model without tools; building it imports the provider SDK: off the loop.
@@ -526,7 +561,13 @@ class CopilotService:
         return AgentSettings(
             tools=tools,
             mode=mode,
-            bind_tools=lambda tools: self._bind_tools(tools, llm_config),
+            bind_tools=lambda tools: self._bind_tools(offer(tools), llm_config),
+            bind_tools_unstreamed=(
+                None if self._bind_tools_unstreamed is None
+                else lambda tools: self._bind_tools_unstreamed(offer(tools), llm_config)  # type: ignore[misc]
+            ),
+            traits=traits,
+            measure_scale=measure_scale,
             pre_model_hook=hook,
             load_topology=load_topology,
             is_context_length_error=self._is_context_length_error,

