@@ -126,8 +126,11 @@ async def test_calibrated_estimates_never_fall_short_and_beat_the_uncalibrated_o
     estimate is 0.9x to 3.4x the real prompt). What calibration must and does give: after
     warm-up no estimate is more than 15 % below the real count (the direction that overflows
     a window), and it is closer to the truth than the uncalibrated estimate.
+
+    The running summary (issue 12) is off: its requests are model calls with no report of
+    their own, and this compares each reported estimate with its request.
     """
-    config = local_llm(proxy)
+    config = local_llm(proxy, context_summary=False)
     project_id = gns3_project["project_id"]
     reports: list[dict[str, Any]] = []
     session_id = None
