@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import stat
 from pathlib import Path
 from typing import get_args
@@ -127,3 +128,16 @@ def test_events_on_the_wire_carry_gns3_3_1_names():
 
 def test_the_api_accepts_exactly_the_agents_modes_and_the_compatible_ones():
     assert set(get_args(Mode)) == set(MODES) | COMPAT_MODES
+
+
+def test_environment_variables_of_our_scripts_are_not_settings(caplog):
+    environ = {"GNS3_COPILOT_HOME": "/srv/gns3", "GNS3_COPILOT_CACHE": "/var/cache", "GNS3_COPILOT_HEARTBEAT_SECONDS": "2",
+               "GNS3_COPILOT_LLM_MODEL": "m", "OTHER": "x"}
+    values = environment_values(environ)
+    assert values == {"heartbeat_seconds": "2", "llm_model": "m"}
+    with caplog.at_level(logging.WARNING):
+        settings({**values, "llm_context_limit": "8"})
+    assert "Ignoring unknown setting" not in caplog.text
+    with caplog.at_level(logging.WARNING):  # a key in the config file is still checked
+        settings({"heartbeat_secs": "2"})
+    assert "Ignoring unknown setting [Copilot] heartbeat_secs" in caplog.text

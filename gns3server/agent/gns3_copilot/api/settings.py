@@ -95,8 +95,21 @@ def read_copilot_section(config_files: Iterable[str | os.PathLike[str]]) -> dict
 
 
 def environment_values(environ: Mapping[str, str]) -> dict[str, str]:
-    """``GNS3_COPILOT_*`` variables as ``[Copilot]`` keys (``GNS3_COPILOT_LLM_API_KEY`` -> ``llm_api_key``)."""
-    return {k[len(ENV_PREFIX) :].lower(): v for k, v in environ.items() if k.startswith(ENV_PREFIX)}
+    """``GNS3_COPILOT_*`` variables as ``[Copilot]`` keys (``GNS3_COPILOT_LLM_API_KEY`` -> ``llm_api_key``).
+
+    Only those naming a setting: the others (``GNS3_COPILOT_HOME``, ``GNS3_COPILOT_CACHE`` ...)
+    belong to our scripts, not to the server, and are no mistake to warn about.
+    """
+    values = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        key = name[len(ENV_PREFIX) :].lower()
+        if key in KNOWN_KEYS or key.startswith(LLM_PREFIX):
+            values[key] = value
+        else:
+            log.debug("%s is not a [%s] setting; left to the scripts that use it", name, SECTION)
+    return values
 
 
 def _coerce(field_name: str, raw: str, prop: Mapping[str, Any]) -> Any:
