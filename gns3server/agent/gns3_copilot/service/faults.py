@@ -10,7 +10,6 @@ table, on the same connection and lock (see ``store.py``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import threading
@@ -19,6 +18,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from .store import run_locked
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS copilot_faults (
@@ -74,17 +75,7 @@ class SQLiteFaultStore:
         return store
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        def locked() -> T:
-            with self._lock:
-                try:
-                    result = work(self._db)
-                    self._db.commit()
-                    return result
-                except BaseException:
-                    self._db.rollback()
-                    raise
-
-        return await asyncio.to_thread(locked)
+        return await run_locked(self._db, self._lock, work)
 
     async def record(
         self, session_id: str, project_id: str, user_id: str, tool: str, args: Mapping[str, Any], status: str,

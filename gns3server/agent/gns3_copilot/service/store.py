@@ -58,6 +58,22 @@ TITLE_MAX = 200
 T = TypeVar("T")
 
 
+async def run_locked(db: sqlite3.Connection, lock: threading.Lock, work: Callable[[sqlite3.Connection], T]) -> T:
+    """``work`` on the shared connection, in a worker thread, under its lock, as one transaction."""
+
+    def locked() -> T:
+        with lock:
+            try:
+                result = work(db)
+                db.commit()
+                return result
+            except BaseException:
+                db.rollback()
+                raise
+
+    return await asyncio.to_thread(locked)
+
+
 @dataclass(frozen=True)
 class SessionRecord:
     session_id: str
@@ -150,17 +166,7 @@ class SQLiteSessionStore:
         """Nothing to do: the connection belongs to the storage that opened it."""
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        def locked() -> T:
-            with self._lock:
-                try:
-                    result = work(self._db)
-                    self._db.commit()
-                    return result
-                except BaseException:
-                    self._db.rollback()
-                    raise
-
-        return await asyncio.to_thread(locked)
+        return await run_locked(self._db, self._lock, work)
 
     async def create(
         self, user_id: str, project_id: str, title: str, session_id: str | None = None, kind: str = "chat"
