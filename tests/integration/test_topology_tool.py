@@ -10,8 +10,9 @@ import pytest
 from gns3_process import GNS3ServerProcess
 from langchain_core.messages import ToolMessage
 
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client, fetch_topology
+from gns3server.agent.gns3_copilot.gns3_client import GNS3APIError, GNS3Client, fetch_topology
 from gns3server.agent.gns3_copilot.tools import GNS3TopologyTool
+from gns3server.agent.gns3_copilot.tools.errors import ToolError
 
 pytestmark = pytest.mark.integration
 
@@ -44,8 +45,8 @@ async def test_sync_run_is_for_scripts(gns3_server: GNS3ServerProcess, small_lab
     tool = _tool(gns3_server.base_url, await gns3_server.token())
     from_thread = await asyncio.to_thread(tool._run, project_id=pid)  # a script: no loop running
     assert from_thread == await tool.ainvoke({"project_id": pid})
-    inside_loop = tool._run(project_id=pid)
-    assert set(inside_loop) == {"error"} and "ainvoke" in inside_loop["error"]
+    with pytest.raises(ToolError, match="ainvoke"):
+        tool._run(project_id=pid)
 
 
 @pytest.mark.parametrize(
@@ -61,7 +62,9 @@ async def test_tool_reports_api_errors(
 ) -> None:
     token = "invalid" if case == "invalid token" else await gns3_server.token()
     pid = "00000000-0000-4000-8000-000000000000" if case == "unknown project" else gns3_project["project_id"]
-    result = await _tool(gns3_server.base_url, token).ainvoke({"project_id": pid})
-    assert result["status"] == status and result["error_type"] == error_type
-    assert said in result["error"]
+    with pytest.raises(ToolError) as caught:
+        await _tool(gns3_server.base_url, token).ainvoke({"project_id": pid})
+    cause = caught.value.__cause__
+    assert isinstance(cause, GNS3APIError) and cause.status == status and type(cause).__name__ == error_type
+    assert said in str(caught.value)
 

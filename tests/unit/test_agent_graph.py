@@ -8,17 +8,17 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import tool
+from langchain_core.tools import ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import (
     STEP_LIMIT_MESSAGE,
     AgentSettings,
+    ToolErrorPolicy,
     build_copilot_graph,
     tools_for_mode,
 )
-from gns3server.agent.gns3_copilot.gns3_client.exceptions import GNS3ConflictError
 from tests.support.scripted_model import ScriptedChatModel
 
 
@@ -35,7 +35,7 @@ show_nodes.metadata = {"read_only": True}
 def start_node(node: str, config: RunnableConfig) -> str:
     """Start a node by name."""
     if node == "busy":
-        raise GNS3ConflictError("Node busy is locked", status=409, method="POST", url="/v3/x")
+        raise ToolException("Node busy is locked")
     if node == "boom":
         raise RuntimeError("internal detail /secret/path")
     return f"{node} started in project {config['configurable']['project_id']}"
@@ -142,6 +142,64 @@ async def test_tool_failures_become_error_results(caplog):
     assert "Node busy is locked" in results["c"].content
     assert "failed unexpectedly" in results["d"].content and "/secret/path" not in results["d"].content
     assert "Tool start_node failed" in caplog.text  # the details go to the log
+
+
+async def test_the_tool_error_policy_is_the_callers(caplog):
+    """What the model reads of a tool's failure, and which results are failures, is the policy passed in."""
+
+    class DeviceGone(Exception):
+        pass
+
+    @tool
+    def probe(target: str) -> dict[str, Any]:
+        """Probe a target."""
+        if target == "gone":
+            raise DeviceGone("R9 is gone")
+        return {"target": target, "ok": target != "bad"}
+
+    seen_by_policy: list[BaseException] = []
+
+    def message(exc: BaseException) -> str | None:
+        seen_by_policy.append(exc)
+        return f"the lab says: {exc}" if isinstance(exc, DeviceGone) else None
+
+    policy = ToolErrorPolicy(message=message, failed=lambda result: result.get("ok") is False)
+    model = ScriptedChatModel()
+    model.enqueue(
+        AIMessage("", tool_calls=[call("probe", {"target": t}, t) for t in ("gone", "bad", "fine")]), "Done."
+    )
+    graph = build_copilot_graph(
+        AgentSettings(
+            tools=[probe], mode="lab_automation", bind_tools=lambda tools: model.bind_tools(tools),
+            pre_model_hook=create_pre_model_hook("S {{topology_info}}", lambda s: None, lambda: {"context_limit": 16},
+                                                 lambda: [probe]),
+            load_topology=_no_topology, is_context_length_error=lambda exc: False, tool_errors=policy,
+        ),
+        InMemorySaver(),
+    )
+    _, state = await run(graph)
+    results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+    assert results["gone"].content == "Error: the lab says: R9 is gone" and results["gone"].status == "error"
+    assert results["bad"].status == "error" and results["fine"].status == "success"
+    assert [type(e) for e in seen_by_policy] == [DeviceGone]
+    # The default policy knows LangChain's ToolException only: the same failure is then a bug, logged.
+    model.enqueue(AIMessage("", tool_calls=[call("probe", {"target": "gone"}, "g2")]), "Done.")
+    graph = build_copilot_graph(
+        AgentSettings(
+            tools=[probe], mode="lab_automation", bind_tools=lambda tools: model.bind_tools(tools),
+            pre_model_hook=create_pre_model_hook("S {{topology_info}}", lambda s: None, lambda: {"context_limit": 16},
+                                                 lambda: [probe]),
+            load_topology=_no_topology, is_context_length_error=lambda exc: False,
+        ),
+        InMemorySaver(),
+    )
+    _, state = await run(graph)
+    (answer,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert "probe failed unexpectedly" in answer.content and "R9" not in answer.content
+
+
+async def _no_topology(project_id: str) -> None:
+    return None
 
 
 async def test_teaching_mode_binds_and_allows_read_only_tools_only():

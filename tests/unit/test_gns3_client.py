@@ -35,6 +35,7 @@ from gns3server.agent.gns3_copilot.gns3_client import (
     fetch_topology,
 )
 from gns3server.agent.gns3_copilot.tools import GNS3TopologyTool
+from gns3server.agent.gns3_copilot.tools.errors import ToolError, model_message
 
 PID = "5a1c3f0e-8d2b-4c6a-9e7f-0123456789ab"
 
@@ -240,12 +241,15 @@ def test_topology_reports_unresolved_endpoints(caplog: pytest.LogCaptureFixture)
     assert topology.as_rest()["links"] == links
 
 
-async def test_tool_reports_a_bug_without_raising() -> None:
+async def test_tool_lets_a_bug_through_as_a_bug() -> None:
+    """A bug is not dressed as GNS3's answer: the graph's policy logs it and tells the model only that it failed."""
+
     def broken_factory() -> GNS3Client:
         raise KeyError("settings")
 
-    result = await GNS3TopologyTool(client_factory=broken_factory).ainvoke({"project_id": PID})
-    assert result == {"error": "internal error while reading the topology (KeyError)"}
+    with pytest.raises(KeyError) as caught:
+        await GNS3TopologyTool(client_factory=broken_factory).ainvoke({"project_id": PID})
+    assert model_message(caught.value) is None
 
 
 async def test_tool_reports_an_unreachable_server() -> None:
@@ -253,9 +257,11 @@ async def test_tool_reports_an_unreachable_server() -> None:
         sock.bind(("127.0.0.1", 0))
         base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
         tool = GNS3TopologyTool(client_factory=lambda: GNS3Client(base_url, token="t"))
-        result = await tool.ainvoke({"project_id": PID})
-    assert result["error_type"] == "GNS3ConnectionError"
-    assert f"{base_url}/v3/projects/{PID}" in result["error"]
+        with pytest.raises(ToolError) as caught:
+            await tool.ainvoke({"project_id": PID})
+    assert isinstance(caught.value.__cause__, GNS3ConnectionError)
+    assert f"{base_url}/v3/projects/{PID}" in str(caught.value)
+    assert model_message(caught.value) == str(caught.value)
 
 
 async def test_rest_topology_is_the_raw_payloads(stub: Stub) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from gns3server.agent.gns3_copilot.api.endpoints import EndpointNotAllowedError, EndpointPolicy, resolve_host
+from gns3server.agent.gns3_copilot.api.errors import http_status
 from gns3server.agent.gns3_copilot.api.settings import SettingsError, load_settings
 
 pytestmark = pytest.mark.security
@@ -40,7 +41,7 @@ async def allowed(policy: EndpointPolicy, url: str | None, *, admin: bool = Fals
     try:
         await policy.check(config, is_superadmin=admin, resolve=DNS)
     except EndpointNotAllowedError as exc:
-        assert exc.status == 403 and ("user_llm_endpoints" in str(exc) or "cannot be checked" in str(exc))
+        assert http_status(exc) == 403 and ("user_llm_endpoints" in str(exc) or "cannot be checked" in str(exc))
         return False
     return True
 

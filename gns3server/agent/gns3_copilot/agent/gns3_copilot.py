@@ -7,7 +7,9 @@ pre-model hook itself before every model call, streams its own typed events
 report, and retries once with a tighter budget when the provider says the
 request is too long. The ``tools`` node enforces the mode's tool set and turns
 every failure into an error ``ToolMessage`` so that no tool call is ever left
-without an answer.
+without an answer. What the model may read of a tool's exception, and which
+returned results are failures, is the :class:`ToolErrorPolicy` the caller passes
+in: the graph knows nothing of GNS3 or consoles.
 
 :func:`build_copilot_graph` compiles the graph from closures over one run's
 settings (model, tools, mode, hook); compiling is cheap, and state lives in the
@@ -35,7 +37,6 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import interrupt
 
-from ..gns3_client.exceptions import GNS3Error
 from . import events
 from .approval import approval_digest
 from .context.calibration import observed_scale, smoothed_scale
@@ -107,6 +108,30 @@ def tools_for_mode(tools: Sequence[BaseTool], mode: str) -> list[BaseTool]:
     return [t for t in tools if mode == "lab_automation" or is_read_only(t)]
 
 
+def tool_exception_message(exc: BaseException) -> str | None:
+    """LangChain's convention: a ``ToolException``'s text is for the model; anything else is a bug."""
+    return str(exc) if isinstance(exc, ToolException) else None
+
+
+def never_failed(result: Any) -> bool:
+    """No returned result is a failure (the tool raises when it fails)."""
+    return False
+
+
+@dataclass(frozen=True)
+class ToolErrorPolicy:
+    """How the tools node reads tool failures (the tools' own convention, passed in).
+
+    ``message(exc)`` is the text the model reads for an exception a tool raised,
+    or None for a bug (logged with its traceback; the model reads that the tool
+    failed unexpectedly). ``failed(result)`` says whether a result the tool
+    returned reports a failure (the call's status is then "error").
+    """
+
+    message: Callable[[BaseException], str | None] = tool_exception_message
+    failed: Callable[[Any], bool] = never_failed
+
+
 @dataclass(frozen=True)
 class AgentSettings:
     """Everything one run of the graph needs besides its state.
@@ -137,6 +162,7 @@ class AgentSettings:
     # Provider tokens per estimated token for a prepared request, from the server's tokenizer
     # endpoint; used when a reply reports no usage (None: no such source).
     measure_scale: Callable[[list[BaseMessage]], Awaitable[float | None]] | None = None
+    tool_errors: ToolErrorPolicy = field(default_factory=ToolErrorPolicy)
 
 
 def _stringify(result: Any) -> str:
@@ -427,14 +453,15 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
                 result = await tool.ainvoke(args, config)
             except pydantic.ValidationError as exc:
                 output = f"Error: invalid arguments for {name}: {_validation_summary(exc)}"
-            except (ToolException, GNS3Error, ValueError) as exc:
-                output = f"Error: {exc}"
-            except Exception:  # a bug in a tool must not leave the call unanswered
-                logger.exception("Tool %s failed", name)
-                output = f"Error: {name} failed unexpectedly; the details are in the GNS3 server log."
+            except Exception as exc:  # whatever it is, the call gets an answer
+                said = settings.tool_errors.message(exc)
+                if said is None:  # a bug in a tool: the traceback is for the log only
+                    logger.exception("Tool %s failed", name)
+                    said = f"{name} failed unexpectedly; the details are in the GNS3 server log."
+                output = f"Error: {said}"
             else:
                 output = _stringify(result)
-                status = "error" if isinstance(result, Mapping) and result.get("error") else "success"
+                status = "error" if settings.tool_errors.failed(result) else "success"
         # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
         shown = "rejected" if rejected else status
         writer(events.tool_end(call_id, name, output, shown))
@@ -507,6 +534,7 @@ __all__ = [
     "CopilotState",
     "DEFAULT_MODE",
     "MODES",
+    "ToolErrorPolicy",
     "check_mode",
     "build_copilot_graph",
     "is_read_only",

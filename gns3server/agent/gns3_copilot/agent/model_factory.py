@@ -33,6 +33,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
+from ..errors import CopilotError, ErrorKind
 from .context.calibration import answer_tokens
 from .context_manager import resolve_budget
 
@@ -57,7 +58,7 @@ SCHEMA_RESOURCE = "llm_config.schema.json"
 NO_API_KEY_PLACEHOLDER = "not-needed"
 
 
-class LLMConfigError(ValueError):
+class LLMConfigError(CopilotError, ValueError):
     """An LLM config that cannot be used; ``field`` and ``rule`` say which and why.
 
     ``rule`` is the JSON Schema keyword that failed (``type``, ``minimum``,
@@ -78,6 +79,13 @@ class LLMConfigError(ValueError):
         self.rule = rule
         self.errors: list[tuple[str | None, str, str]] = list(errors) or [(field, rule, message)]
         super().__init__(f"{field}: {message}" if field else message)
+
+    code = "llm_config_invalid"
+    kind = ErrorKind.INVALID
+
+    def details(self) -> dict[str, Any]:
+        errors = [{"field": f, "rule": r, "message": m} for f, r, m in self.errors]
+        return {"field": self.field, "rule": self.rule, "errors": errors}
 
 
 @dataclass(frozen=True)

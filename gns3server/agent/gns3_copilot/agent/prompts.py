@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from ..errors import CopilotError, ErrorKind
+
 log = logging.getLogger(__name__)
 
 PACKAGED_DIR = "prompt_files"
@@ -27,8 +29,11 @@ PURPOSES = ("teaching", "lab_automation", "fault_injection")
 REQUIRED_PLACEHOLDERS = ("{mode_rules}", "{{topology_info}}")
 
 
-class PromptFileError(ValueError):
+class PromptFileError(CopilotError, ValueError):
     """An administrator's prompt file that cannot be used; the message names the file."""
+
+    code = "prompt_file_invalid"
+    kind = ErrorKind.INVALID
 
 
 @dataclass(frozen=True)

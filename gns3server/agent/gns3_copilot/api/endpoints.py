@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..service.errors import CopilotError
+from ..errors import CopilotError, ErrorKind
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 class EndpointNotAllowedError(CopilotError):
     """An LLM endpoint this user may not make the server call."""
 
-    status = 403
+    kind = ErrorKind.FORBIDDEN
     code = "llm_endpoint_not_allowed"
 
 

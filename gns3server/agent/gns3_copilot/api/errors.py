@@ -1,17 +1,21 @@
-"""HTTP errors of the copilot API, and the handlers that put them in GNS3's ``{"message": ...}`` shape.
+"""The HTTP/SSE boundary of the error tree, and the API layer's own members of it.
 
-The service raises :class:`CopilotError` subclasses whose ``status`` is the HTTP
-status; the ones below are the API layer's own. LLM config problems become 422
-naming the field and the rule (never the value). GNS3 refusals met while checking
-project access keep GNS3's status (401/403/404) and message. A body that fails
-the request schema is a 422 listing where and which rule, with no more than a
-short excerpt of anything the client sent.
+Every error we raise is a :class:`~..errors.CopilotError` with a ``kind``;
+:data:`HTTP_STATUS` is the one table that turns kinds into HTTP statuses. A body
+is gns3-server's shape, ``{"message": ..., "code": ...}`` plus the error's public
+details (an invalid LLM config's ``field``, ``rule`` and ``errors``). In a run
+the SSE ``error`` event carries the same ``code`` and message
+(``service.errors.as_copilot_error``). GNS3's refusals met while checking project
+access keep GNS3's status (401/403/404) and message; anything else from GNS3 is a
+502. A body that fails the request schema is a 422 listing where and which rule,
+with no more than a short excerpt of anything the client sent.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -19,96 +23,100 @@ from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
-from ..agent.model_factory import LLMConfigError
-from ..agent.prompts import PromptFileError
-from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3Error, GNS3NotFoundError, GNS3PermissionError
-from ..service.errors import CopilotError
+from ..errors import CopilotError, ErrorKind
 from .middleware import PathRule, path_matches
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Request, Any], Awaitable[Response]]
 
+HTTP_STATUS: Mapping[ErrorKind, int] = MappingProxyType(
+    {
+        ErrorKind.INVALID: 422,
+        ErrorKind.NOT_CONFIGURED: 400,
+        ErrorKind.UNAUTHENTICATED: 401,
+        ErrorKind.FORBIDDEN: 403,
+        ErrorKind.NOT_FOUND: 404,
+        ErrorKind.CONFLICT: 409,
+        ErrorKind.GONE: 410,
+        ErrorKind.TOO_MANY: 429,
+        ErrorKind.INTERNAL: 500,
+        ErrorKind.UPSTREAM: 502,
+        ErrorKind.LLM_AUTH: 502,
+        ErrorKind.LLM_RATE_LIMITED: 502,
+        ErrorKind.LLM_TIMEOUT: 502,
+        ErrorKind.LLM_UNREACHABLE: 502,
+        ErrorKind.LLM_FAILED: 502,
+        ErrorKind.UNAVAILABLE: 503,
+    }
+)
+"""The HTTP status of each kind of error (the SSE ``error`` event carries the error's ``code`` instead)."""
+
+
+def http_status(error: CopilotError) -> int:
+    """The status an error is answered with."""
+    return HTTP_STATUS[error.kind]
+
 
 class LLMConfigNotFoundError(CopilotError):
     """No such LLM config for this user (other users' configs look the same)."""
 
-    status = 404
+    kind = ErrorKind.NOT_FOUND
     code = "llm_config_not_found"
 
 
 class NoLLMConfigError(CopilotError):
     """The user has no LLM config and the server has no default one."""
 
-    status = 400
+    kind = ErrorKind.NOT_CONFIGURED
     code = "llm_not_configured"
 
 
 class StoredKeyUnreadableError(CopilotError):
     """A stored API key no longer decrypts (the server's secret key file was replaced)."""
 
-    status = 409
+    kind = ErrorKind.CONFLICT
     code = "api_key_unreadable"
 
 
 class ModeNotAllowedError(CopilotError):
     """A mode that this server does not offer."""
 
-    status = 422
+    kind = ErrorKind.INVALID
     code = "mode_not_allowed"
 
 
 class AdminOnlyError(CopilotError):
     """A route for GNS3 superadmins only."""
 
-    status = 403
+    kind = ErrorKind.FORBIDDEN
     code = "admin_only"
 
 
 class TokenExpiredError(CopilotError):
     """The GNS3 token's ``exp`` has passed (GNS3 3.0 itself does not check it)."""
 
-    status = 401
+    kind = ErrorKind.UNAUTHENTICATED
     code = "token_expired"
 
 
 class ServiceUnavailableError(CopilotError):
     """The copilot is not started (or is shutting down)."""
 
-    status = 503
+    kind = ErrorKind.UNAVAILABLE
     code = "copilot_unavailable"
-
-
-async def prompt_file_error_handler(request: Request, exc: Exception) -> JSONResponse:
-    """An administrator's prompt file that cannot be used: the message names the file."""
-    return JSONResponse(status_code=422, content={"message": str(exc), "code": "prompt_file_invalid"})
+    retryable = True
 
 
 async def copilot_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """Any member of the tree: the table's status, the public message, the code and public details."""
     assert isinstance(exc, CopilotError)
-    return JSONResponse(status_code=exc.status, content={"message": str(exc), "code": exc.code})
-
-
-async def llm_config_error_handler(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, LLMConfigError)
-    errors = [{"field": f, "rule": r, "message": m} for f, r, m in exc.errors]
+    status = http_status(exc)
+    if status >= 500:  # what went wrong behind the request is for the log; the client gets the public text
+        log.error("%s %s failed (%s): %s", request.method, request.url.path, exc.code, exc)
     return JSONResponse(
-        status_code=422,
-        content={"message": str(exc), "field": exc.field, "rule": exc.rule, "errors": errors},
+        status_code=status, content={"message": exc.public_message, "code": exc.code, **exc.details()}
     )
-
-
-_PASSED_THROUGH = ((GNS3AuthenticationError, 401), (GNS3PermissionError, 403), (GNS3NotFoundError, 404))
-
-
-async def gns3_error_handler(request: Request, exc: Exception) -> JSONResponse:
-    """GNS3's answer to the user's own token (401/403/404) passes through; anything else is a 502."""
-    assert isinstance(exc, GNS3Error)
-    for cls, status in _PASSED_THROUGH:
-        if isinstance(exc, cls):
-            return JSONResponse(status_code=status, content={"message": exc.message})
-    log.error("GNS3 request made for %s %s failed: %s", request.method, request.url.path, exc)
-    return JSONResponse(status_code=502, content={"message": "The GNS3 server could not check this request."})
 
 
 MAX_ERRORS_SHOWN = 10
@@ -149,10 +157,7 @@ def validation_error_handler(prefix: PathRule, host_handler: Handler) -> Handler
 
 
 def install_error_handlers(app: FastAPI, prefix: PathRule) -> None:
-    """Map our exception types on the host app (GNS3's own handlers stay as they are for its routes)."""
+    """Map the error tree on the host app (GNS3's own handlers stay as they are for its routes)."""
     app.add_exception_handler(CopilotError, copilot_error_handler)
-    app.add_exception_handler(LLMConfigError, llm_config_error_handler)
-    app.add_exception_handler(GNS3Error, gns3_error_handler)
     host_handler = app.exception_handlers.get(RequestValidationError, request_validation_exception_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler(prefix, host_handler))
-    app.add_exception_handler(PromptFileError, prompt_file_error_handler)

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..agent.model_factory import LLMConfigError
-from ..service.errors import CopilotError
+from ..errors import CopilotError, ErrorKind
 from .errors import LLMConfigNotFoundError
 from .llm_store import LLMConfigRecord, LLMConfigStore
 from .schemas31 import LLMModelConfig, LLMModelConfigWithSource
@@ -30,7 +30,7 @@ DEFAULT_MODEL_TYPE = "text"
 class ConfigVersionConflictError(CopilotError):
     """3.1's optimistic locking: the config changed since the client read it."""
 
-    status = 409
+    kind = ErrorKind.CONFLICT
     code = "llm_config_version_conflict"
 
 

@@ -40,6 +40,7 @@ from typing import Any
 from ..agent.approval import DEFAULT_APPROVAL_SECONDS
 from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, DEFAULT_MODE, MODES
 from ..agent.model_factory import LLMConfigError, llm_config_schema, validate_llm_config
+from ..errors import CopilotError, ErrorKind
 from ..service.copilot import HEARTBEAT_SECONDS
 from .endpoints import SETTING as ENDPOINTS_SETTING
 from .endpoints import EndpointPolicy
@@ -58,8 +59,11 @@ KNOWN_KEYS = frozenset(
 )
 
 
-class SettingsError(ValueError):
+class SettingsError(CopilotError, ValueError):
     """A ``[Copilot]`` setting that cannot be used; the message names the key, never a secret."""
+
+    code = "settings_invalid"
+    kind = ErrorKind.INVALID
 
 
 @dataclass(frozen=True)

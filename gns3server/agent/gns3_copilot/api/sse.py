@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from starlette.types import Receive
 
 from ..service.copilot import Event
-from ..service.errors import CopilotError
+from ..errors import CopilotError, ErrorKind
 from .schemas import Approval, ChatResult, ToolCallSummary
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connecti
 class RunFailedError(CopilotError):
     """A ``stream: false`` run that ended with an error event (the message is already public)."""
 
-    status = 502
+    kind = ErrorKind.UPSTREAM
     code = "run_failed"
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ErrorKind
 from .telnet import ConsoleError, ConsoleTimeout, TelnetConsole
 
 log = logging.getLogger(__name__)
@@ -25,6 +26,9 @@ _BACKSPACES = re.compile(r"\x08+ *\x08*")
 
 class UnknownDriverError(ConsoleError):
     """No driver fits the node (unknown type and no usable tag or override)."""
+
+    code = "unknown_driver"
+    kind = ErrorKind.INVALID
 
 
 def _any_of(*patterns: str) -> tuple[re.Pattern[str], ...]:

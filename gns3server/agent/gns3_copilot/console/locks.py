@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from ..errors import ErrorKind
 from .telnet import ConsoleError
 
 log = logging.getLogger(__name__)
@@ -20,6 +21,10 @@ log = logging.getLogger(__name__)
 
 class DeviceBusyError(ConsoleError):
     """The device stayed locked by another run for the whole wait."""
+
+    code = "device_busy"
+    kind = ErrorKind.CONFLICT
+    retryable = True
 
 
 def device_key(host: str, port: int) -> str:

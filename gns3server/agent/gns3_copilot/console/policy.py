@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..errors import CopilotError, ErrorKind
 from .grammar import Analysis, IncompleteLine, TooComplex, ios, linux, vpcs
 from .grammar.patterns import Pattern, PatternError
 
@@ -36,8 +37,11 @@ _RULE_KEYS = {_EVERY, "reason", *FAMILIES}
 _READ_ONLY_KEYS = {"allowed", *FAMILIES, "ios_output_modifiers", "linux_filters", "linux_refused_options"}
 
 
-class PolicyError(ValueError):
+class PolicyError(CopilotError, ValueError):
     """The policy file is missing or malformed."""
+
+    code = "console_policy_invalid"
+    kind = ErrorKind.INVALID
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ import logging
 import re
 from types import TracebackType
 
+from ..errors import CopilotError, ErrorKind
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_OUTPUT = 64 * 1024
@@ -37,16 +39,24 @@ _ACCEPTED_FROM_SERVER = {ECHO, SGA}  # the server may echo and suppress go-ahead
 _TAIL = 2048
 
 
-class ConsoleError(Exception):
+class ConsoleError(CopilotError):
     """A device console could not be used."""
+
+    code = "console_error"
+    kind = ErrorKind.UPSTREAM
 
 
 class ConsoleConnectError(ConsoleError):
     """The console could not be reached."""
 
+    retryable = True
+
 
 class ConsoleTimeout(ConsoleError):
     """Expected text did not arrive in time."""
+
+    code = "console_timeout"
+    retryable = True
 
     def __init__(self, message: str, output: str = "") -> None:
         super().__init__(message)

@@ -22,9 +22,17 @@ original stays available as ``__cause__``::
 ``GNS3APIError.message`` is GNS3's own ``message`` (without the server-side
 traceback that GNS3 appends to validation errors); ``str(error)`` adds the method,
 URL and status so that a log line or a tool result says what was attempted.
+
+The tree is the GNS3 branch of the copilot's one error tree (``errors.py``):
+every class has the code ``gns3_error`` and a ``kind``. GNS3's 401/403/404 to
+the user's own token keep their meaning (their ``public_message`` is GNS3's own
+message); anything else is ``upstream`` and its ``public_message`` never quotes
+aiohttp or a server-side failure.
 """
 
 from __future__ import annotations
+
+from ..errors import CopilotError, ErrorKind
 
 __all__ = [
     "GNS3Error",
@@ -40,12 +48,21 @@ __all__ = [
 ]
 
 
-class GNS3Error(Exception):
+class GNS3Error(CopilotError):
     """Base class of every error raised by the GNS3 client."""
+
+    code = "gns3_error"
+    kind = ErrorKind.UPSTREAM
+
+    @property
+    def public_message(self) -> str:
+        return "The GNS3 server could not complete the request; the details are in the GNS3 server log."
 
 
 class GNS3ConnectionError(GNS3Error):
     """The server could not be reached at all (nothing answered at ``url``)."""
+
+    retryable = True
 
     def __init__(self, message: str, *, url: str) -> None:
         super().__init__(message)
@@ -54,6 +71,8 @@ class GNS3ConnectionError(GNS3Error):
 
 class GNS3TimeoutError(GNS3Error):
     """The server accepted the request but gave no complete answer in time."""
+
+    retryable = True
 
     def __init__(self, message: str, *, url: str, timeout: float | None) -> None:
         super().__init__(message)
@@ -86,17 +105,30 @@ class GNS3APIError(GNS3Error):
             return f"{self.message} ({where})"
         return self.message
 
+    @property
+    def public_message(self) -> str:
+        """GNS3's own words to the user's request (a 5xx says only that GNS3 failed)."""
+        if self.status is not None and self.status >= 500:
+            return f"The GNS3 server failed (HTTP {self.status}); the details are in its log."
+        return self.message
+
 
 class GNS3AuthenticationError(GNS3APIError):
     """401: the credentials or the token were not accepted."""
+
+    kind = ErrorKind.UNAUTHENTICATED
 
 
 class GNS3PermissionError(GNS3APIError):
     """403: the authenticated user may not do this."""
 
+    kind = ErrorKind.FORBIDDEN
+
 
 class GNS3NotFoundError(GNS3APIError):
     """404: the project, node, template or port does not exist."""
+
+    kind = ErrorKind.NOT_FOUND
 
 
 class GNS3ConflictError(GNS3APIError):
@@ -105,6 +137,8 @@ class GNS3ConflictError(GNS3APIError):
 
 class GNS3ServerError(GNS3APIError):
     """5xx: GNS3 failed while handling the request."""
+
+    retryable = True
 
 
 _BY_STATUS: dict[int, type[GNS3APIError]] = {

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..service.errors import CopilotError
+from ..errors import CopilotError, ErrorKind
 
 APPROVAL_SECONDS = 600.0
 MAX_PENDING_PER_USER = 50
@@ -29,19 +29,19 @@ State = Literal["pending", "approved", "rejected"]
 class ApprovalNotFoundError(CopilotError):
     """No such approval of this user (expired, used, or another user's: they look the same)."""
 
-    status = 404
+    kind = ErrorKind.NOT_FOUND
     code = "approval_not_found"
 
 
 class ApprovalDecidedError(CopilotError):
     """The approval was already approved or rejected."""
 
-    status = 409
+    kind = ErrorKind.CONFLICT
     code = "approval_decided"
 
 
 class TooManyApprovalsError(CopilotError):
-    status = 429
+    kind = ErrorKind.TOO_MANY
     code = "too_many_approvals"
 
 

@@ -32,6 +32,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..errors import CopilotError, ErrorKind
 from ..gns3_client.client import token_expiry
 from .keys import MCPKey, MCPKeyStore, looks_like_key
 
@@ -42,8 +43,11 @@ MINTED_TOKEN_MINUTES = 15
 REMINT_MARGIN_SECONDS = 120.0
 
 
-class MCPAuthError(Exception):
+class MCPAuthError(CopilotError):
     """The request carries no usable credential; ``str()`` is safe to send."""
+
+    code = "mcp_unauthenticated"
+    kind = ErrorKind.UNAUTHENTICATED
 
 
 @dataclass

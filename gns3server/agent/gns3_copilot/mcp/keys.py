@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from ..service.errors import CopilotError
+from ..errors import CopilotError, ErrorKind
 
 DATABASE_NAME = "copilot_mcp_keys.sqlite3"
 BUSY_TIMEOUT_MS = 30_000
@@ -52,7 +52,7 @@ _COLUMNS = "key_id, user_id, name, scope, prefix, created_at, expires_at, revoke
 class MCPKeyNotFoundError(CopilotError):
     """No such key of this user (other users' keys look the same)."""
 
-    status = 404
+    kind = ErrorKind.NOT_FOUND
     code = "mcp_key_not_found"
 
 

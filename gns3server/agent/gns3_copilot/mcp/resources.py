@@ -24,6 +24,7 @@ from mcp.server.session import ServerSession
 from pydantic import AnyUrl
 
 from ..agent.context.topology import render_topology
+from ..errors import CopilotError, ErrorKind
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from .auth import Caller
@@ -37,8 +38,11 @@ TOPOLOGY_EVENTS = ("node.", "link.")
 MAX_WATCHES_PER_CREDENTIAL = 20
 
 
-class ResourceError(ValueError):
-    """A resource URI we do not serve (the message names it)."""
+class ResourceError(CopilotError, ValueError):
+    """A resource URI we do not serve, or a watch over the limit (the message says which)."""
+
+    code = "mcp_resource_invalid"
+    kind = ErrorKind.INVALID
 
 
 def project_of(uri: AnyUrl | str) -> str:

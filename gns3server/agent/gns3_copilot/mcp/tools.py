@@ -38,7 +38,8 @@ from pydantic import BaseModel, ValidationError
 
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
-from ..service.errors import CopilotError
+from ..errors import CopilotError
+from ..tools.errors import result_failed
 from ..tools.toolset import ConsoleServices, RunContext, build_tools
 from .approvals import APPROVAL_SECONDS, Approval, Approvals, call_digest
 from .auth import Caller
@@ -234,7 +235,7 @@ class ToolGateway:
             return text_result(f"Invalid arguments: {problems}", error=True)
         except ToolException as exc:
             return text_result(str(exc), error=True)
-        return text_result(result, error=_failed(result))
+        return text_result(result, error=result_failed(result))
 
     async def _approval(
         self, caller: Caller, session: ServerSession, name: str, project_id: str, args: dict[str, Any],
@@ -270,13 +271,6 @@ def _check_arguments(tool: BaseTool, args: Mapping[str, Any]) -> None:
     schema = tool.args_schema
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         schema.model_validate(dict(args))
-
-
-def _failed(result: Any) -> bool:
-    """A tool's own failure shapes: the topology tool's error object, a device's blocked or failed batch."""
-    if not isinstance(result, dict):
-        return False
-    return "error_type" in result or ("device" in result and result.get("status") in ("blocked", "failed"))
 
 
 def _waiting(approval: Approval, *, again: bool) -> types.CallToolResult:

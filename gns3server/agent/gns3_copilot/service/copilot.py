@@ -40,6 +40,7 @@ from ..agent.gns3_copilot import (
     DEFAULT_SUMMARY_TIMEOUT,
     LLM_CALL,
     AgentSettings,
+    ToolErrorPolicy,
     build_copilot_graph,
     check_mode,
     tools_for_mode,
@@ -52,6 +53,7 @@ from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
 from ..redaction import SECRETS, scrub
+from ..tools.errors import model_message, result_failed
 from ..tools.toolset import RunContext
 from .errors import (
     ApprovalExpiredError,
@@ -574,6 +576,7 @@ class CopilotService:
             max_llm_calls=self._max_llm_calls,
             summarize=summarize if resolve_window_settings(llm_config)["summary"] else None,
             summary_timeout=min(DEFAULT_SUMMARY_TIMEOUT, timeout) if isinstance(timeout, (int, float)) else DEFAULT_SUMMARY_TIMEOUT,
+            tool_errors=ToolErrorPolicy(message=model_message, failed=result_failed),
         )
 
     async def _execute_hiding_key(

@@ -28,12 +28,13 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import ToolException
 from pydantic import BaseModel, Field, StringConstraints
 
 from ..console import AuditLog, Device, DeviceLocks, Policy, UnknownDriverError, Who, driver_for, run_commands
 from ..console.runner import Mode
 from ..gns3_client.client import gather_cancelling
+from ..gns3_client.exceptions import GNS3Error
+from .errors import ToolError, tool_error
 from .nodes import PermissionErrors, ProjectTool, _by_name
 from .permissions import NODE_CONSOLE, Authorize, console_path, refusal
 
@@ -58,16 +59,16 @@ class ConsoleTool(ProjectTool):
     def _device(self, node: Mapping[str, Any], driver_name: str | None = None) -> Device:
         name = str(node.get("name"))
         if node.get("console_type") not in (None, "telnet"):
-            raise ToolException(f"{name}'s console is {node.get('console_type')!r}; only telnet consoles can be used")
+            raise ToolError(f"{name}'s console is {node.get('console_type')!r}; only telnet consoles can be used")
         if not node.get("console"):
-            raise ToolException(f"{name} has no console port")
+            raise ToolError(f"{name} has no console port")
         status = node.get("status")
         if status == "suspended":  # the console would accept the connection but never answer
-            raise ToolException(f"{name} is suspended; resume it first")
+            raise ToolError(f"{name} is suspended; resume it first")
         try:
             driver = driver_for(node, driver_name)
         except UnknownDriverError as exc:
-            raise ToolException(str(exc)) from exc
+            raise tool_error(exc) from exc
         host = str(node.get("console_host") or "")
         host = self.default_console_host if host in _ANY_ADDRESS else host
         return Device(name, host, int(node["console"]), driver, reported_status=str(status) if status else None)
@@ -79,6 +80,8 @@ class ConsoleTool(ProjectTool):
                 nodes = await client.nodes(self.project_id)
         except PermissionErrors as exc:
             raise await self._refused(exc, "this project's nodes", "; ".join(commands)) from exc
+        except GNS3Error as exc:
+            raise tool_error(exc) from exc
         chosen = [_by_name(nodes, name, "node") for name in names]
         verdicts = await gather_cancelling(
             *(self.authorize(NODE_CONSOLE, console_path(self.project_id, str(n.get("node_id")))) for n in chosen)

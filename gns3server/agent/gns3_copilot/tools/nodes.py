@@ -3,9 +3,9 @@
 Each tool is bound to one run: the project the user has open and a factory of
 GNS3 clients carrying that user's token, so GNS3's own access control decides
 what the copilot may do. Nodes, templates and ports are named as the user sees
-them. GNS3's refusals (404, 409 ...) come back as readable error results for the
-model; the agent's tools node turns anything else into an error result too. A
-permission refusal (GNS3's 401/403) is said plainly ("you lack Node.PowerMgmt
+them. GNS3's refusals (404, 409 ...) become a :class:`~.errors.ToolError` quoting
+GNS3's answer (for node actions, per node in the result); the agent's tools node
+answers the call with its text. A permission refusal (GNS3's 401/403) is said plainly ("you lack Node.PowerMgmt
 on R1 ...") and, when the tool has the audit log, audited as "denied".
 """
 
@@ -15,13 +15,14 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from langchain_core.tools import BaseTool, ToolException
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..console.audit import AuditLog, Who
 from ..gns3_client import GNS3Client, GNS3Error, NodeAction
 from ..gns3_client.client import find_named, gather_cancelling
 from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3PermissionError
+from .errors import ToolError, tool_error
 from .permissions import PermissionRefused, gns3_refusal
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ class ProjectTool(BaseTool):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
-        raise ToolException(f"{self.name} is asynchronous; call it with ainvoke")
+        raise ToolError(f"{self.name} is asynchronous; call it with ainvoke")
 
     async def _refused(
         self, exc: GNS3PermissionError | GNS3AuthenticationError, target: str, action: str
@@ -63,7 +64,7 @@ def _by_name(items: Sequence[Mapping[str, Any]], wanted: str, what: str) -> Mapp
     if item is not None:
         return item
     available = ", ".join(sorted(str(i.get("name")) for i in items)) or "none"
-    raise ToolException(f"no {what} named {wanted!r} (available: {available})")
+    raise ToolError(f"no {what} named {wanted!r} (available: {available})")
 
 
 class TemplatesInput(BaseModel):
@@ -84,6 +85,8 @@ class ListTemplatesTool(ProjectTool):
                 templates = await client.templates()
         except PermissionErrors as exc:
             raise await self._refused(exc, "the templates", "list templates") from exc
+        except GNS3Error as exc:
+            raise tool_error(exc) from exc
         return [
             {"name": t.get("name"), "type": t.get("template_type"), "category": t.get("category")}
             for t in sorted(templates, key=lambda t: str(t.get("name")))
@@ -108,6 +111,12 @@ class NodeActionTool(ProjectTool):
 
     async def _arun(self, action: NodeAction, nodes: list[str], **_: Any) -> dict[str, Any]:
         """GNS3 checks each node (``Node.PowerMgmt``); refused on every node is a refusal of the call."""
+        try:
+            return await self._act(action, nodes)
+        except GNS3Error as exc:
+            raise tool_error(exc) from exc
+
+    async def _act(self, action: NodeAction, nodes: list[str]) -> dict[str, Any]:
         async with self.client_factory() as client:
             if [n.casefold() for n in nodes] == [ALL_NODES]:
                 try:
@@ -162,6 +171,8 @@ class CreateNodeTool(ProjectTool):
         except PermissionErrors as exc:
             action = f"create node from {template}" + (f" named {name}" if name else "")
             raise await self._refused(exc, "this project", action) from exc
+        except GNS3Error as exc:
+            raise tool_error(exc) from exc
         ports = [p.get("short_name") or p.get("name") for p in node.get("ports") or []]
         return {"name": node.get("name"), "node_type": node.get("node_type"), "status": node.get("status"), "ports": ports}
 
@@ -184,4 +195,6 @@ class CreateLinkTool(ProjectTool):
                 link = await client.create_link(self.project_id, node_a, port_a, node_b, port_b)
         except PermissionErrors as exc:
             raise await self._refused(exc, "this project", f"link {node_a} {port_a} <-> {node_b} {port_b}") from exc
+        except GNS3Error as exc:
+            raise tool_error(exc) from exc
         return {"link_id": link.get("link_id"), "link": f"{node_a} {port_a} <-> {node_b} {port_b}"}

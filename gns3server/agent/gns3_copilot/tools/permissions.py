@@ -5,7 +5,7 @@ tools call those routes with the user's token, so GNS3 refuses there. The
 console tools open telnet themselves, so they ask first, through an
 :data:`Authorize` callable bound to the user (the server asks its own RBAC
 in-process: ``api.permissions``). Refusals become :class:`PermissionRefused`,
-a ``ToolException`` whose text the model and the panel show as it is.
+a :class:`~.errors.ToolError` whose text the model and the panel show as it is.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
-from langchain_core.tools import ToolException
-
+from ..errors import ErrorKind
 from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3PermissionError
+from .errors import ToolError
 
 Verdict = Literal["allowed", "denied", "inactive"]
 Authorize = Callable[[str, str], Awaitable[Verdict]]
@@ -27,8 +27,11 @@ NODE_CONSOLE = "Node.Console"
 _GNS3_PRIVILEGE = re.compile(r"privilege ([A-Za-z]+\.[A-Za-z]+) is required")
 
 
-class PermissionRefused(ToolException):
+class PermissionRefused(ToolError):
     """GNS3 does not let this user do it; ``str()`` says what is missing, on what."""
+
+    code = "permission_refused"
+    kind = ErrorKind.FORBIDDEN
 
     def __init__(self, message: str, *, privilege: str | None = None) -> None:
         super().__init__(message)

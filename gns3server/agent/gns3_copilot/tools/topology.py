@@ -2,9 +2,10 @@
 
 The tool gets a ``client_factory`` at construction (a callable returning a fresh,
 unopened :class:`GNS3Client` bound to the server and the requesting user's
-token), so GNS3's own access control applies and nothing is global. Every
-failure becomes an ``{"error": ...}`` result: an exception escaping a tool would
-leave the model's tool call unanswered.
+token), so GNS3's own access control applies and nothing is global. Bound to
+the run's project (``project_id``), it takes no argument. GNS3's failures become
+a :class:`~.errors.ToolError` (a refusal a :class:`~.permissions.PermissionRefused`)
+saying what was attempted; the agent's tools node answers the call with it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..gns3_client import GNS3APIError, GNS3AuthenticationError, GNS3Error, GNS3PermissionError, fetch_topology
+from ..gns3_client import GNS3AuthenticationError, GNS3Error, GNS3PermissionError, fetch_topology
+from .errors import ToolError, tool_error
 from .nodes import ClientFactory
 from .permissions import gns3_refusal
 
@@ -71,19 +73,16 @@ class GNS3TopologyTool(BaseTool):
     ) -> dict[str, Any]:
         project_id = self.project_id if self.project_id is not None else project_id
         if project_id is None:
-            return {"error": "project_id is required"}
+            raise ToolError("project_id is required")
         try:
             async with self.client_factory() as client:
                 topology = await fetch_topology(client, project_id)
         except (GNS3PermissionError, GNS3AuthenticationError) as exc:
             log.info("topology of project %s refused: %s", project_id, exc)
-            return {**_error_result(exc), "error": str(gns3_refusal(exc, f"project {project_id}"))}
+            raise gns3_refusal(exc, f"project {project_id}") from exc
         except GNS3Error as exc:
             log.info("topology of project %s not available: %s", project_id, exc)
-            return _error_result(exc)
-        except Exception as exc:  # a bug of ours must still answer the tool call
-            log.exception("topology tool failed for project %s", project_id)
-            return {"error": f"internal error while reading the topology ({type(exc).__name__})"}
+            raise tool_error(exc) from exc
         return topology.to_dict()
 
     def _run(self, project_id: str | None = None, run_manager: CallbackManagerForToolRun | None = None) -> dict[str, Any]:
@@ -92,11 +91,4 @@ class GNS3TopologyTool(BaseTool):
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self._arun(project_id))
-        return {"error": "gns3_topology was called synchronously inside an event loop; use ainvoke"}
-
-
-def _error_result(exc: GNS3Error) -> dict[str, Any]:
-    result: dict[str, Any] = {"error": str(exc), "error_type": type(exc).__name__}
-    if isinstance(exc, GNS3APIError) and exc.status is not None:
-        result["status"] = exc.status
-    return result
+        raise ToolError("gns3_topology was called synchronously inside an event loop; use ainvoke")

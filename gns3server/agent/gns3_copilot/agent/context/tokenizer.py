@@ -26,6 +26,8 @@ from pathlib import Path
 
 import tiktoken
 
+from ...errors import CopilotError, ErrorKind
+
 DEFAULT_ENCODING = "cl100k_base"
 
 _ENDOFTEXT = "<|endoftext|>"
@@ -86,8 +88,11 @@ ENCODING_SPECS: dict[str, EncodingSpec] = {
 _O200K_MODELS = re.compile(r"^(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o\d)", re.IGNORECASE)
 
 
-class TokenizerDataError(RuntimeError):
+class TokenizerDataError(CopilotError, RuntimeError):
     """The packaged BPE file is missing or does not match its pinned hash."""
+
+    code = "tokenizer_data_invalid"
+    kind = ErrorKind.INTERNAL
 
 
 def _spec(name: str) -> EncodingSpec:

@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from ...service.copilot import FAULT_INJECTION, User
-from ...service.errors import CopilotError
+from ...errors import CopilotError, ErrorKind
 from ...service.faults import FaultRecord
 from ...tools.toolset import RunContext, build_tools
 from ..dependencies import CurrentUser, GroupIds, ProjectId, State, session_for_chat
@@ -39,14 +39,14 @@ UNDO_NODE_ACTION = {"stop": "start", "suspend": "start"}
 class FaultNotFoundError(CopilotError):
     """No such fault injected by this user in this project (other users' look the same)."""
 
-    status = 404
+    kind = ErrorKind.NOT_FOUND
     code = "fault_not_found"
 
 
 class NotRevertibleError(CopilotError):
     """A fault the copilot cannot undo by itself (a configuration change): undo it by hand."""
 
-    status = 409
+    kind = ErrorKind.CONFLICT
     code = "fault_not_revertible"
 
 
