@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 
 from starlette.types import Receive
 
-from ..service.copilot import Event
 from ..errors import CopilotError, ErrorKind
+from ..service.copilot import Event
 from .schemas import Approval, ChatResult, ToolCallSummary
 
 log = logging.getLogger(__name__)

@@ -107,9 +107,7 @@ class GNS3APIError(GNS3Error):
 
     @property
     def public_message(self) -> str:
-        """GNS3's own words to the user's request (a 5xx says only that GNS3 failed)."""
-        if self.status is not None and self.status >= 500:
-            return f"The GNS3 server failed (HTTP {self.status}); the details are in its log."
+        """GNS3's own words to the user's request (or the client's, when it refused to send it)."""
         return self.message
 
 
@@ -139,6 +137,11 @@ class GNS3ServerError(GNS3APIError):
     """5xx: GNS3 failed while handling the request."""
 
     retryable = True
+
+    @property
+    def public_message(self) -> str:
+        """Only that GNS3 failed: its text may be a server-side failure's."""
+        return "The GNS3 server failed while answering; the details are in the GNS3 server log."
 
 
 _BY_STATUS: dict[int, type[GNS3APIError]] = {

@@ -36,9 +36,9 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import McpError
 from pydantic import BaseModel, ValidationError
 
+from ..errors import CopilotError
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
-from ..errors import CopilotError
 from ..tools.errors import result_failed
 from ..tools.toolset import ConsoleServices, RunContext, build_tools
 from .approvals import APPROVAL_SECONDS, Approval, Approvals, call_digest

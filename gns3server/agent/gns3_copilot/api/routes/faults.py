@@ -17,8 +17,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from ...service.copilot import FAULT_INJECTION, User
 from ...errors import CopilotError, ErrorKind
+from ...service.copilot import FAULT_INJECTION, User
 from ...service.faults import FaultRecord
 from ...tools.toolset import RunContext, build_tools
 from ..dependencies import CurrentUser, GroupIds, ProjectId, State, session_for_chat

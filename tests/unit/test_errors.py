@@ -1,0 +1,239 @@
+"""The one error tree (errors.py), its HTTP table at the boundary, and the translation of foreign errors."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+import gns3server.agent.gns3_copilot as package
+from gns3server.agent.gns3_copilot.agent.llm_errors import (
+    LLMEmptyAnswerError,
+    LLMStreamCutError,
+    provider_error,
+)
+from gns3server.agent.gns3_copilot.agent.model_factory import LLMConfigError
+from gns3server.agent.gns3_copilot.agent.prompts import PromptFileError
+from gns3server.agent.gns3_copilot.api.endpoints import EndpointNotAllowedError
+from gns3server.agent.gns3_copilot.api.errors import (
+    HTTP_STATUS,
+    NoLLMConfigError,
+    ServiceUnavailableError,
+    TokenExpiredError,
+    http_status,
+    install_error_handlers,
+)
+from gns3server.agent.gns3_copilot.api.sse import RunFailedError
+from gns3server.agent.gns3_copilot.console import ConsoleError, PolicyError
+from gns3server.agent.gns3_copilot.errors import CopilotError, ErrorKind
+from gns3server.agent.gns3_copilot.gns3_client.exceptions import (
+    GNS3ConflictError,
+    GNS3ConnectionError,
+    GNS3Error,
+    GNS3NotFoundError,
+    GNS3PermissionError,
+    GNS3ServerError,
+)
+from gns3server.agent.gns3_copilot.mcp.approvals import TooManyApprovalsError
+from gns3server.agent.gns3_copilot.service.errors import (
+    ApprovalExpiredError,
+    SessionBusyError,
+    SessionNotFoundError,
+    as_copilot_error,
+    public_message,
+)
+from gns3server.agent.gns3_copilot.tools.errors import (
+    ToolError,
+    model_message,
+    result_failed,
+)
+from gns3server.agent.gns3_copilot.tools.permissions import PermissionRefused
+
+ROOT = Path(package.__file__).parent
+
+
+def _every_module() -> None:
+    for info in pkgutil.walk_packages([str(ROOT)], prefix=package.__name__ + "."):
+        importlib.import_module(info.name)
+
+
+def _members(cls: type[CopilotError]) -> list[type[CopilotError]]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_members(sub)]
+    return found
+
+
+def test_every_member_has_a_code_and_a_kind_the_boundary_maps_and_no_http_status() -> None:
+    _every_module()
+    members = [m for m in _members(CopilotError) if m.__module__.startswith(package.__name__)]
+    assert len(members) > 40  # the tree holds the package's errors, not a handful
+    for member in members:
+        assert re.fullmatch(r"[a-z0-9_]+", member.code), member
+        assert member.kind in HTTP_STATUS, member
+        assert isinstance(member.retryable, bool), member
+        # The HTTP status is the boundary's choice: no member carries one.
+        assert not any("status" in vars(c) for c in member.__mro__ if issubclass(c, CopilotError)), member
+    assert set(HTTP_STATUS) == set(ErrorKind)
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (NoLLMConfigError("x"), 400, "llm_not_configured"),
+        (TokenExpiredError("x"), 401, "token_expired"),
+        (EndpointNotAllowedError("x"), 403, "llm_endpoint_not_allowed"),
+        (SessionNotFoundError("x"), 404, "session_not_found"),
+        (SessionBusyError("x"), 409, "session_busy"),
+        (ApprovalExpiredError("x"), 410, "approval_expired"),
+        (LLMConfigError("model", "type", "must be a string"), 422, "llm_config_invalid"),
+        (PromptFileError("x"), 422, "prompt_file_invalid"),
+        (TooManyApprovalsError("x"), 429, "too_many_approvals"),
+        (RunFailedError("x"), 502, "run_failed"),
+        (ServiceUnavailableError("x"), 503, "copilot_unavailable"),
+        (GNS3PermissionError("Permission denied", status=403), 403, "gns3_error"),
+        (GNS3NotFoundError("Project not found", status=404), 404, "gns3_error"),
+        (GNS3ConflictError("busy", status=409), 502, "gns3_error"),
+        (GNS3ConnectionError("refused", url="http://x"), 502, "gns3_error"),
+    ],
+)
+def test_the_table_gives_the_documented_answers(error: CopilotError, status: int, code: str) -> None:
+    assert (http_status(error), error.code) == (status, code)
+
+
+def test_validation_errors_stay_value_errors() -> None:
+    """FastAPI, pydantic validators and callers catch these as ValueError."""
+    for error in (LLMConfigError("f", "type", "m"), PromptFileError("x"), PolicyError("x")):
+        assert isinstance(error, ValueError) and isinstance(error, CopilotError)
+
+
+def _app() -> TestClient:
+    app = FastAPI()
+    install_error_handlers(app, "/v3/copilot/")
+    raised = {
+        "config": LLMConfigError("temperature", "maximum", "must be at most 2"),
+        "gns3-404": GNS3NotFoundError("Project ab not found", status=404, method="GET", url="http://gns3/v3/projects/ab"),
+        "gns3-down": GNS3ConnectionError("cannot reach http://gns3 (ClientConnectorError: secret detail)", url="http://gns3"),
+        "gns3-500": GNS3ServerError("Traceback: /srv/secret.py", status=500, method="GET", url="http://gns3/v3/x"),
+        "busy": SessionBusyError("Session s is busy with another request"),
+    }
+
+    @app.get("/v3/copilot/{which}")
+    async def fail(which: str) -> None:
+        raise raised[which]
+
+    return TestClient(app)
+
+
+def test_one_handler_answers_every_member_in_gns3s_shape(caplog: pytest.LogCaptureFixture) -> None:
+    client = _app()
+    config = client.get("/v3/copilot/config")
+    assert config.status_code == 422
+    assert config.json() == {
+        "message": "temperature: must be at most 2", "code": "llm_config_invalid", "field": "temperature",
+        "rule": "maximum", "errors": [{"field": "temperature", "rule": "maximum", "message": "must be at most 2"}],
+    }
+    missing = client.get("/v3/copilot/gns3-404")
+    assert (missing.status_code, missing.json()["message"]) == (404, "Project ab not found")
+    busy = client.get("/v3/copilot/busy")
+    assert busy.status_code == 409 and busy.json() == {"message": "Session s is busy with another request", "code": "session_busy"}
+    for which in ("gns3-down", "gns3-500"):
+        answer = client.get(f"/v3/copilot/{which}")
+        assert answer.status_code == 502 and answer.json()["code"] == "gns3_error"
+        assert "secret" not in answer.text and "ClientConnectorError" not in answer.text
+    assert "secret detail" in caplog.text  # what went wrong is in the log
+
+
+def _request() -> httpx.Request:
+    return httpx.Request("POST", "http://model.test/v1/chat/completions")
+
+
+def _status_error(cls: type[openai.APIStatusError], status: int) -> openai.APIStatusError:
+    return cls("refused: sk-secret", response=httpx.Response(status, request=_request()), body=None)
+
+
+def _wrapped(outer: Exception, inner: Exception) -> Exception:
+    outer.__cause__ = inner
+    return outer
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "retryable"),
+    [
+        (_status_error(openai.AuthenticationError, 401), "llm_auth", False),
+        (_status_error(openai.RateLimitError, 429), "llm_rate_limited", True),
+        (_status_error(openai.InternalServerError, 503), "llm_server_error", True),
+        (_status_error(openai.BadRequestError, 400), "llm_error", False),
+        (openai.APITimeoutError(request=_request()), "llm_timeout", True),
+        (openai.APIConnectionError(request=_request()), "llm_unreachable", True),
+        (httpx.ConnectError("refused"), "llm_unreachable", True),
+        (ConnectionRefusedError(111, "refused"), "llm_unreachable", True),
+        (TimeoutError(), "llm_timeout", True),
+        (_wrapped(openai.APIConnectionError(request=_request()), httpx.RemoteProtocolError("peer closed")),
+         "llm_stream_cut", True),
+        (httpx.ReadError("connection reset mid-body"), "llm_stream_cut", True),
+        (LLMEmptyAnswerError("empty"), "llm_empty_answer", False),
+    ],
+)
+def test_provider_failures_are_translated_by_type(exc: Exception, code: str, retryable: bool) -> None:
+    error = provider_error(exc)
+    assert error is not None and (error.code, error.retryable) == (code, retryable)
+    assert "sk-secret" not in error.public_message and public_message(exc) == (code, error.public_message)
+
+
+def test_class_names_are_not_guessed_from() -> None:
+    """An unknown exception named like a timeout or a connection error is not one: it is internal."""
+
+    class ReadTimeoutInMyPlugin(Exception):
+        pass
+
+    class ConnectionPoolBug(Exception):
+        pass
+
+    for exc in (ReadTimeoutInMyPlugin("/secret/path"), ConnectionPoolBug("/secret/path"), KeyError("x")):
+        code, message = public_message(exc)
+        assert code == "internal_error" and "secret" not in message and "failed unexpectedly" in message
+        assert as_copilot_error(exc).kind is ErrorKind.INTERNAL
+
+
+def test_ours_pass_as_they_are_and_gns3s_say_nothing_of_their_transport() -> None:
+    busy = SessionBusyError("Session s is busy")
+    assert as_copilot_error(busy) is busy and public_message(busy) == ("session_busy", "Session s is busy")
+    cut = LLMStreamCutError("The model server's streamed answer stopped after 3 chunk(s)")
+    assert public_message(cut) == ("llm_stream_cut", str(cut))
+    down = GNS3ConnectionError("cannot reach http://10.0.0.1:3080 (ClientConnectorError: x)", url="http://10.0.0.1:3080")
+    code, message = public_message(down)
+    assert code == "gns3_error" and "10.0.0.1" not in message and "ClientConnectorError" not in message
+    assert isinstance(down, GNS3Error) and down.retryable
+
+
+def test_the_tools_policy_shows_tool_errors_and_hides_bugs() -> None:
+    refused = PermissionRefused("you lack Node.Console on R1; GNS3 does not let you do this")
+    assert model_message(refused) == str(refused) and refused.kind is ErrorKind.FORBIDDEN
+    conflict = GNS3ConflictError("port e0 is already used", status=409, method="POST", url="/v3/projects/p/links")
+    assert model_message(conflict) == str(conflict)  # untranslated but ours: written to be read
+    assert model_message(ConsoleError("console closed")) == "console closed"
+    assert model_message(ToolError("no node named 'R9' (available: R1)")) == "no node named 'R9' (available: R1)"
+    assert model_message(RuntimeError("/secret/path")) is None
+    assert model_message(ValueError("invalid literal for int()")) is None
+    assert result_failed({"device": "R1", "status": "failed", "error": "timed out"})
+    assert result_failed({"device": "R1", "status": "blocked", "error": "blocked by the console policy"})
+    assert not result_failed({"device": "R1", "status": "error", "error": ""})  # the device answered: the model reads it
+    assert not result_failed({"devices": [{"device": "R1", "status": "failed"}]})
+    assert not result_failed("text")
+
+
+def test_the_graph_imports_nothing_of_gns3_or_the_console() -> None:
+    tree = ast.parse((ROOT / "agent" / "gns3_copilot.py").read_text(encoding="utf-8"))
+    ours = [(node.level, node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
+    # From the agent package (level 1) anything; from the copilot package (level 2) only the error tree.
+    above = [module for level, module in ours if level > 1]
+    assert ours and set(above) <= {"errors"}, above
