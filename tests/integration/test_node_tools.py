@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import pydantic
 import pytest
-from langchain_core.tools import ToolException
 
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import tools_for_mode
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client, GNS3ConflictError, GNS3NotFoundError
+from gns3server.agent.gns3_copilot.gns3_client import (
+    GNS3Client,
+    GNS3ConflictError,
+    GNS3NotFoundError,
+)
+from gns3server.agent.gns3_copilot.tools.errors import ToolError
 from gns3server.agent.gns3_copilot.tools.toolset import RunContext, build_tools
 
 pytestmark = pytest.mark.integration
@@ -54,21 +58,24 @@ async def test_create_nodes_link_and_act_on_them(tools, gns3_client, gns3_projec
 
 
 async def test_names_that_do_not_exist_are_explained(tools):
-    with pytest.raises(ToolException, match=r"no node named 'ghost' \(available: none\)"):
+    with pytest.raises(ToolError, match=r"no node named 'ghost' \(available: none\)"):
         await tools["gns3_node_action"].ainvoke({"action": "start", "nodes": ["ghost"]})
-    with pytest.raises(ToolException, match="no template named 'Cisco 9000'.*VPCS"):
+    with pytest.raises(ToolError, match="no template named 'Cisco 9000'.*VPCS"):
         await tools["gns3_create_node"].ainvoke({"template": "Cisco 9000"})
     await tools["gns3_create_node"].ainvoke({"template": "VPCS", "name": "C"})
-    with pytest.raises(GNS3NotFoundError, match="no port 'e7'"):
+    # GNS3's errors are the tool's to translate: a ToolError quoting them, the original as its cause.
+    with pytest.raises(ToolError, match="no port 'e7'") as caught:
         await tools["gns3_create_link"].ainvoke({"node_a": "C", "port_a": "e7", "node_b": "C", "port_b": "e0"})
+    assert isinstance(caught.value.__cause__, GNS3NotFoundError)
 
 
 async def test_a_port_in_use_is_a_gns3_conflict(tools):
     for name in ("D", "E", "F"):
         await tools["gns3_create_node"].ainvoke({"template": "VPCS", "name": name})
     await tools["gns3_create_link"].ainvoke({"node_a": "D", "port_a": "e0", "node_b": "E", "port_b": "e0"})
-    with pytest.raises(GNS3ConflictError):
+    with pytest.raises(ToolError, match="409") as caught:
         await tools["gns3_create_link"].ainvoke({"node_a": "D", "port_a": "e0", "node_b": "F", "port_b": "e0"})
+    assert isinstance(caught.value.__cause__, GNS3ConflictError)
 
 
 async def test_bad_arguments_are_rejected_before_any_request(tools):

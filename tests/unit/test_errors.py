@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 import gns3server.agent.gns3_copilot as package
+from gns3server.agent.gns3_copilot.agent.context.tokenizer import TokenizerDataError
 from gns3server.agent.gns3_copilot.agent.llm_errors import (
     LLMEmptyAnswerError,
     LLMStreamCutError,
@@ -33,7 +34,7 @@ from gns3server.agent.gns3_copilot.api.errors import (
 )
 from gns3server.agent.gns3_copilot.api.sse import RunFailedError
 from gns3server.agent.gns3_copilot.console import ConsoleError, PolicyError
-from gns3server.agent.gns3_copilot.errors import CopilotError, ErrorKind
+from gns3server.agent.gns3_copilot.errors import CopilotError, ErrorKind, InternalError
 from gns3server.agent.gns3_copilot.gns3_client.exceptions import (
     GNS3ConflictError,
     GNS3ConnectionError,
@@ -213,6 +214,9 @@ def test_ours_pass_as_they_are_and_gns3s_say_nothing_of_their_transport() -> Non
     code, message = public_message(down)
     assert code == "gns3_error" and "10.0.0.1" not in message and "ClientConnectorError" not in message
     assert isinstance(down, GNS3Error) and down.retryable
+    # An internal member of the tree says no more than an untranslated bug.
+    tokenizer = TokenizerDataError("Cannot read tokenizer file /srv/secret/cl100k_base.tiktoken")
+    assert public_message(tokenizer) == ("tokenizer_data_invalid", InternalError.MESSAGE)
 
 
 def test_the_tools_policy_shows_tool_errors_and_hides_bugs() -> None:

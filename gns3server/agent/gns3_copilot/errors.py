@@ -77,8 +77,8 @@ class CopilotError(Exception):
 
     @property
     def public_message(self) -> str:
-        """What a client is told (subclasses that hold foreign text override it)."""
-        return str(self)
+        """What a client is told (subclasses that hold foreign text override it); an internal error says only that."""
+        return InternalError.MESSAGE if self.kind is ErrorKind.INTERNAL else str(self)
 
     def details(self) -> dict[str, Any]:
         """Extra public fields for an error body (an invalid LLM config's field and rule)."""

@@ -100,7 +100,7 @@ def build_server(gateway: ToolGateway, resources: TopologyResources) -> Server[A
         try:
             return await resources.list(_caller(server))
         except GNS3Error as exc:
-            raise _mcp_error(f"GNS3 refused: {exc}") from exc
+            raise _mcp_error(f"GNS3 refused: {exc.public_message}") from exc
 
     @server.list_resource_templates()
     async def list_resource_templates() -> list[types.ResourceTemplate]:
@@ -111,7 +111,7 @@ def build_server(gateway: ToolGateway, resources: TopologyResources) -> Server[A
         try:
             text = await resources.read(_caller(server), uri)
         except (GNS3Error, ResourceError) as exc:
-            raise _mcp_error(str(exc)) from exc
+            raise _mcp_error(exc.public_message) from exc
         return [ReadResourceContents(content=text, mime_type="text/plain")]
 
     @server.subscribe_resource()
@@ -119,7 +119,7 @@ def build_server(gateway: ToolGateway, resources: TopologyResources) -> Server[A
         try:
             await resources.subscribe(_caller(server), server.request_context.session, uri)
         except (GNS3Error, ResourceError) as exc:
-            raise _mcp_error(str(exc)) from exc
+            raise _mcp_error(exc.public_message) from exc
 
     @server.unsubscribe_resource()
     async def unsubscribe(uri: AnyUrl) -> None:

@@ -197,9 +197,9 @@ class ToolGateway:
                     return text_result(await topology_text(client, project_id))
             return await self._run(caller, session, entry, name, project_id, args)
         except GNS3Error as exc:
-            return text_result(f"GNS3 refused: {getattr(exc, 'message', None) or exc}", error=True)
+            return text_result(f"GNS3 refused: {exc.public_message}", error=True)
         except CopilotError as exc:
-            return text_result(str(exc), error=True)
+            return text_result(exc.public_message, error=True)
 
     async def _list_projects(self, caller: Caller) -> dict[str, Any]:
         async with self._client_factory(caller.token()) as client:
