@@ -55,6 +55,7 @@ from gns3server.agent.gns3_copilot.tools.errors import (
     ToolError,
     model_message,
     result_failed,
+    tool_error,
 )
 from gns3server.agent.gns3_copilot.tools.permissions import PermissionRefused
 
@@ -226,6 +227,13 @@ def test_the_tools_policy_shows_tool_errors_and_hides_bugs() -> None:
     assert model_message(conflict) == str(conflict)  # untranslated but ours: written to be read
     assert model_message(ConsoleError("console closed")) == "console closed"
     assert model_message(ToolError("no node named 'R9' (available: R1)")) == "no node named 'R9' (available: R1)"
+    # A route running a tool answers with what the translated error says to a client, not aiohttp's text.
+    down = GNS3ConnectionError("cannot reach http://10.0.0.1 (ClientConnectorError: x)", url="http://10.0.0.1")
+    try:
+        raise tool_error(down) from down
+    except ToolError as translated:
+        assert "ClientConnectorError" in model_message(translated)  # the model is told what was attempted
+        assert translated.public_message == down.public_message and "10.0.0.1" not in translated.public_message
     assert model_message(RuntimeError("/secret/path")) is None
     assert model_message(ValueError("invalid literal for int()")) is None
     assert result_failed({"device": "R1", "status": "failed", "error": "timed out"})

@@ -30,6 +30,12 @@ class ToolError(CopilotError, ToolException):
     code = "tool_error"
     kind = ErrorKind.UPSTREAM
 
+    @property
+    def public_message(self) -> str:
+        """For a client (a route that runs a tool): what the translated error would say, else the text."""
+        cause = self.__cause__
+        return cause.public_message if isinstance(cause, CopilotError) else str(self)
+
 
 def tool_error(exc: CopilotError) -> ToolError:
     """``exc`` (GNS3's, a console's) as a tool error with its full text, which names what was attempted.

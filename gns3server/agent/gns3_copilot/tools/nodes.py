@@ -5,8 +5,9 @@ GNS3 clients carrying that user's token, so GNS3's own access control decides
 what the copilot may do. Nodes, templates and ports are named as the user sees
 them. GNS3's refusals (404, 409 ...) become a :class:`~.errors.ToolError` quoting
 GNS3's answer (for node actions, per node in the result); the agent's tools node
-answers the call with its text. A permission refusal (GNS3's 401/403) is said plainly ("you lack Node.PowerMgmt
-on R1 ...") and, when the tool has the audit log, audited as "denied".
+answers the call with its text. A permission refusal (GNS3's 401/403) is said
+plainly ("you lack Node.PowerMgmt on R1 ...") and, when the tool has the audit
+log, audited as "denied".
 """
 
 from __future__ import annotations
