@@ -168,38 +168,29 @@ async def test_the_tool_error_policy_is_the_callers(caplog):
     model.enqueue(
         AIMessage("", tool_calls=[call("probe", {"target": t}, t) for t in ("gone", "bad", "fine")]), "Done."
     )
-    graph = build_copilot_graph(
-        AgentSettings(
-            tools=[probe], mode="lab_automation", bind_tools=lambda tools: model.bind_tools(tools),
-            pre_model_hook=create_pre_model_hook("S {{topology_info}}", lambda s: None, lambda: {"context_limit": 16},
-                                                 lambda: [probe]),
-            load_topology=_no_topology, is_context_length_error=lambda exc: False, tool_errors=policy,
-        ),
-        InMemorySaver(),
-    )
-    _, state = await run(graph)
+    _, state = await run(_probe_graph(model, probe, tool_errors=policy))
     results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
     assert results["gone"].content == "Error: the lab says: R9 is gone" and results["gone"].status == "error"
     assert results["bad"].status == "error" and results["fine"].status == "success"
     assert [type(e) for e in seen_by_policy] == [DeviceGone]
     # The default policy knows LangChain's ToolException only: the same failure is then a bug, logged.
     model.enqueue(AIMessage("", tool_calls=[call("probe", {"target": "gone"}, "g2")]), "Done.")
-    graph = build_copilot_graph(
-        AgentSettings(
-            tools=[probe], mode="lab_automation", bind_tools=lambda tools: model.bind_tools(tools),
-            pre_model_hook=create_pre_model_hook("S {{topology_info}}", lambda s: None, lambda: {"context_limit": 16},
-                                                 lambda: [probe]),
-            load_topology=_no_topology, is_context_length_error=lambda exc: False,
-        ),
-        InMemorySaver(),
-    )
-    _, state = await run(graph)
+    _, state = await run(_probe_graph(model, probe))
     (answer,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     assert "probe failed unexpectedly" in answer.content and "R9" not in answer.content
+    assert "Tool probe failed" in caplog.text
 
 
-async def _no_topology(project_id: str) -> None:
-    return None
+def _probe_graph(model, probe, **policy):
+    async def no_topology(project_id: str) -> None:
+        return None
+
+    hook = create_pre_model_hook("S {{topology_info}}", lambda s: None, lambda: {"context_limit": 16}, lambda: [probe])
+    settings = AgentSettings(
+        tools=[probe], mode="lab_automation", bind_tools=lambda tools: model.bind_tools(tools), pre_model_hook=hook,
+        load_topology=no_topology, is_context_length_error=lambda exc: False, **policy,
+    )
+    return build_copilot_graph(settings, InMemorySaver())
 
 
 async def test_teaching_mode_binds_and_allows_read_only_tools_only():
