@@ -414,6 +414,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         name, args, call_id = call["name"], call.get("args") or {}, call.get("id") or ""
         writer(events.tool_start(call_id, name, args))
         status = "error"
+        undo: Mapping[str, Any] | None = None
         tool = by_name.get(name)
         rejected = refused == REJECTED_RESULT
         if refused is not None:
@@ -435,9 +436,11 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             else:
                 output = _stringify(result)
                 status = "error" if isinstance(result, Mapping) and result.get("error") else "success"
+                if isinstance(result, Mapping) and isinstance(result.get("undo"), Mapping):
+                    undo = result["undo"]
         # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
         shown = "rejected" if rejected else status
-        writer(events.tool_end(call_id, name, output, shown))
+        writer(events.tool_end(call_id, name, output, shown, undo))
         return ToolMessage(
             content=output, tool_call_id=call_id, name=name, status=status,
             response_metadata={"copilot_status": shown} if rejected else {},

@@ -327,7 +327,11 @@ class Fault(BaseModel):
     output: str
     created_at: str
     reverted_at: str | None = None
-    revertible: bool = Field(..., description="POST .../revert can undo it (a node stopped or suspended)")
+    revertible: bool = Field(..., description="POST .../revert can undo it (not yet reverted, and the copilot "
+                             "knows how: a node stopped or suspended, a link changed, a VPCS address changed)")
+    undo: dict[str, Any] | None = Field(
+        None, description="The tool call the revert runs ({tool, args}), as recorded before the change; "
+        "null: undo it by hand")
 
 
 class ReloadResult(BaseModel):
