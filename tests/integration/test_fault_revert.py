@@ -27,7 +27,8 @@ from test_copilot_api import (  # noqa: F401  (fixtures)
     stub,
     users,
 )
-from tests.support.openai_stub import OpenAIStub, reply, tool_call
+from test_permissions_gns3 import person
+from tests.support.openai_stub import reply, tool_call
 from vpcs_process import VPCSProcess
 
 from gns3server.agent.gns3_copilot.console import VPCS, AuditLog, Device, DeviceLocks, Who, load_policy, run_commands
@@ -257,5 +258,33 @@ async def test_the_link_tool_refuses_bad_filters_and_unknown_links(users, stub, 
         assert "no node named 'PC9'" in outputs[1], outputs
         assert "give suspend, filters or both" in outputs[2], outputs
         assert await link_state(admin, pid, link["link_id"]) == (False, {})
+    finally:
+        await admin.delete(f"/v3/projects/{pid}")
+
+
+async def test_gns3_decides_who_may_change_a_link(admin, gns3_server, stub):
+    """An Auditor (no Link.Modify): GNS3's own route refuses, so does the tool, plainly, audited; nothing changes."""
+    status, made = await admin.post("/v3/projects", {"name": f"links-rbac-{uuid.uuid4().hex[:8]}"})
+    assert status == 201, made
+    pid = made["project_id"]
+    try:
+        pc1, pc2 = await add_vpcs_node(admin, pid, "PC1"), await add_vpcs_node(admin, pid, "PC2")
+        ends = [{"node_id": n["node_id"], "adapter_number": 0, "port_number": 0} for n in (pc1, pc2)]
+        status, link = await admin.post(f"/v3/projects/{pid}/links", {"nodes": ends})
+        assert status == 201, link
+        auditor = await person(admin, gns3_server, "link-auditor", "Auditor", "/projects")
+        await auditor.api.use_llm(stub)
+        status, _ = await auditor.api.put(f"/v3/projects/{pid}/links/{link['link_id']}", {"suspend": True})
+        assert status == 403  # GNS3's own answer
+        stub.enqueue(reply(tool_calls=[tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2", "suspend": True})]),
+                     "I cannot.")
+        result = await auditor.api.chat(pid, "Suspend the link", mode="lab_automation")
+        assert result["status"] == "completed", result
+        told = stub.requests[-1]["messages"][-1]
+        assert told["role"] == "tool" and "you lack Link.Modify on link PC1 e0 <-> PC2 e0" in told["content"], told
+        assert await link_state(admin, pid, link["link_id"]) == (False, {})
+        status, entries = await admin.get(f"{COPILOT}/console/audit?project_id={pid}&username={auditor.username}")
+        assert [(e["device"], e["command"], e["outcome"]) for e in entries] == [
+            ("link PC1 e0 <-> PC2 e0", "suspend", "denied")]
     finally:
         await admin.delete(f"/v3/projects/{pid}")
