@@ -129,6 +129,15 @@ async def test_history_and_session_list_have_31s_shapes(admin, stub, project):
     assert session["metadata"] == {} and session["stats"] == {}
     assert session["session_id"] == session_id and session["runs"] == 1  # ours, additive
 
+    # 3.1's ?limit: the last N messages, their ids those of the whole conversation; bad values are 422s.
+    status, last = await admin.get(sessions_path(project, session_id, "/history") + "?limit=2")
+    assert status == 200 and [m["id"] for m in last["messages"]] == [m["id"] for m in messages[2:]]
+    status, everything = await admin.get(sessions_path(project, session_id, "/history") + "?limit=100")
+    assert status == 200 and everything["messages"] == messages
+    for bad in ("0", "-1", "two", "1.5", "100001"):
+        status, body = await admin.get(sessions_path(project, session_id, "/history") + f"?limit={bad}")
+        assert status == 422 and "limit" in body["message"], (bad, body)
+
 
 async def test_pinned_sessions_are_listed_first(admin, stub, project):
     await admin.use_llm(stub)

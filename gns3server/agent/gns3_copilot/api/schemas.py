@@ -290,6 +290,10 @@ class LLMConfigList(BaseModel):
     server_default: dict[str, Any] | None = Field(
         None, description="The server-wide default (used when the user has no default), key masked"
     )
+    server_default_id: str | None = Field(
+        None, description="The server-wide default's stable id (server-default; read-only), as GNS3 3.1's "
+        "llm-model-configs routes list it; null when the server has none"
+    )
 
 
 class EffectiveLLMConfig(BaseModel):
