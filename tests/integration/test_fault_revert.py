@@ -249,14 +249,16 @@ async def test_the_link_tool_refuses_bad_filters_and_unknown_links(users, stub, 
             tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2", "filters": {"packet_loss": [300]}}),
             tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC9", "suspend": True}),
             tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2"}),
+            tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2", "filters": {"jitter": [5]}}),
         ]
         stub.enqueue(reply(tool_calls=calls), "Nothing changed.")
         result = await admin.chat(pid, "Break the link", mode="lab_automation")
         assert result["status"] == "completed", result
         outputs = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "tool"]
-        assert "filters.packet_loss.0: Input should be less than or equal to 100" in outputs[0], outputs
+        assert "filters: Value error, packet_loss: 300 is out of range (0 to 100)" in outputs[0], outputs
         assert "no node named 'PC9'" in outputs[1], outputs
         assert "give suspend, filters or both" in outputs[2], outputs
+        assert "unknown filter 'jitter'" in outputs[3], outputs
         assert await link_state(admin, pid, link["link_id"]) == (False, {})
     finally:
         await admin.delete(f"/v3/projects/{pid}")

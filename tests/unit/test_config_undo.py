@@ -58,3 +58,19 @@ def test_the_restore_commands_put_back_address_gateway_dns_and_domain():
 ])
 def test_an_answer_that_cannot_be_restored_exactly_gives_no_undo(answer):
     assert vpcs_undo(answer) is None
+
+
+# ------------------------------------------------------------------- link filters (tools/links.py)
+
+
+def test_link_filters_are_checked_as_gns3_defines_them():
+    from gns3server.agent.gns3_copilot.tools.links import check_filters
+
+    assert check_filters({"packet_loss": [30], "delay": [200]}) == {"packet_loss": [30], "delay": [200, 0]}
+    assert check_filters({"frequency_drop": [-1], "bpf": ["icmp"]}) == {"frequency_drop": [-1], "bpf": ["icmp"]}
+    assert check_filters({}) == {}
+    for bad, message in [({"loss": [3]}, "unknown filter 'loss'"), ({"corrupt": [101]}, "out of range"),
+                         ({"delay": [1, 2, 3]}, "takes 2 integer"), ({"packet_loss": ["5"]}, "integer"),
+                         ({"packet_loss": [True]}, "integer"), ({"bpf": [3]}, "one text")]:
+        with pytest.raises(ValueError, match=message):
+            check_filters(bad)

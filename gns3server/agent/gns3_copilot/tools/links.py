@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import Any
 
 from langchain_core.tools import ToolException
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..console.audit import Who
 from ..gns3_client import GNS3Client, GNS3Error
@@ -29,43 +29,55 @@ log = logging.getLogger(__name__)
 
 UPDATE_LINK = "gns3_update_link"
 
-Percent = Annotated[int, Field(ge=0, le=100)]
-Millis = Annotated[int, Field(ge=0, le=32767)]
-Nth = Annotated[int, Field(ge=-1, le=32767)]
-Expressions = Annotated[str, StringConstraints(max_length=2000)]
+# GNS3's filters (controller/link.py FILTERS): the parameters each takes and their ranges.
+FILTERS: dict[str, tuple[tuple[int, int], ...] | None] = {
+    "packet_loss": ((0, 100),),
+    "delay": ((0, 32767), (0, 32767)),
+    "corrupt": ((0, 100),),
+    "frequency_drop": ((-1, 32767),),
+    "bpf": None,  # one text: BPF expressions, one per line
+}
+BPF_MAX = 2000
 
 
-class LinkFilters(BaseModel):
-    """GNS3's link filters, in GNS3's own shape (a list of parameters per filter)."""
-
-    model_config = ConfigDict(extra="forbid")
-    packet_loss: list[Percent] | None = Field(None, min_length=1, max_length=1, description="[percent chance a packet is lost]")
-    delay: list[Millis] | None = Field(None, min_length=1, max_length=2, description="[latency ms] or [latency ms, jitter ms]")
-    corrupt: list[Percent] | None = Field(None, min_length=1, max_length=1, description="[percent chance a packet is corrupted]")
-    frequency_drop: list[Nth] | None = Field(
-        None, min_length=1, max_length=1, description="[N]: drop every Nth packet; [-1]: drop every packet"
-    )
-    bpf: list[Expressions] | None = Field(
-        None, min_length=1, max_length=1, description="[BPF expressions, one per line]: drop the packets they match"
-    )
-
-    def as_gns3(self) -> dict[str, list[Any]]:
-        """The body's ``filters``: the filters set, a delay always with its jitter."""
-        chosen: dict[str, list[Any]] = self.model_dump(exclude_none=True)
-        if "delay" in chosen and len(chosen["delay"]) == 1:
-            chosen["delay"] = [chosen["delay"][0], 0]
-        return chosen
+def check_filters(filters: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+    """GNS3's ``filters`` body from the model's: known filters, parameters in range (ValueError naming the
+    filter otherwise); a delay without jitter gets jitter 0."""
+    checked: dict[str, list[Any]] = {}
+    for name, values in filters.items():
+        if name not in FILTERS:
+            raise ValueError(f"unknown filter {name!r} (filters: {', '.join(FILTERS)})")
+        ranges = FILTERS[name]
+        if ranges is None:
+            if len(values) != 1 or not isinstance(values[0], str) or len(values[0]) > BPF_MAX:
+                raise ValueError(f"{name} takes one text of at most {BPF_MAX} characters")
+            checked[name] = [values[0]]
+            continue
+        wanted = list(values) + [0] * (len(ranges) - len(values)) if name == "delay" else list(values)
+        if len(wanted) != len(ranges) or not all(type(v) is int for v in wanted):
+            raise ValueError(f"{name} takes {len(ranges)} integer(s)")
+        for value, (low, high) in zip(wanted, ranges):
+            if not low <= value <= high:
+                raise ValueError(f"{name}: {value} is out of range ({low} to {high})")
+        checked[name] = wanted
+    return checked
 
 
 class UpdateLinkInput(BaseModel):
-    node_a: str | None = Field(None, description="One end's node name (with node_b), when link_id is not given.")
+    node_a: str | None = Field(None, description="One end's node name (with node_b).")
     node_b: str | None = Field(None, description="The other end's node name.")
-    port_a: str | None = Field(None, description="node_a's port (e.g. e0), only when the two nodes share several links.")
-    link_id: str | None = Field(None, description="The link's id (as gns3_topology gives it), instead of node names.")
-    suspend: bool | None = Field(None, description="true: suspend the link (no packet passes); false: resume it.")
-    filters: LinkFilters | None = Field(
-        None, description="The link's filters after the call: they replace the current ones; {} removes them all."
+    port_a: str | None = Field(None, description="node_a's port (e.g. e0), if the nodes share several links.")
+    link_id: str | None = Field(None, description="Instead of node names.")
+    suspend: bool | None = Field(None, description="true: suspend (no packet passes); false: resume.")
+    filters: dict[str, list[int | str]] | None = Field(
+        None, description='Replace the link\'s filters ({} removes them): {"packet_loss": [%], "delay": [ms, '
+        'jitter ms], "corrupt": [%], "frequency_drop": [N, -1 = all], "bpf": ["expressions"]}.',
     )
+
+    @field_validator("filters")
+    @classmethod
+    def _known_filters(cls, filters: dict[str, list[int | str]] | None) -> dict[str, list[Any]] | None:
+        return None if filters is None else check_filters(filters)
 
     @model_validator(mode="after")
     def _something_to_do(self) -> UpdateLinkInput:
@@ -140,20 +152,17 @@ def _change_text(suspend: bool | None, filters: Mapping[str, Any] | None) -> str
 class UpdateLinkTool(ProjectTool):
     name: str = UPDATE_LINK
     description: str = (
-        "Suspend or resume a link of the open project, or set its packet filters (packet_loss, delay, corrupt, "
-        "frequency_drop, bpf), by its two node names. Filters replace the link's current ones ({} removes them). "
-        "Returns the link's state before and after."
+        "Suspend or resume a link of the open project, or set its packet filters (loss, delay, corruption ...), "
+        "by its two node names. Returns the link's state before and after."
     )
     args_schema: type[BaseModel] = UpdateLinkInput
 
     async def _arun(
         self, node_a: str | None = None, node_b: str | None = None, port_a: str | None = None,
-        link_id: str | None = None, suspend: bool | None = None, filters: LinkFilters | Mapping[str, Any] | None = None,
+        link_id: str | None = None, suspend: bool | None = None, filters: Mapping[str, Sequence[Any]] | None = None,
         **_: Any,
     ) -> dict[str, Any]:
-        wanted = None if filters is None else (
-            filters if isinstance(filters, LinkFilters) else LinkFilters.model_validate(filters)
-        ).as_gns3()
+        wanted = None if filters is None else check_filters(filters)
         change = _change_text(suspend, wanted)
         try:
             async with self.client_factory() as client:
