@@ -33,7 +33,7 @@ MCP = "/v3/copilot/mcp"
 ALL_TOOLS = {
     "gns3_list_projects", "gns3_select_project", "gns3_topology", "gns3_topology_text", "gns3_list_templates",
     "gns3_node_action",
-    "gns3_create_node", "gns3_create_link", "gns3_show_commands", "gns3_config_commands",
+    "gns3_create_node", "gns3_create_link", "gns3_update_link", "gns3_show_commands", "gns3_config_commands",
 }
 READ_ONLY_TOOLS = {"gns3_list_projects", "gns3_select_project", "gns3_topology", "gns3_topology_text",
                    "gns3_list_templates", "gns3_show_commands"}

@@ -11,6 +11,7 @@ the real 3.1 client is ``test_webui31_browser.py``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from datetime import datetime
@@ -29,6 +30,8 @@ from test_copilot_api import (  # noqa: F401  (fixtures)
     stub,
     users,
 )
+from conftest import COPILOT_SETTINGS
+from gns3_process import GNS3ServerProcess
 from tests.support.openai_stub import OpenAIStub, reply, tool_call
 
 pytestmark = pytest.mark.integration
@@ -128,6 +131,15 @@ async def test_history_and_session_list_have_31s_shapes(admin, stub, project):
     assert created <= updated and naive_utc(session["last_message_at"]) == updated
     assert session["metadata"] == {} and session["stats"] == {}
     assert session["session_id"] == session_id and session["runs"] == 1  # ours, additive
+
+    # 3.1's ?limit: the last N messages, their ids those of the whole conversation; bad values are 422s.
+    status, last = await admin.get(sessions_path(project, session_id, "/history") + "?limit=2")
+    assert status == 200 and [m["id"] for m in last["messages"]] == [m["id"] for m in messages[2:]]
+    status, everything = await admin.get(sessions_path(project, session_id, "/history") + "?limit=100")
+    assert status == 200 and everything["messages"] == messages
+    for bad in ("0", "-1", "two", "1.5", "100001"):
+        status, body = await admin.get(sessions_path(project, session_id, "/history") + f"?limit={bad}")
+        assert status == 422 and "limit" in body["message"], (bad, body)
 
 
 async def test_pinned_sessions_are_listed_first(admin, stub, project):
@@ -292,6 +304,66 @@ async def test_group_configs_are_inherited_by_members_only(users, stub, project,
     assert status == 204
     status, body = await erin.post(chat_path(project), {"message": "x"})
     assert status == 400
+
+
+async def test_the_server_default_is_listed_read_only_under_a_stable_id(tmp_path, monkeypatch, http):
+    """A server with a default LLM in its config file: 3.1's model list shows it, and it can be chosen."""
+    server_key = "sk-server-default-6d1f0a9c2b47"
+    monkeypatch.setenv("GNS3_COPILOT_LLM_API_KEY", server_key)
+    async with OpenAIStub(api_key=server_key) as server_llm, OpenAIStub(api_key=SECRET) as own_llm:
+        settings = {**COPILOT_SETTINGS, "llm_model": "server-model", "llm_base_url": server_llm.base_url,
+                    "llm_context_limit": 16, "llm_max_retries": 0}
+        process = await asyncio.to_thread(GNS3ServerProcess.start, tmp_path / "server", copilot=settings)
+        try:
+            admin = API(http, process.base_url, await process.token(), (server_key, SECRET))  # keys never answered
+            base = f"{ACCESS}/users/{await user_id(admin)}/llm-model-configs"
+            status, listed = await admin.get(base)
+            assert status == 200 and listed["total"] == 1, listed
+            (server,) = listed["configs"]
+            assert (server["config_id"], server["source"], server["is_default"], server["has_api_key"]) == (
+                "server-default", "server", True, True)
+            assert server["config"]["model"] == "server-model" and server["config"]["api_key"] is None
+            assert listed["default_config"] == server
+            status, default = await admin.get(base + "/default")
+            assert status == 200 and default["config_id"] == "server-default"
+            # Ours names it the same way.
+            status, ours = await admin.get(f"{COPILOT}/llm-configs")
+            assert ours["server_default_id"] == "server-default" and ours["default_config_id"] is None
+            status, effective = await admin.get(f"{COPILOT}/llm-configs/default")
+            assert (effective["source"], effective["config_id"]) == ("server", "server-default")
+
+            # The user's own default comes first; the server's stays listed, no longer the default.
+            status, own = await admin.post(base, model_config(own_llm))
+            assert status == 201, own
+            status, listed = await admin.get(base)
+            assert [(c["config_id"], c["is_default"]) for c in listed["configs"]] == [
+                (own["config_id"], True), ("server-default", False)]
+            assert listed["default_config"]["config_id"] == own["config_id"]
+
+            # Chosen in 3.1's model chip: the user's default is cleared, chats use the server's model.
+            status, chosen = await admin.put(f"{base}/default/server-default", {})
+            assert status == 200 and chosen["config_id"] == "server-default" and chosen["is_default"], chosen
+            status, default = await admin.get(base + "/default")
+            assert default["config_id"] == "server-default"
+            status, made = await admin.post("/v3/projects", {"name": "server-default"})
+            assert status == 201, made
+            server_llm.enqueue("From the server's model.")
+            result = await admin.chat(made["project_id"], "Hello")
+            assert result["content"] == "From the server's model." and server_llm.requests[-1]["model"] == "server-model"
+            own_llm.enqueue("From mine.")
+            result = await admin.chat(made["project_id"], "Hello", llm_config_id=own["config_id"])
+            assert result["content"] == "From mine."
+            server_llm.enqueue("Named.")
+            result = await admin.chat(made["project_id"], "Hello", llm_config_id="server-default")
+            assert result["content"] == "Named."
+
+            # Read-only here: the administrator changes it in the config file.
+            status, body = await admin.put(f"{base}/server-default", {"copilot_mode": "lab_automation_assistant"})
+            assert status == 403 and body["code"] == "server_default_read_only", body
+            status, body = await admin.delete(f"{base}/server-default")
+            assert status == 403 and body["code"] == "server_default_read_only", body
+        finally:
+            await asyncio.to_thread(process.stop)
 
 
 # ------------------------------------------- fault injection and prompts

@@ -347,16 +347,35 @@ def test_an_injected_fault_is_shown_and_recorded_for_its_injector(
         return ui.wait(lambda d: next((b for b in dialog.find_elements(By.CSS_SELECTOR, "button")
                                        if text in (b.get_attribute("textContent") or "")), None), f"no {text!r}")
 
+    # Two faults: a node stopped, and the link between the PCs given 40% packet loss.
+    nodes = {n["name"]: n["node_id"] for n in user_rest.ok("GET", f"/v3/projects/{pid}/nodes")}
+    link = user_rest.ok("POST", f"/v3/projects/{pid}/links", {"nodes": [
+        {"node_id": nodes[name], "adapter_number": 0, "port_number": 0} for name in ("PC1", "PC2")]})
     ui.click(dialog_button("Inject Fault"))
-    stub.enqueue(reply(tool_calls=[tool_call("gns3_node_action", {"action": "stop", "nodes": ["PC1"]})]),
-                 "A fault was injected.")
+    ui.click(ui.wait(lambda d: next((t for t in dialog.find_elements(By.CSS_SELECTOR, "mat-button-toggle button")
+                                     if (t.get_attribute("textContent") or "").strip() == "2"), None),
+                     "no fault count toggle"))
+    stop = {"action": "stop", "nodes": ["PC1"]}
+    lossy = {"node_a": "PC1", "node_b": "PC2", "filters": {"packet_loss": [40]}}
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_node_action", stop)]),
+                 reply(tool_calls=[tool_call("gns3_update_link", lossy)]),
+                 reply("A fault was injected.", hold_after=1, chunk_chars=5))
     ui.click(dialog_button("Confirm & Inject"))
+    # Held before its last answer: the dialog's progress shows the link tool's call done.
+    ui.wait(lambda d: "Completed: gns3_update_link" in dialog.text, "the link fault is not in the progress",
+            timeout=SLOW)
+    stub.release()
     ui.wait(lambda d: "Fault injected successfully!" in dialog.text, "the injection did not complete", timeout=SLOW)
 
     faults = user_rest.ok("GET", f"{COPILOT}/projects/{pid}/faults")
-    assert [(f["tool"], f["args"]) for f in faults] == [("gns3_node_action", {"action": "stop", "nodes": ["PC1"]})]
+    assert [(f["tool"], f["args"]) for f in faults] == [("gns3_node_action", stop), ("gns3_update_link", lossy)]
+    assert user_rest.ok("GET", f"/v3/projects/{pid}/links/{link['link_id']}")["filters"] == {"packet_loss": [40]}
     injected = [s for s in sessions(user_rest, pid) if s["metadata"].get("copilot_mode") == "troubleshooting_injection"]
     assert len(injected) == 1 and injected[0]["session_id"] == faults[0]["session_id"]
+    # The injector reverts the link fault (GNS3 reads the link back without filters).
+    reverted = user_rest.ok("POST", f"{COPILOT}/projects/{pid}/faults/{faults[1]['fault_id']}/revert")
+    assert reverted["reverted_at"] and reverted["undo"]["args"] == {"link_id": link["link_id"], "filters": {}}
+    assert user_rest.ok("GET", f"/v3/projects/{pid}/links/{link['link_id']}")["filters"] == {}
 
     ui.click(dialog_button("View in AI Chat"))
     ui.open_chat()

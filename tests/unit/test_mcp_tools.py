@@ -37,7 +37,8 @@ async def test_definitions_follow_the_tools_metadata(gateway):
     token = {t.name for t in await gateway.definitions(Caller("u1", "alice", False))}
     assert token == set(full) and read_only < set(full)
     assert read_only == {name for name, t in full.items() if t.annotations.readOnlyHint}
-    assert {"gns3_config_commands", "gns3_node_action", "gns3_create_node", "gns3_create_link"} == set(full) - read_only
+    assert {"gns3_config_commands", "gns3_node_action", "gns3_create_node", "gns3_create_link",
+            "gns3_update_link"} == set(full) - read_only
     config = full["gns3_config_commands"].inputSchema
     assert {"device", "commands", "project_id", "approval_id"} <= set(config["properties"])
     assert "project_id" not in config["required"] and "device" in config["required"]

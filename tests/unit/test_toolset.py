@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import needs_confirmation, tools_for_mode
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
 from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
@@ -20,7 +22,8 @@ def permissions_of(user_id: str):
 
 def test_without_console_services_there_are_no_console_tools():
     assert [t.name for t in build_tools(CONTEXT)] == [
-        "gns3_topology", "gns3_list_templates", "gns3_node_action", "gns3_create_node", "gns3_create_link"
+        "gns3_topology", "gns3_list_templates", "gns3_node_action", "gns3_create_node", "gns3_create_link",
+        "gns3_update_link",
     ]
 
 
@@ -36,3 +39,14 @@ def test_console_tools_act_for_the_run_and_config_needs_confirmation(tmp_path):
     assert needs_confirmation(config) and not needs_confirmation(show)
     teaching = {t.name for t in tools_for_mode(list(tools.values()), "teaching")}
     assert teaching == {"gns3_topology", "gns3_list_templates", "gns3_show_commands"}
+
+
+def test_only_fault_injection_runs_record_how_to_undo(tmp_path):
+    console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(tmp_path), permissions_of)
+    plain = {t.name: t for t in build_tools(CONTEXT, console)}
+    injecting = {t.name: t for t in build_tools(replace(CONTEXT, record_undo=True), console)}
+    assert plain["gns3_config_commands"].record_undo is False
+    assert injecting["gns3_config_commands"].record_undo is True
+    link = injecting["gns3_update_link"]
+    assert link.audit is console.audit and (link.user, link.session_id) == ("alice", "s1")
+    assert not needs_confirmation(link)  # as the node tools: GNS3's Link.Modify decides

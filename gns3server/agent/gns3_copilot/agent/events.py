@@ -29,9 +29,13 @@ def tool_start(call_id: str, name: str, args: Mapping[str, Any]) -> Event:
     return {"type": "tool_start", "tool_call_id": call_id, "name": name, "args": dict(args)}
 
 
-def tool_end(call_id: str, name: str, output: str, status: str) -> Event:
+def tool_end(call_id: str, name: str, output: str, status: str, undo: Mapping[str, Any] | None = None) -> Event:
+    """``undo``: the call that reverts what this one changed (fault injection records it)."""
     shown = output if len(output) <= DISPLAY_OUTPUT_CHARS else output[:DISPLAY_OUTPUT_CHARS] + "\n[... output truncated for display ...]"
-    return {"type": "tool_end", "tool_call_id": call_id, "name": name, "output": shown, "status": status}
+    event: Event = {"type": "tool_end", "tool_call_id": call_id, "name": name, "output": shown, "status": status}
+    if undo is not None:
+        event["undo"] = dict(undo)
+    return event
 
 
 def context(report: Mapping[str, Any]) -> Event:

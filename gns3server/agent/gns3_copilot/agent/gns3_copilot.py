@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypedDict
 
 import pydantic
-from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    AnyMessage,
+    BaseMessage,
+    ToolMessage,
+)
 from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.runnables import RunnableConfig
@@ -41,7 +47,13 @@ from . import events
 from .approval import approval_digest
 from .context.calibration import observed_scale, smoothed_scale
 from .context.counting import TokenCounter, content_text, json_text
-from .context.summary import clean_summary, count_turns, restore_summary, summary_bounds, summary_request
+from .context.summary import (
+    clean_summary,
+    count_turns,
+    restore_summary,
+    summary_bounds,
+    summary_request,
+)
 from .context.tokenizer import DEFAULT_ENCODING
 from .context_manager import clamp_token_scale
 from .llm_errors import LLMEmptyAnswerError, LLMStreamCutError
@@ -256,7 +268,7 @@ async def _summarize(
     )
     try:
         reply = await asyncio.wait_for(settings.summarize(request), settings.summary_timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         logger.warning(
             "Summary of %d dropped message(s) timed out after %.0f s; sending the question with the plain cut",
             len(dropped), settings.summary_timeout,
@@ -440,6 +452,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         name, args, call_id = call["name"], call.get("args") or {}, call.get("id") or ""
         writer(events.tool_start(call_id, name, args))
         status = "error"
+        undo: Mapping[str, Any] | None = None
         tool = by_name.get(name)
         rejected = refused == REJECTED_RESULT
         if refused is not None:
@@ -462,9 +475,11 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             else:
                 output = _stringify(result)
                 status = "error" if settings.tool_errors.failed(result) else "success"
+                if isinstance(result, Mapping) and isinstance(result.get("undo"), Mapping):
+                    undo = result["undo"]
         # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
         shown = "rejected" if rejected else status
-        writer(events.tool_end(call_id, name, output, shown))
+        writer(events.tool_end(call_id, name, output, shown, undo))
         return ToolMessage(
             content=output, tool_call_id=call_id, name=name, status=status,
             response_metadata={"copilot_status": shown} if rejected else {},
@@ -530,13 +545,13 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
 
 
 __all__ = [
-    "AgentSettings",
-    "CopilotState",
     "DEFAULT_MODE",
     "MODES",
+    "AgentSettings",
+    "CopilotState",
     "ToolErrorPolicy",
-    "check_mode",
     "build_copilot_graph",
+    "check_mode",
     "is_read_only",
     "needs_confirmation",
     "tools_for_mode",

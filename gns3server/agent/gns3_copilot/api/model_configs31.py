@@ -22,6 +22,9 @@ from .llm_store import LLMConfigRecord, LLMConfigStore
 from .schemas31 import LLMModelConfig, LLMModelConfigWithSource
 
 GROUP_OWNER_PREFIX = "group:"
+SERVER_DEFAULT_ID = "server-default"
+"""The stable id of the server-wide default config (from the server's config file): read-only,
+listed last, the default when neither the user nor a group of theirs has one."""
 TABLE_FIELDS = ("name", "model_type", "is_default", "expected_version")
 """3.1 request fields that are not config fields (``name``/``model_type`` are stored in the config)."""
 DEFAULT_MODEL_TYPE = "text"
@@ -109,11 +112,29 @@ def check_version(record: LLMConfigRecord, expected: Any) -> None:
         )
 
 
+def server_view(config: Mapping[str, Any], *, is_default: bool) -> LLMModelConfigWithSource:
+    """The server-wide default in 3.1's shape, under :data:`SERVER_DEFAULT_ID` (``source: "server"``).
+
+    Read-only (the administrator sets it in the server's config file); its key,
+    like every key, is never returned. Its ``version`` is 0: it cannot be updated here.
+    """
+    shown = {k: v for k, v in config.items() if k not in ("name", "model_type")}
+    shown.setdefault("provider", "openai")
+    shown.setdefault("base_url", "")
+    shown["api_key"] = None
+    return LLMModelConfigWithSource(
+        config_id=SERVER_DEFAULT_ID, name=str(config.get("name") or config.get("model") or "Server default"),
+        model_type=str(config.get("model_type") or DEFAULT_MODEL_TYPE), config=shown, user_id=None, group_id=None,
+        is_default=is_default, version=0, has_api_key=bool(config.get("api_key")), source="server",
+    )
+
+
 async def effective_configs(
-    store: LLMConfigStore, user_id: str, groups: Sequence[tuple[str, str]]
+    store: LLMConfigStore, user_id: str, groups: Sequence[tuple[str, str]], server: Mapping[str, Any] | None = None,
 ) -> tuple[list[LLMModelConfigWithSource], LLMModelConfigWithSource | None]:
-    """A user's own configs then those inherited from their groups (``(group id, name)``), and the
-    default: the user's own default, else the first group default (3.1's order)."""
+    """A user's own configs, those inherited from their groups (``(group id, name)``), then the
+    server's (``server``, if any), and the default: the user's own default, else the first group
+    default (3.1's order), else the server's."""
     configs: list[LLMModelConfigWithSource] = []
     for record in await store.list(user_id):
         configs.append(LLMModelConfigWithSource(**view(record, user_id=user_id, group_id=None), source="user"))
@@ -127,6 +148,10 @@ async def effective_configs(
     default = next((c for c in configs if c.is_default and c.source == "user"), None)
     if default is None:
         default = next((c for c in configs if c.is_default and c.source == "group"), None)
+    if server is not None:
+        configs.append(server_view(server, is_default=default is None))
+        if default is None:
+            default = configs[-1]
     return configs, default
 
 

@@ -290,6 +290,10 @@ class LLMConfigList(BaseModel):
     server_default: dict[str, Any] | None = Field(
         None, description="The server-wide default (used when the user has no default), key masked"
     )
+    server_default_id: str | None = Field(
+        None, description="The server-wide default's stable id (server-default; read-only), as GNS3 3.1's "
+        "llm-model-configs routes list it; null when the server has none"
+    )
 
 
 class EffectiveLLMConfig(BaseModel):
@@ -327,7 +331,11 @@ class Fault(BaseModel):
     output: str
     created_at: str
     reverted_at: str | None = None
-    revertible: bool = Field(..., description="POST .../revert can undo it (a node stopped or suspended)")
+    revertible: bool = Field(..., description="POST .../revert can undo it (not yet reverted, and the copilot "
+                             "knows how: a node stopped or suspended, a link changed, a VPCS address changed)")
+    undo: dict[str, Any] | None = Field(
+        None, description="The tool call the revert runs ({tool, args}), as recorded before the change; "
+        "null: undo it by hand")
 
 
 class ReloadResult(BaseModel):

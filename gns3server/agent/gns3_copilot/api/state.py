@@ -36,7 +36,7 @@ from .crypto import SecretBox, load_or_create_key
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_store import LLMConfigRecord, LLMConfigStore
 from .permissions import HostPermissions
-from .model_configs31 import default_record, named_record
+from .model_configs31 import SERVER_DEFAULT_ID, default_record, named_record
 from .settings import CopilotSettings
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,8 @@ class CopilotState:
         return self.llm_configs.usable(record) if record is not None else self._server_default()
 
     async def _record_for(self, user_id: str, config_id: str | None, group_ids: Sequence[str]) -> LLMConfigRecord | None:
+        if config_id == SERVER_DEFAULT_ID:  # 3.1's face lists the server's default under this id
+            return None
         if config_id is not None:
             return await named_record(self.llm_configs, user_id, group_ids, config_id)
         return await default_record(self.llm_configs, user_id, group_ids)

@@ -452,6 +452,21 @@ class GNS3Client:
             node = await self.update_node(pid, node["node_id"], name=name)
         return node
 
+    async def link(self, project_id: str, link_id: str) -> dict[str, Any]:
+        """One link of a project (its ``suspend`` state and ``filters`` included)."""
+        pid, lid = _check_id(project_id, "project"), _check_id(link_id, "link")
+        return await self.request("GET", f"/projects/{pid}/links/{lid}")
+
+    async def link_filters(self, project_id: str, link_id: str) -> list[dict[str, Any]]:
+        """The filters the link can apply (none when neither node type supports filtering)."""
+        pid, lid = _check_id(project_id, "project"), _check_id(link_id, "link")
+        return await self.request("GET", f"/projects/{pid}/links/{lid}/available_filters")
+
+    async def update_link(self, project_id: str, link_id: str, **fields: Any) -> dict[str, Any]:
+        """Change a link (``suspend``, ``filters`` ...; GNS3 needs ``Link.Modify``)."""
+        pid, lid = _check_id(project_id, "project"), _check_id(link_id, "link")
+        return await self.request("PUT", f"/projects/{pid}/links/{lid}", json=fields)
+
     async def create_link(
         self,
         project_id: str,

@@ -173,12 +173,13 @@ class _FaultRecorder:
         self._args: dict[str, Mapping[str, Any]] = {}
 
     async def see(self, event: Mapping[str, Any]) -> None:
-        if event["type"] == "tool_call":
+        # tool_start too: a call approved after a pause was announced (tool_call) by the run that paused.
+        if event["type"] in ("tool_call", "tool_start"):
             self._args[event["tool_call_id"]] = event.get("args") or {}
         elif event["type"] == "tool_end" and event["name"] not in self._read_only and self._storage.faults:
             args = self._args.get(event["tool_call_id"], {})
             await self._storage.faults.record(*self._where, event["name"], args, str(event.get("status")),
-                                              str(event.get("output", "")))
+                                              str(event.get("output", "")), undo=event.get("undo"))
 
 
 def is_uuid(text: str) -> bool:
@@ -506,7 +507,9 @@ class CopilotService:
         def client_factory() -> GNS3Client:
             return self._client_factory(user.token)
 
-        tools = list(self._tools_factory(RunContext(client_factory, project_id, user.username, session_id, user.user_id)))
+        context = RunContext(client_factory, project_id, user.username, session_id, user.user_id,
+                             record_undo=kind == FAULT_INJECTION)
+        tools = list(self._tools_factory(context))
         allowed = tools_for_mode(tools, mode)
 
         async def load_topology(project_id: str) -> Any:

@@ -4,7 +4,8 @@ Each lab-changing tool call of a fault-injection run is one record (tool,
 arguments, outcome, output), owned by the user who asked for the injection.
 The student never sees them (they are not in anybody else's sessions, and the
 injection session's history hides its tool calls); the injector reads them with
-``GET .../faults`` and marks them reverted. The table lives next to the session
+``GET .../faults`` and marks them reverted. A record keeps the tool call that
+undoes it (``undo``) when the tool could tell (read before the change). The table lives next to the session
 table, on the same connection and lock (see ``store.py``).
 """
 
@@ -32,11 +33,12 @@ CREATE TABLE IF NOT EXISTS copilot_faults (
     status      TEXT NOT NULL,
     output      TEXT NOT NULL,
     created_at  REAL NOT NULL,
-    reverted_at REAL
+    reverted_at REAL,
+    undo        TEXT
 );
 CREATE INDEX IF NOT EXISTS copilot_faults_project ON copilot_faults (project_id, created_at);
 """
-_COLUMNS = "fault_id, session_id, project_id, user_id, tool, args, status, output, created_at, reverted_at"
+_COLUMNS = "fault_id, session_id, project_id, user_id, tool, args, status, output, created_at, reverted_at, undo"
 OUTPUT_MAX = 4000
 T = TypeVar("T")
 
@@ -53,12 +55,22 @@ class FaultRecord:
     output: str
     created_at: float
     reverted_at: float | None = None
+    undo: dict[str, Any] | None = None
+    """The tool call that reverts the fault (``{"tool", "args"}``), when the tool could tell."""
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> FaultRecord:
         values = list(row)
         values[5] = json.loads(values[5])
+        values[10] = json.loads(values[10]) if values[10] else None
         return cls(*values)
+
+
+def _create(db: sqlite3.Connection) -> None:
+    db.executescript(_SCHEMA)
+    columns = {row[1] for row in db.execute("PRAGMA table_info(copilot_faults)")}
+    if "undo" not in columns:  # a table made before faults could be reverted automatically
+        db.execute("ALTER TABLE copilot_faults ADD COLUMN undo TEXT")
 
 
 class SQLiteFaultStore:
@@ -71,7 +83,7 @@ class SQLiteFaultStore:
     @classmethod
     async def open(cls, connection: sqlite3.Connection, lock: threading.Lock) -> SQLiteFaultStore:
         store = cls(connection, lock)
-        await store._run(lambda db: db.executescript(_SCHEMA))
+        await store._run(_create)
         return store
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -79,13 +91,14 @@ class SQLiteFaultStore:
 
     async def record(
         self, session_id: str, project_id: str, user_id: str, tool: str, args: Mapping[str, Any], status: str,
-        output: str,
+        output: str, undo: Mapping[str, Any] | None = None,
     ) -> FaultRecord:
         record = FaultRecord(str(uuid.uuid4()), session_id, project_id, user_id, tool, dict(args), status,
-                             output[:OUTPUT_MAX], time.time())
+                             output[:OUTPUT_MAX], time.time(), None, dict(undo) if undo else None)
         row = (record.fault_id, session_id, project_id, user_id, tool, json.dumps(record.args, default=str),
-               status, record.output, record.created_at, None)
-        await self._run(lambda db: db.execute(f"INSERT INTO copilot_faults ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)", row))
+               status, record.output, record.created_at, None,
+               json.dumps(record.undo, default=str) if record.undo else None)
+        await self._run(lambda db: db.execute(f"INSERT INTO copilot_faults ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", row))
         return record
 
     async def list(self, project_id: str, user_id: str | None) -> list[FaultRecord]:

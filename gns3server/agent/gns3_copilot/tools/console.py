@@ -19,6 +19,9 @@ R1 ...").
 ``metadata={"needs_confirmation": True}`` so that the agent pauses for the user's
 approval before running it; the approval it ran under (``copilot_approval`` in
 the run's configurable, set by the agent) is written to the audit with each command.
+In a fault-injection run (``record_undo``) it first reads, read-only, what the
+commands will replace, and returns the commands that restore it (``undo``,
+see ``config_undo``) or why it cannot (``undo_unknown``).
 """
 
 from __future__ import annotations
@@ -30,10 +33,20 @@ from typing import Annotated, Any, Literal
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, StringConstraints
 
-from ..console import AuditLog, Device, DeviceLocks, Policy, UnknownDriverError, Who, driver_for, run_commands
+from ..console import (
+    AuditLog,
+    Device,
+    DeviceLocks,
+    Policy,
+    UnknownDriverError,
+    Who,
+    driver_for,
+    run_commands,
+)
 from ..console.runner import Mode
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
+from .config_undo import plan, vpcs_undo
 from .errors import ToolError, tool_error
 from .nodes import PermissionErrors, ProjectTool, _by_name
 from .permissions import NODE_CONSOLE, Authorize, console_path, refusal
@@ -175,6 +188,8 @@ class ConfigCommandsTool(ConsoleTool):
     )
     args_schema: type[BaseModel] = ConfigCommandsInput
     metadata: dict[str, Any] = {"needs_confirmation": True}
+    record_undo: bool = False
+    """Fault injection: read first what the commands replace, and return the commands that restore it."""
 
     async def _arun(
         self, device: str, commands: list[str], driver: DriverName | None = None,
@@ -182,4 +197,20 @@ class ConfigCommandsTool(ConsoleTool):
     ) -> dict[str, Any]:
         who = self._who(config)
         (target,) = await self._devices([device], commands, driver, who)
-        return await self._run_on(target, commands, "config", who)
+        if not self.record_undo:
+            return await self._run_on(target, commands, "config", who)
+        undo_plan = plan(target.driver.name, commands)
+        restore: list[str] | None = None
+        if undo_plan.snapshot:  # read what the commands will replace, before they run
+            read = await self._run_on(target, list(undo_plan.snapshot), "show", who)
+            if read["status"] == "ok":
+                restore = vpcs_undo(read["results"][0]["output"])
+        result = await self._run_on(target, commands, "config", who)
+        if restore is not None:
+            args: dict[str, Any] = {"device": target.name, "commands": restore}
+            if driver is not None:
+                args["driver"] = driver
+            result["undo"] = {"tool": self.name, "args": args}
+        else:
+            result["undo_unknown"] = undo_plan.reason or f"{target.name}'s previous settings could not be read"
+        return result

@@ -9,6 +9,7 @@ from langchain_core.tools import BaseTool
 
 from ..console import AuditLog, DeviceLocks, Policy
 from .console import ConfigCommandsTool, ShowCommandsTool
+from .links import UpdateLinkTool
 from .nodes import ClientFactory, CreateLinkTool, CreateNodeTool, ListTemplatesTool, NodeActionTool
 from .permissions import Authorize
 from .topology import GNS3TopologyTool
@@ -23,6 +24,8 @@ class RunContext:
     username: str
     session_id: str
     user_id: str = ""
+    record_undo: bool = False
+    """A fault-injection run: lab-changing tools return how to undo what they change."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ def build_tools(context: RunContext, console: ConsoleServices | None = None) -> 
         NodeActionTool(client_factory=factory, project_id=project_id, **audited),
         CreateNodeTool(client_factory=factory, project_id=project_id, **audited),
         CreateLinkTool(client_factory=factory, project_id=project_id, **audited),
+        UpdateLinkTool(client_factory=factory, project_id=project_id, audit=console.audit if console else None,
+                       user=context.username, session_id=context.session_id),
     ]
     if console is not None:
         common = dict(
@@ -59,5 +64,5 @@ def build_tools(context: RunContext, console: ConsoleServices | None = None) -> 
             audit=console.audit, authorize=console.permissions(context.user_id), user=context.username,
             session_id=context.session_id,
         )
-        tools += [ShowCommandsTool(**common), ConfigCommandsTool(**common)]
+        tools += [ShowCommandsTool(**common), ConfigCommandsTool(**common, record_undo=context.record_undo)]
     return tools

@@ -6,20 +6,36 @@ fault-injection prompt, through our tools, so GNS3's RBAC (the caller's token),
 the console command policy, approval and audit all apply. Its lab-changing tool
 calls are recorded as faults; its session's history hides them. Whoever
 injected them (or a superadmin) reads them with ``GET .../faults`` and undoes
-a stopped or suspended node with ``POST .../faults/{fault_id}/revert``.
+one with ``POST .../faults/{fault_id}/revert``: a node stopped or suspended is
+started, a link is put back as it was (suspended or not, its filters), a device
+address gets its previous value (read from the device before the change). The
+revert runs the recorded undo call through the same tool as the caller, so
+GNS3's RBAC, the console policy and the audit apply; it asks no second
+approval: the POST is the caller's explicit decision about exactly the call
+``GET .../faults`` shows as ``undo``, and the audit records it as approved by
+them under the approval id ``revert:<fault_id>``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
+import time
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import APIRouter, Request
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import ToolException
 
+from ...agent.gns3_copilot import APPROVAL_KEY
 from ...errors import CopilotError, ErrorKind
 from ...service.copilot import FAULT_INJECTION, User
 from ...service.faults import FaultRecord
+from ...tools.links import UPDATE_LINK
+from ...tools.permissions import PermissionRefused
 from ...tools.toolset import RunContext, build_tools
 from ..dependencies import CurrentUser, GroupIds, ProjectId, State, session_for_chat
 from ..errors import ModeNotAllowedError
@@ -33,7 +49,10 @@ router = APIRouter()
 
 INJECTION_MODE = "lab_automation"
 NODE_ACTION = "gns3_node_action"
+CONFIG_COMMANDS = "gns3_config_commands"
 UNDO_NODE_ACTION = {"stop": "start", "suspend": "start"}
+REVERTING_TOOLS = {NODE_ACTION, UPDATE_LINK, CONFIG_COMMANDS}
+"""The tools a recorded undo may call (a stored record naming another is not run)."""
 
 
 class FaultNotFoundError(CopilotError):
@@ -44,18 +63,31 @@ class FaultNotFoundError(CopilotError):
 
 
 class NotRevertibleError(CopilotError):
-    """A fault the copilot cannot undo by itself (a configuration change): undo it by hand."""
+    """A fault the copilot cannot undo by itself (what it replaced is not known): undo it by hand."""
 
     kind = ErrorKind.CONFLICT
     code = "fault_not_revertible"
 
 
+class RevertDeniedError(CopilotError):
+    """GNS3 does not let the caller make the change that would revert the fault."""
+
+    kind = ErrorKind.FORBIDDEN
+    code = "fault_revert_denied"
+
+
 def _undo(record: FaultRecord) -> dict[str, Any] | None:
-    """The gns3_node_action arguments that undo the fault, if it is a node stopped or suspended."""
+    """The tool call (``{"tool", "args"}``) that undoes the fault, if the copilot knows one.
+
+    Recorded with the fault when the tool read what it replaced (links, device
+    addresses); for a node stopped or suspended, starting it again.
+    """
+    if record.undo is not None:
+        return record.undo if record.undo.get("tool") in REVERTING_TOOLS else None
     action = UNDO_NODE_ACTION.get(str(record.args.get("action")))
     if record.tool != NODE_ACTION or action is None or not record.args.get("nodes"):
         return None
-    return {"action": action, "nodes": list(record.args["nodes"])}
+    return {"tool": NODE_ACTION, "args": {"action": action, "nodes": list(record.args["nodes"])}}
 
 
 def _view(record: FaultRecord) -> Fault:
@@ -65,6 +97,7 @@ def _view(record: FaultRecord) -> Fault:
         created_at=session_timestamp(record.created_at),
         reverted_at=session_timestamp(record.reverted_at) if record.reverted_at else None,
         revertible=_undo(record) is not None and record.reverted_at is None,
+        undo=_undo(record),
     )
 
 
@@ -121,7 +154,7 @@ async def list_faults(project_id: ProjectId, user: CurrentUser, state: State) ->
                409: {"description": "Already reverted, or not revertible by the copilot (undo it by hand)"}},
 )
 async def revert_fault(fault_id: str, project_id: ProjectId, user: CurrentUser, state: State) -> Fault:
-    """Undo a node stopped or suspended, through the same node tool (as the caller)."""
+    """Undo the fault through the tool that made it, as the caller (see the module's docstring)."""
     record = next((r for r in await _faults(state, project_id, user) if r.fault_id == fault_id), None)
     if record is None:
         raise FaultNotFoundError(f"Fault {fault_id} not found")
@@ -133,15 +166,45 @@ async def revert_fault(fault_id: str, project_id: ProjectId, user: CurrentUser, 
             f"Fault {fault_id} ({record.tool}) cannot be undone by the copilot: undo it by hand "
             "(GET .../faults shows what was changed)"
         )
-    context = RunContext(lambda: state.gns3_client(user.token), project_id, user.username, record.session_id)
-    tools = await asyncio.to_thread(build_tools, context, state.console)  # pydantic work: off the loop
-    tool = next(t for t in tools if t.name == NODE_ACTION)
-    result = await tool.ainvoke(undo)
-    if isinstance(result, dict) and result.get("failed"):
-        raise NotRevertibleError(f"GNS3 did not restart every node: {result.get('results')}")
+    await _run_undo(state, user, project_id, record, undo)
     log.info("Fault %s of project %s reverted by %s", fault_id, project_id, user.username)
     assert state.storage.faults is not None
     reverted = await state.storage.faults.mark_reverted(fault_id)
     assert reverted is not None
     return _view(reverted)
 
+
+
+def _approval(user: User, fault_id: str, undo: Mapping[str, Any]) -> dict[str, Any]:
+    """How the audit records a revert: approved by the caller's POST, bound to the undo call."""
+    digest = hashlib.sha256(json.dumps(undo, sort_keys=True, default=str).encode()).hexdigest()
+    return {"approval_id": f"revert:{fault_id}", "digest": digest, "approved_by": user.username,
+            "approved_at": time.time()}
+
+
+async def _run_undo(
+    state: CopilotState, user: User, project_id: str, record: FaultRecord, undo: Mapping[str, Any]
+) -> None:
+    """Run the undo call with the caller's rights; a failure to revert is a 409 (403 if GNS3 refuses)."""
+    context = RunContext(lambda: state.gns3_client(user.token), project_id, user.username, record.session_id,
+                         user.user_id)
+    tools = await asyncio.to_thread(build_tools, context, state.console)  # pydantic work: off the loop
+    tool = next((t for t in tools if t.name == undo["tool"]), None)
+    if tool is None:
+        raise NotRevertibleError(f"{undo['tool']} is not available on this server: undo the fault by hand")
+    config: RunnableConfig = {"configurable": {APPROVAL_KEY: _approval(user, record.fault_id, undo)}}
+    try:
+        result = await tool.ainvoke(dict(undo["args"]), config)
+    except PermissionRefused as exc:
+        raise RevertDeniedError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
+    except ToolException as exc:
+        raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
+    if not isinstance(result, Mapping):
+        return
+    if result.get("failed"):
+        raise NotRevertibleError(f"GNS3 did not restart every node: {result.get('results')}")
+    if undo["tool"] == CONFIG_COMMANDS and result.get("status") != "ok":
+        reason = result.get("error") or "; ".join(
+            f"{r['command']}: {r.get('reason') or ', '.join(r.get('errors') or []) or r['status']}"
+            for r in result.get("results") or [] if r.get("status") != "ok")
+        raise NotRevertibleError(f"{result.get('device')} was not restored ({result.get('status')}): {reason}")

@@ -19,6 +19,7 @@ from ...agent.model_factory import LLMConfigError, llm_config_schema, redact_con
 from ..dependencies import CurrentUser, State
 from ..errors import LLMConfigNotFoundError, StoredKeyUnreadableError
 from ..llm_store import LLMConfigRecord, LLMConfigStore
+from ..model_configs31 import SERVER_DEFAULT_ID
 from ..schemas import EffectiveLLMConfig, LLMConfig, LLMConfigCreate, LLMConfigList, LLMConfigUpdate
 
 router = APIRouter()
@@ -64,6 +65,7 @@ async def list_llm_configs(user: CurrentUser, state: State) -> LLMConfigList:
         configs=[_view(state.llm_configs, r) for r in records],
         default_config_id=next((r.config_id for r in records if r.is_default), None),
         server_default=redact_config(server) if server is not None else None,
+        server_default_id=SERVER_DEFAULT_ID if server is not None else None,
     )
 
 
@@ -92,7 +94,9 @@ async def get_default_llm_config(user: CurrentUser, state: State) -> EffectiveLL
     if record is not None:
         return EffectiveLLMConfig(source="user", config_id=record.config_id, config=_view(state.llm_configs, record).config)
     if state.server_default is not None:
-        return EffectiveLLMConfig(source="server", config=redact_config(state.server_default))
+        return EffectiveLLMConfig(
+            source="server", config_id=SERVER_DEFAULT_ID, config=redact_config(state.server_default)
+        )
     raise LLMConfigNotFoundError("No default LLM config (neither the user's nor the server's)")
 
 

@@ -24,11 +24,13 @@ from ..dependencies import CurrentUser, State
 from ..errors import AdminOnlyError, LLMConfigNotFoundError
 from ..state import CopilotState
 from ..model_configs31 import (
+    SERVER_DEFAULT_ID,
     check_version,
     config_fields,
     effective_configs,
     group_owner,
     group_view,
+    server_view,
     user_view,
 )
 from ..schemas31 import LLMModelConfig, LLMModelConfigInherited, LLMModelConfigList
@@ -54,6 +56,20 @@ def _object(body: Any) -> Mapping[str, Any]:
     if not isinstance(body, Mapping):
         raise LLMConfigError("config", "type", "must be a JSON object (an LLM model config)")
     return body
+
+
+class ServerDefaultReadOnlyError(AdminOnlyError):
+    """The server-wide default is the administrator's, in the server's config file."""
+
+    code = "server_default_read_only"
+
+
+def _not_server_default(config_id: str) -> None:
+    if config_id == SERVER_DEFAULT_ID:
+        raise ServerDefaultReadOnlyError(
+            f"{SERVER_DEFAULT_ID} is the server-wide default: it is read-only here (the administrator sets it "
+            "in the [Copilot] section of the server's config file)"
+        )
 
 
 class NotFoundError(LLMConfigNotFoundError):
@@ -121,7 +137,9 @@ async def _update(state: CopilotState, caller: User, owner: str, config_id: str,
 async def get_user_configs(user_id: UUID, caller: CurrentUser, state: State, users: Users) -> LLMModelConfigInherited:
     """The user's own configs and those inherited from their groups, and the default in use."""
     owner = await _user_owner(user_id, caller, users)
-    configs, default = await effective_configs(state.llm_configs, owner, await _groups_of(owner, users))
+    configs, default = await effective_configs(
+        state.llm_configs, owner, await _groups_of(owner, users), state.server_default
+    )
     return LLMModelConfigInherited(configs=configs, default_config=default, total=len(configs))
 
 
@@ -133,11 +151,14 @@ async def get_user_own_configs(user_id: UUID, caller: CurrentUser, state: State,
 
 @router.get(_USER + "/default", response_model=LLMModelConfig, responses=_RESPONSES)
 async def get_user_default_config(user_id: UUID, caller: CurrentUser, state: State, users: Users) -> LLMModelConfig:
+    """The user's own default, else the server-wide default (``server-default``); 404 if neither."""
     owner = await _user_owner(user_id, caller, users)
     record = await state.llm_configs.default(owner)
-    if record is None:
-        raise LLMConfigNotFoundError(f"No default LLM model configuration found for user '{user_id}'")
-    return user_view(record, owner)
+    if record is not None:
+        return user_view(record, owner)
+    if state.server_default is not None:
+        return server_view(state.server_default, is_default=True)
+    raise LLMConfigNotFoundError(f"No default LLM model configuration found for user '{user_id}'")
 
 
 @router.post(_USER, response_model=LLMModelConfig, status_code=status.HTTP_201_CREATED, responses=_RESPONSES)
@@ -152,7 +173,11 @@ async def create_user_config(
 async def set_user_default_config(
     user_id: UUID, config_id: str, caller: CurrentUser, state: State, users: Users
 ) -> LLMModelConfig:
+    """Choose the user's default; choosing ``server-default`` clears theirs, so chats use the server's."""
     owner = await _user_owner(user_id, caller, users)
+    if config_id == SERVER_DEFAULT_ID and state.server_default is not None:
+        await state.llm_configs.clear_default(owner)
+        return server_view(state.server_default, is_default=True)
     return user_view(await state.llm_configs.set_default(owner, config_id), owner)
 
 
@@ -162,12 +187,14 @@ async def update_user_config(
 ) -> LLMModelConfig:
     """Change the non-null fields (GNS3 3.1's web UI switches the copilot mode with ``{"copilot_mode": ...}``)."""
     owner = await _user_owner(user_id, caller, users)
+    _not_server_default(config_id)
     return user_view(await _update(state, caller, owner, config_id, body), owner)
 
 
 @router.delete(_USER + "/{config_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_RESPONSES)
 async def delete_user_config(user_id: UUID, config_id: str, caller: CurrentUser, state: State, users: Users) -> None:
     owner = await _user_owner(user_id, caller, users)
+    _not_server_default(config_id)
     await state.llm_configs.delete(owner, config_id)
 
 

@@ -39,24 +39,40 @@ async def get_session(session: OwnedSession, state: State) -> Session:
     return Session.from_record(session, running=state.service.is_running(session.session_id))
 
 
-@router.get(SESSIONS + "/{session_id}/history", response_model=SessionHistory, responses=_NOT_FOUND)
+HISTORY_LIMIT_MAX = 100_000
+
+
+@router.get(
+    SESSIONS + "/{session_id}/history",
+    response_model=SessionHistory,
+    responses={**_NOT_FOUND, 422: {"description": "limit is not an integer from 1 to 100000"}},
+)
 async def get_history(
     session: OwnedSession,
     user: CurrentUser,
     state: State,
     reveal: bool = Query(False, description="A fault-injection session: show the faults (tool calls)"),
+    limit: int | None = Query(
+        None, ge=1, le=HISTORY_LIMIT_MAX,
+        description="Only the last N messages (GNS3 3.1's parameter); without it, the whole conversation",
+    ),
 ) -> SessionHistory:
     """The stored conversation: user, assistant (with tool calls) and tool messages, oldest first.
 
     A fault-injection session (``chat/inject``) hides its tool calls' arguments and
     results unless ``reveal=true`` (only its owner, or a superadmin, reaches it).
+    ``limit`` keeps the last N messages, as 3.1 does; their ids stay those of the
+    whole conversation. (3.1's default is 100; ours is everything, which 3.1's web
+    UI, never sending ``limit``, also gets from 3.1 for conversations under 100.)
     """
     messages = await state.service.history(user, session.session_id, reveal=reveal)
+    first = 0 if limit is None else max(0, len(messages) - limit)
     return SessionHistory(
         session_id=session.session_id,
         thread_id=session.session_id,
         title=session.title,
-        messages=[HistoryMessage.from_stored(m, f"{session.session_id}-{i}") for i, m in enumerate(messages)],
+        messages=[HistoryMessage.from_stored(m, f"{session.session_id}-{i}")
+                  for i, m in enumerate(messages) if i >= first],
         created_at=session_timestamp(session.created_at),
         updated_at=session_timestamp(session.updated_at),
     )
