@@ -129,33 +129,35 @@ async def test_the_question_does_not_wait_for_the_summary_which_lands_in_the_nex
     assert summary["turns"] == window["start"] // 2 and summary["text"].startswith("- R0..R5 checked")
     assert "summary written after its run ended; stored with the session" in caplog.text
 
-    # The next request carries it at the start of the history; the system message is unchanged.
+    # The next request carries it on its new question: everything the previous request sent
+    # is repeated unchanged (the system message too), so the landing costs the cache nothing.
     seen, state = await run(graph, [HumanMessage("and PC2?")], writer)
     first, second = model.calls
-    assert second[0].content == first[0].content and SUMMARY_HEADING not in second[0].content
-    assert second[1].content == (
+    assert [m.content for m in second[: len(first)]] == [m.content for m in first]
+    assert SUMMARY_HEADING not in second[0].content and second[-2].content == "answer one"
+    assert second[-1].content == (
         f"{SUMMARY_HEADING}\n({summary['turns']} earlier turn(s) are no longer shown; this summary of them was "
         f"written as they left.)\n- R0..R5 checked: fine\n- open: why PC1 cannot ping\n{SUMMARY_END}\n\n"
-        f"check R{summary['turns']}: {words(80)}"
+        "and PC2?"
     )
     report = reports(seen)[0]
     assert report["summarized_turns"] == summary["turns"] and report["summary_tokens"] > 0
     assert report["summary_text"] == summary["text"] and report["summary_until_id"] == window["start_id"]
     assert report["total_tokens"] <= report["budget"] and not report["window_moved"]
-    assert summary_model.calls[1:] == [] and state["context_summary"] == summary
+    assert summary_model.calls[1:] == [] and state["context_summary"] == {**summary, "at_id": second[-1].id}
 
     # A new graph and writer on the same checkpointer (a restarted server) send the same summary.
     model.enqueue("answer three")
     restarted = make_graph(model, summary_model, new_writer(), checkpointer=checkpointer)
     await run(restarted, [HumanMessage("and PC3?")])
-    assert model.calls[2][:2] == second[:2]
+    assert [m.content for m in model.calls[2][: len(second)]] == [m.content for m in second]
 
 
-async def test_a_summary_that_lands_during_a_run_is_in_its_next_model_call():
+async def test_a_summary_that_lands_during_a_run_opens_the_next_question():
     model, summary_model = ScriptedChatModel(), ScriptedChatModel()
     held = asyncio.Event()
     summary_model.enqueue(ScriptedResponse("- R0..R5 fine", gate=held))
-    writer = new_writer()  # the run is in progress when it lands: the run takes the summary itself
+    writer = new_writer()  # the run is in progress when it lands: stored when the run ends
 
     @tool
     async def show(device: str) -> str:
@@ -164,16 +166,22 @@ async def test_a_summary_that_lands_during_a_run_is_in_its_next_model_call():
         await writer.wait("s1")
         return f"{device}: up"
 
-    model.enqueue(AIMessage("", tool_calls=[{"name": "show", "args": {"device": "R1"}, "id": "c1"}]), "R1 is up.")
+    model.enqueue(AIMessage("", tool_calls=[{"name": "show", "args": {"device": "R1"}, "id": "c1"}]), "R1 is up.",
+                  "R2 too.")
     graph = make_graph(model, summary_model, writer, tools=[show])
     seen, state = await run(graph, long_history(12) + [HumanMessage("is R1 up?")], writer)
     assert text_of(seen).endswith("R1 is up.")
     first, second = model.calls
-    assert SUMMARY_HEADING not in sent_text(first)
-    assert second[1].content.startswith(SUMMARY_HEADING) and "- R0..R5 fine" in second[1].content
-    assert second[0].content == first[0].content  # the system prefix stays cacheable
-    assert state["context_summary"]["text"] == "- R0..R5 fine"
-    assert reports(seen)[1]["summarized_turns"] == state["context_summary"]["turns"]
+    # The tool round's request repeats the first one and adds the round: the summary waits for a new question.
+    assert SUMMARY_HEADING not in sent_text(second)
+    assert [m.content for m in second[: len(first)]] == [m.content for m in first]
+    await writer.wait("s1")
+    assert (await graph.aget_state(CONFIG)).values["context_summary"]["text"] == "- R0..R5 fine"
+    seen, state = await run(graph, [HumanMessage("and R2?")], writer)
+    third = model.calls[2]
+    assert [m.content for m in third[: len(second)]] == [m.content for m in second]
+    assert third[-1].content.startswith(SUMMARY_HEADING) and third[-1].content.endswith("and R2?")
+    assert reports(seen)[0]["summarized_turns"] == state["context_summary"]["turns"] > 0
 
 
 async def test_a_failed_summary_falls_back_to_the_plain_cut(caplog):

@@ -395,8 +395,8 @@ def create_pre_model_hook(
                 output_cap=output_cap(config or {}, tools_tokens, window_settings["tool_output_share"]),
             )
             fitted = plan.fit
-            history = with_summary(fitted.messages, section)
-            summary_tokens = sum(counter.message(m) for m in history[:1]) - sum(counter.message(m) for m in fitted.messages[:1])
+            history = with_summary(fitted.messages, section, summary.get("at_id") if summary else None)
+            summary_tokens = sum(counter.message(m) for m in history) - sum(counter.message(m) for m in fitted.messages)
         except Exception as exc:  # the seed's fallback: never block a call on trimming
             logger.error("Failed to trim messages: %s", exc)
             logger.warning("Returning original messages due to trimming error")
@@ -446,7 +446,7 @@ def create_pre_model_hook(
             summary_until_id=summary.get("until_id") if section and summary else None,
             answer_tokens=reserve,
         )
-        # The summary opens the first message of the history but is reported on its own.
+        # The summary opens a user message of the history but is reported on its own.
         report["history_tokens"] -= report["summary_tokens"]
         if report["over_budget"]:
             logger.error(

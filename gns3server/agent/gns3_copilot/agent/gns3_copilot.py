@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypedDict
 
 import pydantic
-from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.runnables import RunnableConfig
@@ -307,17 +307,28 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
     def take_landed_summary(
         thread_id: str, messages: Sequence[BaseMessage], current: Any, run_usage: dict[str, int]
     ) -> Any:
-        """The summary to send: one written in the background since, if it covers more than ``current``."""
+        """The summary to send: one written in the background since, if it covers more than ``current``.
+
+        A new summary is taken when a turn starts (the last message is the user's): it then
+        opens that question (``at_id``), part of what this request adds anyway, so landing
+        costs the prompt cache nothing; within a run's tool rounds the previous one stays.
+        """
+        chosen = current
         landed = summaries.landed(thread_id) if summaries is not None else None
-        if landed is None or _covers(current, landed.summary["until"]):
-            return current
-        if restore_summary(landed.summary, messages) is None:
-            return current
-        run_usage.update(_sum_usage(run_usage, landed.usage))
-        landed.usage = {}  # counted once, in the run that sends it first
-        logger.info("A summary written in the background is sent from this call on (%d turn(s))",
-                    landed.summary.get("turns", 0))
-        return landed.summary
+        new_turn = bool(messages) and isinstance(messages[-1], HumanMessage)
+        if (
+            new_turn and landed is not None and not _covers(current, landed.summary["until"])
+            and restore_summary(landed.summary, messages) is not None
+        ):
+            run_usage.update(_sum_usage(run_usage, landed.usage))
+            landed.usage = {}  # counted once, in the run that sends it first
+            logger.info("A summary written in the background is sent from this call on (%d turn(s))",
+                        landed.summary.get("turns", 0))
+            chosen = landed.summary
+        if isinstance(chosen, Mapping) and chosen.get("at_id") is None:
+            question = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+            chosen = {**chosen, "at_id": question.id if question is not None else None}
+        return chosen
 
     def start_summary(
         thread_id: str, messages: Sequence[BaseMessage], summary: Any, window: Mapping[str, Any],

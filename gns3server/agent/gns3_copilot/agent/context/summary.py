@@ -4,12 +4,15 @@ After an hour of troubleshooting the oldest turns no longer fit: without a
 summary the copilot forgets which devices were checked and what was changed.
 When the window (``window.py``) moves, the same model is asked, in the
 background, to fold the turns that left the request into the previous summary;
-the result opens the first message of the history sent (the system message
-stays as it is, so its prefix stays cached) from the call after it lands.
+the result opens the question of the next turn after it lands, and stays on it
+(or opens the history, once a cut passed that question): the system message stays
+as it is and the new summary sits in what that request adds anyway, so it costs
+prompt caches nothing.
 
 Everything here is pure: the graph makes the model call (with a timeout, beside
-the conversation: ``summary_writer.py``) and keeps the result in its state (``{"text", "until", "until_id", "turns"}``:
-the summary covers ``messages[:until]``, ``turns`` user turns of them).
+the conversation: ``summary_writer.py``) and keeps the result in its state (``{"text", "until", "until_id", "turns", "at_id"}``:
+the summary covers ``messages[:until]``, ``turns`` user turns of them, and opens the
+user message ``at_id``, the question of the turn that first sent it).
 """
 
 from __future__ import annotations
@@ -56,23 +59,28 @@ def summary_section(summary: Mapping[str, Any] | None) -> str:
     return f"{SUMMARY_HEADING}\n{note}\n{text.strip()}\n{SUMMARY_END}\n\n"
 
 
-def with_summary(history: Sequence[BaseMessage], section: str) -> list[BaseMessage]:
-    """``history`` with ``section`` put at the start of its first message (a user message).
+def with_summary(history: Sequence[BaseMessage], section: str, at_id: str | None = None) -> list[BaseMessage]:
+    """``history`` with ``section`` put at the start of the user message whose id is ``at_id``
+    (the question of the turn that first sent the summary), or of its first message when
+    that one is no longer sent.
 
     Not in the system message, whose prefix then stays cacheable when the summary
     changes; not a message of its own, which strict chat templates (alternating
-    roles, one system message) reject.
+    roles, one system message) reject. On the question that first sent it, it is part of
+    what that request added anyway: a new summary costs no cache miss of its own.
     """
     messages = list(history)
     if not section or not messages:
         return messages
-    first = messages[0]
+    index = next((i for i, m in enumerate(messages) if at_id is not None and m.id == at_id
+                  and isinstance(m, HumanMessage)), 0)
+    first = messages[index]
     content: Any = first.content
     if isinstance(content, str):
         content = section + content
     else:
         content = [{"type": "text", "text": section}, *content]
-    messages[0] = first.model_copy(update={"content": content})
+    messages[index] = first.model_copy(update={"content": content})
     return messages
 
 
