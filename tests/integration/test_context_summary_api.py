@@ -73,7 +73,7 @@ async def stored_summary(admin: API, project: str, session_id: str) -> dict[str,
     while True:
         status, preview = await admin.get(sessions_path(project, session_id, "/context"))
         assert status == 200, preview
-        if preview["summary_tokens"] > 0:
+        if preview["summary_text"]:  # stored (it goes out with the next question)
             return preview
         assert asyncio.get_running_loop().time() < deadline, f"no summary stored within {STATE_DEADLINE} s"
         await asyncio.sleep(0.1)
@@ -196,8 +196,7 @@ async def test_the_summary_survives_a_server_restart(tmp_path: Path, http):
             admin = API(http, second.base_url, await second.token(), (SECRET,))
             status, preview = await admin.get(sessions_path(project, session_id, "/context"))
             assert status == 200, preview
-            assert preview["summary_text"] == NOTES and preview["summary_tokens"] == before["summary_tokens"]
-            assert preview["summarized_turns"] == before["summarized_turns"]
+            assert preview["summary_text"] == NOTES and preview["summarized_turns"] == before["summarized_turns"] > 0
             assert preview["window_start"] == before["window_start"] > 0
             llm.enqueue("Still fine.")
             assert (await admin.chat(project, "and now?", session_id=session_id))["content"] == "Still fine."

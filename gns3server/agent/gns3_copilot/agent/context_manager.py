@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any, TypedDict
 
-from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, convert_to_messages
 
 from .context.calibration import answer_tokens, capped_budget
 from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter, content_text, json_text
@@ -312,6 +312,33 @@ def _mentions(raw: Any, window: Any) -> str:
     return "\n".join(parts)
 
 
+def summary_anchor(
+    messages: list[BaseMessage], sent: list[BaseMessage], summary: Mapping[str, Any] | None, previous: Any
+) -> str | None:
+    """The id of the user message the summary opens in this request; None: not sent in this request.
+
+    It stays on the message it opened first (the previous request's ``summary_at_id``)
+    while that message is sent. A new summary, or one whose message a cut removed, opens
+    the question that starts a turn (the last message): what that request adds anyway,
+    so a summary never changes what an earlier request sent and the prompt cache holds.
+    Within a turn's tool rounds it waits for the next question. ``""``: messages without
+    ids (built by hand, not from a checkpoint): it opens the history.
+    """
+    if not summary:
+        return None
+    sent_ids = {m.id for m in sent if isinstance(m, HumanMessage)}
+    if isinstance(previous, Mapping) and previous.get("summary_until") == summary.get("until"):
+        kept = previous.get("summary_at_id")
+        if isinstance(kept, str) and kept in sent_ids:
+            return kept
+    last = messages[-1] if messages else None
+    if not isinstance(last, HumanMessage):
+        return None
+    if last.id is None:
+        return ""
+    return last.id if last.id in sent_ids else None
+
+
 def create_pre_model_hook(
     system_prompt: str,
     get_topology_func: Callable[[Mapping[str, Any]], Any],
@@ -395,7 +422,8 @@ def create_pre_model_hook(
                 output_cap=output_cap(config or {}, tools_tokens, window_settings["tool_output_share"]),
             )
             fitted = plan.fit
-            history = with_summary(fitted.messages, section, summary.get("at_id") if summary else None)
+            anchor = summary_anchor(messages, fitted.messages, summary, previous) if section else None
+            history = with_summary(fitted.messages, section if anchor is not None else "", anchor or None)
             summary_tokens = sum(counter.message(m) for m in history) - sum(counter.message(m) for m in fitted.messages)
         except Exception as exc:  # the seed's fallback: never block a call on trimming
             logger.error("Failed to trim messages: %s", exc)
@@ -441,7 +469,7 @@ def create_pre_model_hook(
             masked_outputs=plan.masked_outputs,
             masked_tokens_saved=plan.masked_tokens_saved,
             summary_tokens=summary_tokens,
-            summarized_turns=int(summary.get("turns", 0)) if section else 0,
+            summarized_turns=int(summary.get("turns", 0)) if section and summary else 0,
             summary_text=summary["text"] if section and summary else None,
             summary_until_id=summary.get("until_id") if section and summary else None,
             answer_tokens=reserve,
@@ -483,6 +511,9 @@ def create_pre_model_hook(
             logger.info("Messages trimmed: %d → %d msgs. Total: " + summary_line, len(raw), len(prepared), *args)
         else:
             logger.info("Context ready: %d msgs, " + summary_line, len(prepared), *args)
-        return {"messages": prepared, "context_report": report, "context_window": plan.window.as_state()}
+        window_state: dict[str, Any] = plan.window.as_state()
+        if anchor and summary:  # where the summary sits, kept until a new one lands or a cut passes it
+            window_state.update(summary_at_id=anchor, summary_until=summary["until"])
+        return {"messages": prepared, "context_report": report, "context_window": window_state}
 
     return hook

@@ -310,8 +310,8 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         """The summary to send: one written in the background since, if it covers more than ``current``.
 
         A new summary is taken when a turn starts (the last message is the user's): it then
-        opens that question (``at_id``), part of what this request adds anyway, so landing
-        costs the prompt cache nothing; within a run's tool rounds the previous one stays.
+        opens that question (the hook's ``summary_anchor``), part of what this request adds
+        anyway, so landing costs the prompt cache nothing; within a tool round the previous one stays.
         """
         chosen = current
         landed = summaries.landed(thread_id) if summaries is not None else None
@@ -325,9 +325,6 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             logger.info("A summary written in the background is sent from this call on (%d turn(s))",
                         landed.summary.get("turns", 0))
             chosen = landed.summary
-        if isinstance(chosen, Mapping) and chosen.get("at_id") is None:
-            question = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
-            chosen = {**chosen, "at_id": question.id if question is not None else None}
         return chosen
 
     def start_summary(

@@ -10,9 +10,9 @@ as it is and the new summary sits in what that request adds anyway, so it costs
 prompt caches nothing.
 
 Everything here is pure: the graph makes the model call (with a timeout, beside
-the conversation: ``summary_writer.py``) and keeps the result in its state (``{"text", "until", "until_id", "turns", "at_id"}``:
-the summary covers ``messages[:until]``, ``turns`` user turns of them, and opens the
-user message ``at_id``, the question of the turn that first sent it).
+the conversation: ``summary_writer.py``) and keeps the result in its state (``{"text", "until", "until_id", "turns"}``:
+the summary covers ``messages[:until]``, ``turns`` user turns of them). Where it
+sits in the request is the window's business (``summary_at_id`` in the window state).
 """
 
 from __future__ import annotations
@@ -61,8 +61,7 @@ def summary_section(summary: Mapping[str, Any] | None) -> str:
 
 def with_summary(history: Sequence[BaseMessage], section: str, at_id: str | None = None) -> list[BaseMessage]:
     """``history`` with ``section`` put at the start of the user message whose id is ``at_id``
-    (the question of the turn that first sent the summary), or of its first message when
-    that one is no longer sent.
+    (see ``context_manager.summary_anchor``), or of its first message without one.
 
     Not in the system message, whose prefix then stays cacheable when the summary
     changes; not a message of its own, which strict chat templates (alternating
@@ -72,8 +71,7 @@ def with_summary(history: Sequence[BaseMessage], section: str, at_id: str | None
     messages = list(history)
     if not section or not messages:
         return messages
-    index = next((i for i, m in enumerate(messages) if at_id is not None and m.id == at_id
-                  and isinstance(m, HumanMessage)), 0)
+    index = next((i for i, m in enumerate(messages) if at_id and m.id == at_id and isinstance(m, HumanMessage)), 0)
     first = messages[index]
     content: Any = first.content
     if isinstance(content, str):
