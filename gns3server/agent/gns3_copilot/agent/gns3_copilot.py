@@ -333,6 +333,9 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
     ) -> None:
         if settings.summarize is None or summaries is None:
             return
+        landed = summaries.landed(thread_id)
+        if landed is not None and not _covers(summary, landed.summary["until"]):
+            summary = landed.summary  # came back but not sent yet: the new one builds on it
         snapshot, bounds = list(messages), dict(window)
 
         async def write() -> tuple[dict[str, Any], dict[str, int]] | None:
@@ -569,7 +572,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
     builder.add_edge(START, "llm_call")
     builder.add_conditional_edges("llm_call", after_llm, ["tools", END])
     builder.add_edge("tools", "llm_call")
-    compiled = builder.compile(checkpointer=checkpointer)
+    compiled = builder.compile(checkpointer=checkpointer)  # store_summary writes through it
     return compiled
 
 
