@@ -121,8 +121,10 @@ class SummaryWriter:
 
     async def idle(self, session_id: str) -> None:
         """Return once no summary of this session is being stored (a run calls this before it reads the state)."""
-        async with self.lock(session_id):
-            pass
+        lock = self._locks.get(session_id)  # none made for sessions that never had a summary
+        if lock is not None:
+            async with lock:
+                pass
 
     async def settle(self, session_id: str) -> None:
         """Store the landed summary if no run of the session is in progress (else the run takes it)."""
