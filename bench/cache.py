@@ -20,10 +20,16 @@ Two conversation shapes: ``agent`` (tool outputs of 50-3000 tokens) and
 ``short`` (50-600). Variants, in the same run: ``plain`` (the trim before this change: fill the
 budget, newest turns first, nothing remembered: ``context_low_water`` 1.0,
 no masking, no window state), ``window`` (low-water cut kept in the state, no
-masking), ``window+mask`` (the defaults) and ``window+mask+summary`` (a synthetic
-400-token summary that changes at every cut, as the real one does).
+masking), ``window+mask`` (masking, no cap on one output), ``window+mask+cap`` (the
+defaults: one tool output at most ``tool_output_share`` 0.2 of the message budget) and
+``window+mask+cap+summary`` (a synthetic 400-token summary written at every cut; as the
+real one, written in the background, it lands with the next question after the cut,
+which it opens; the system message is unchanged). ``…+summary, deferred`` is an
+analysis variant, not the copilot's behaviour: a new summary lands only once a cut has
+removed the question the previous summary opens.
 
-Run: ``.venv/bin/python bench/cache.py`` (``--quick`` for a smoke run).
+Run: ``.venv/bin/python bench/cache.py`` (``--limits 8,16`` for those two only, at full
+size; ``--quick`` for a smoke run).
 """
 
 from __future__ import annotations
@@ -44,11 +50,16 @@ from context import PROMPT, TOOLS, TOPOLOGY, conversation, text_of  # noqa: E402
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter, message_key  # noqa: E402
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook  # noqa: E402
 
+NO_CAP = {"tool_output_share": 1.0}
 VARIANTS: dict[str, dict[str, Any]] = {
-    "plain": {"context_low_water": 1.0, "mask_tool_outputs": False, "remember": False, "summary": False},
-    "window": {"mask_tool_outputs": False, "remember": True, "summary": False},
-    "window+mask": {"remember": True, "summary": False},
-    "window+mask+summary": {"remember": True, "summary": True},
+    "plain": {"context_low_water": 1.0, "mask_tool_outputs": False, **NO_CAP, "remember": False, "summary": False},
+    "window": {"mask_tool_outputs": False, **NO_CAP, "remember": True, "summary": False},
+    "window+mask": {**NO_CAP, "remember": True, "summary": False},
+    "window+mask+cap": {"remember": True, "summary": False},
+    "window+mask+cap+summary": {"remember": True, "summary": True},
+    # Not what the copilot does: a new summary waits until a cut removed the question the
+    # previous one opens (see the docs' reading of this table).
+    "…+summary, deferred": {"remember": True, "summary": "defer"},
 }
 SUMMARY_WORDS = 400
 
@@ -77,6 +88,7 @@ PROFILES = {"agent": conversation, "short": short_turns}
 def _hook(limit: int, options: Mapping[str, Any]):
     config = {"context_limit": limit, "context_strategy": "balanced"}
     config.update({k: v for k, v in options.items() if k not in ("remember", "summary")})
+    config["context_summary"] = bool(options.get("summary"))
     return create_pre_model_hook(PROMPT, lambda s: TOPOLOGY, lambda: config, lambda: TOOLS)
 
 
@@ -97,13 +109,20 @@ def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], 
     counter = TokenCounter()
     for i, message in enumerate(messages):  # ids, as the checkpointer gives them
         message.id = message.id or f"m{i}"
+    position = {m.id: i for i, m in enumerate(messages)}
     starts = request_points(messages, per)
-    window = summary = None
+    window = summary = landing = None
     previous: list[Any] | None = None
     full = False
     cached_full = total_full = uncached = requests_full = turns_full = saved_full = 0
     cuts = 0
     for index in starts:
+        # A summary written at a cut has come back since: as in the graph, it lands with the next
+        # question, which it opens (a tool round's request keeps the previous summary).
+        anchor = (window or {}).get("summary_at_id")
+        waits = options["summary"] == "defer" and anchor is not None and position[anchor] >= window["start"]
+        if landing is not None and isinstance(messages[index], HumanMessage) and not waits:
+            summary, landing = landing, None
         state = {"messages": messages[: index + 1], "context_window": window, "context_summary": summary}
         out = hook(state)
         report = out["context_report"]
@@ -111,10 +130,8 @@ def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], 
             window = out["context_window"]
             if report["window_moved"] and options["summary"] and window["start"] > 0:
                 cuts += 1
-                summary = {"text": f"cut {cuts}: " + " ".join(["R1 ospf"] * (SUMMARY_WORDS // 2)),
+                landing = {"text": f"cut {cuts}: " + " ".join(["R1 ospf"] * (SUMMARY_WORDS // 2)),
                            "until": window["start"], "until_id": window["start_id"], "turns": cuts}
-                out = hook({**state, "context_window": window, "context_summary": summary})
-                report = out["context_report"]
         keys = [message_key(m) for m in out["messages"]]
         shared = report["tools_tokens"]
         if previous is not None:
@@ -159,8 +176,10 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="smaller conversations, for a smoke run")
+    parser.add_argument("--limits", default="8,16,128", help="context limits to run, of 8,16,128 (full sizes)")
     args = parser.parse_args()
-    cases = [(8, 300), (16, 500), (128, 2000)] if not args.quick else [(8, 120), (16, 200)]
+    sizes = {8: 300, 16: 500, 128: 2000}
+    cases = [(k, sizes[k]) for k in map(int, args.limits.split(","))] if not args.quick else [(8, 120), (16, 200)]
     rows = []
     for profile, make in PROFILES.items():
         for limit, n in cases:

@@ -3,23 +3,30 @@ OpenAI-compatible stub reached by the server's own provider client.
 
 Message sizes are derived from the session's own budget (``GET .../context``), so the
 turn at which the history window moves is known before the stub's replies are scripted.
+Summary calls are answered from their own script (``enqueue_for``): they run beside
+the chat calls, so their order of arrival is not fixed.
 """
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
+from gns3_process import GNS3ServerProcess
 # The API client and its fixtures live with the API tests; reused here as they are.
 from test_copilot_api import (  # noqa: F401
-    API, admin, answer, http, kinds, project, sessions_path, stub,
+    API, SECRET, admin, answer, http, kinds, project, sessions_path, stub,
 )
-from tests.support.openai_stub import OpenAIStub, fault
+from tests.support.openai_stub import OpenAIStub, fault, reply
 
 from gns3server.agent.gns3_copilot.agent.context.summary import SUMMARY_HEADING
 
 pytestmark = pytest.mark.integration
+
+NOTES = "- PC1: no IP address\n- open: PC2 not checked yet"
+STATE_DEADLINE = 60.0  # generous: the CI machine is busy
 
 
 def words(n: int) -> str:
@@ -28,8 +35,16 @@ def words(n: int) -> str:
     return " ".join(["the"] * n)
 
 
-def is_summary_request(body: dict[str, Any]) -> bool:
-    return not body.get("tools") and "running notes" in body["messages"][0]["content"]
+def is_summary_request(body: Any) -> bool:
+    return isinstance(body, dict) and not body.get("tools") and "running notes" in body["messages"][0]["content"]
+
+
+def chat_requests(stub: OpenAIStub) -> list[dict[str, Any]]:
+    return [r for r in stub.requests if not is_summary_request(r)]
+
+
+def summary_requests(stub: OpenAIStub) -> list[dict[str, Any]]:
+    return [r for r in stub.requests if is_summary_request(r)]
 
 
 async def fill(admin: API, stub: OpenAIStub, project: str, **llm: Any) -> tuple[str, int]:
@@ -51,50 +66,97 @@ async def fill(admin: API, stub: OpenAIStub, project: str, **llm: Any) -> tuple[
     return session_id, room + report["message_budget"] // 10
 
 
-async def test_a_cut_is_summarised_by_the_same_model_and_kept_with_the_session(admin, stub, project):
+async def stored_summary(admin: API, project: str, session_id: str) -> dict[str, Any]:
+    """The session's context preview once it carries a summary (written in the background:
+    no event says when it is stored, so the preview is polled, with a deadline)."""
+    deadline = asyncio.get_running_loop().time() + STATE_DEADLINE
+    while True:
+        status, preview = await admin.get(sessions_path(project, session_id, "/context"))
+        assert status == 200, preview
+        if preview["summary_text"]:  # stored (it goes out with the next question)
+            return preview
+        assert asyncio.get_running_loop().time() < deadline, f"no summary stored within {STATE_DEADLINE} s"
+        await asyncio.sleep(0.1)
+
+
+async def test_a_held_summary_does_not_delay_the_question_and_lands_in_the_next_request(admin, stub, project):
     session_id, big = await fill(admin, stub, project)
     asked = len(stub.requests)
-    stub.enqueue("- PC1: no IP address\n- open: PC2 not checked yet", "PC2 is fine.")
+    stub.enqueue_for(is_summary_request, reply(NOTES, hold_after=0))  # held until released
+    stub.enqueue("PC2 is fine.")
+    # The whole answer streams while the summary call is held: the question never waited for it.
     async with admin.stream(project, message=f"check PC2: {words(big)}", session_id=session_id) as sse:
         events = await sse.rest()
     assert answer(events) == "PC2 is fine." and events[-1]["status"] == "completed"
-
-    summary_call, main_call = stub.requests[asked:]
-    assert is_summary_request(summary_call)
+    await stub.wait_for_requests(asked + 2, STATE_DEADLINE)
+    (summary_call,) = summary_requests(stub)
     assert "PC1 cannot ping PC2" in summary_call["messages"][1]["content"]  # the dropped turns
-    system = main_call["messages"][0]["content"]
-    assert SUMMARY_HEADING in system and system.endswith("- PC1: no IP address\n- open: PC2 not checked yet")
+    main_call = chat_requests(stub)[-1]
     assert main_call["messages"][-1]["content"].startswith("check PC2:")
+    assert all(SUMMARY_HEADING not in str(m["content"]) for m in main_call["messages"])
     report = next(e for e in events if e["type"] == "context")["report"]
-    assert report["window_moved"] and report["summary_tokens"] > 0 and report["summarized_turns"] >= 1
-    assert report["summary_text"] == "- PC1: no IP address\n- open: PC2 not checked yet"
+    assert report["window_moved"] and report["summary_tokens"] == 0
 
-    # The history keeps every message; the summary is stored with the session (read back from SQLite).
+    stub.release()  # the summary comes back after the run: stored with the session
+    preview = await stored_summary(admin, project, session_id)
+    assert preview["summary_text"] == NOTES and preview["summarized_turns"] >= 1
     status, history = await admin.get(sessions_path(project, session_id, "/history"))
-    assert [m["content"] for m in history["messages"]][0] == "hi, PC1 cannot ping PC2"
-    status, preview = await admin.get(sessions_path(project, session_id, "/context"))
-    assert status == 200 and preview["summary_tokens"] == report["summary_tokens"]
-    assert preview["summarized_turns"] == report["summarized_turns"]
+    assert [m["content"] for m in history["messages"]][0] == "hi, PC1 cannot ping PC2"  # history keeps all
 
-    # The next question fits: no new summary, and the request starts like the previous one.
+    # The next request carries it on its new question; all the previous request sent (the system
+    # message included) is repeated unchanged, so the summary's landing costs the cache nothing.
     stub.enqueue("Done.")
     await admin.chat(project, "thanks", session_id=session_id)
-    last = stub.requests[-1]
-    assert not is_summary_request(last) and last["messages"][: len(main_call["messages"])] == main_call["messages"]
+    last = chat_requests(stub)[-1]
+    assert last["messages"][: len(main_call["messages"])] == main_call["messages"]
+    question = last["messages"][-1]["content"]
+    assert question.startswith(SUMMARY_HEADING) and NOTES in question and question.endswith("\n\nthanks")
+    assert len(summary_requests(stub)) == 1
 
 
 async def test_a_failing_summary_never_loses_the_question(admin, stub, project):
     session_id, big = await fill(admin, stub, project)
     asked = len(stub.requests)
-    stub.enqueue(fault(500, "summary backend down"), "Answered anyway.")
+    stub.enqueue_for(is_summary_request, fault(500, "summary backend down"))
+    stub.enqueue("Answered anyway.")
     async with admin.stream(project, message=f"check PC2: {words(big)}", session_id=session_id) as sse:
         events = await sse.rest()
     assert answer(events) == "Answered anyway." and events[-1]["status"] == "completed"
     assert "error" not in kinds(events)
-    failed, main_call = stub.requests[asked:]
-    assert is_summary_request(failed)
-    assert SUMMARY_HEADING not in main_call["messages"][0]["content"]
+    await stub.wait_for_requests(asked + 2, STATE_DEADLINE)
+    assert len(summary_requests(stub)) == 1
+    main_call = chat_requests(stub)[-1]
+    assert all(SUMMARY_HEADING not in str(m["content"]) for m in main_call["messages"])
     assert main_call["messages"][-1]["content"].startswith("check PC2:")
+
+
+async def test_abort_while_the_summary_is_written_leaves_a_consistent_session(admin, stub, project):
+    session_id, big = await fill(admin, stub, project)
+    stub.enqueue_for(is_summary_request, reply(NOTES, hold_after=0))  # held until released
+    stub.enqueue(reply("Half an answer", hold_after=1, chunk_chars=5))  # held mid-answer
+    async with admin.stream(project, message=f"check PC2: {words(big)}", session_id=session_id) as sse:
+        await sse.until("content")
+        status, body = await admin.post(sessions_path(project, session_id, "/abort"))
+        assert status == 200, body
+        events = await sse.rest()
+    assert kinds(events)[-2:] == ["abort", "done"] and events[-1]["status"] == "aborted"
+    status, history = await admin.get(sessions_path(project, session_id, "/history"))
+    roles = [(m["role"], m["content"][:10]) for m in history["messages"]]
+    assert roles[-2:] == [("user", "check PC2:"), ("assistant", "Half ")]
+
+    stub.release(2)  # both holds (whichever came first): the summary, still out after the abort, comes back
+    preview = await stored_summary(admin, project, session_id)
+    assert preview["summary_text"] == NOTES
+    stub.enqueue("Carrying on.")
+    result = await admin.chat(project, "go on", session_id=session_id)
+    assert result["content"] == "Carrying on." and result["status"] == "completed"
+    last = chat_requests(stub)[-1]
+    question = last["messages"][-1]["content"]
+    assert question.startswith(SUMMARY_HEADING) and NOTES in question and question.endswith("go on")
+    status, history = await admin.get(sessions_path(project, session_id, "/history"))
+    assert [(m["role"], m["content"][:10]) for m in history["messages"]][-4:] == [
+        ("user", "check PC2:"), ("assistant", "Half "), ("user", "go on"), ("assistant", "Carrying o"),
+    ]
 
 
 async def test_summary_switched_off(admin, stub, project):
@@ -106,6 +168,44 @@ async def test_summary_switched_off(admin, stub, project):
     assert answer(events) == "No summary." and len(stub.requests) == asked + 1
     report = next(e for e in events if e["type"] == "context")["report"]
     assert report["window_moved"] and report["summary_tokens"] == 0
+
+
+async def test_the_summary_survives_a_server_restart(tmp_path: Path, http):
+    """Chat until a summary is stored, stop the server, start it on the same home: the summary
+    is in the session (through the API) and in the next request the LLM receives."""
+    async with OpenAIStub(api_key=SECRET) as llm:
+        root = tmp_path / "server"
+        first = await asyncio.to_thread(GNS3ServerProcess.start, root)
+        try:
+            admin = API(http, first.base_url, await first.token(), (SECRET,))
+            status, body = await admin.post("/v3/projects", {"name": "summary-restart"})
+            assert status == 201, body
+            project = body["project_id"]
+            session_id, big = await fill(admin, llm, project)
+            llm.enqueue_for(is_summary_request, NOTES)
+            llm.enqueue("PC2 is fine.")
+            assert (await admin.chat(project, f"check PC2: {words(big)}", session_id=session_id))["content"] == "PC2 is fine."
+            before = await stored_summary(admin, project, session_id)
+            assert before["summary_text"] == NOTES
+        finally:
+            await asyncio.to_thread(first.stop)
+        assert "Copilot stopped" in first.log_file.read_text(errors="replace")
+
+        second = await asyncio.to_thread(GNS3ServerProcess.start, root)
+        try:
+            admin = API(http, second.base_url, await second.token(), (SECRET,))
+            status, preview = await admin.get(sessions_path(project, session_id, "/context"))
+            assert status == 200, preview
+            assert preview["summary_text"] == NOTES and preview["summarized_turns"] == before["summarized_turns"] > 0
+            assert preview["window_start"] == before["window_start"] > 0
+            llm.enqueue("Still fine.")
+            assert (await admin.chat(project, "and now?", session_id=session_id))["content"] == "Still fine."
+            sent = chat_requests(llm)[-1]["messages"]
+            question = sent[-1]["content"]
+            assert question.startswith(SUMMARY_HEADING) and NOTES in question and question.endswith("and now?")
+            assert len(summary_requests(llm)) == 1
+        finally:
+            await asyncio.to_thread(second.stop)
 
 
 async def test_tokenizers_load_when_the_server_starts(gns3_server):

@@ -47,13 +47,17 @@ def test_the_summary_marker_sits_where_the_conversation_was_cut(signed_in: Panel
     chat(user_rest, pid, f"check PC1: {words(int(report['message_budget'] * 0.3))}", session_id)
     report = context(user_rest, pid, session_id)
     room = report["message_budget"] - (report["total_tokens"] - report["tools_tokens"])
-    stub.enqueue(SUMMARY, "PC2 is fine.")
+    # The summary call runs beside the chat call (their order of arrival is not fixed): its own script.
+    stub.enqueue_for(lambda body: not body.get("tools") and "running notes" in body["messages"][0]["content"], SUMMARY)
+    stub.enqueue("PC2 is fine.")
     result = chat(user_rest, pid, f"check PC2: {words(room + report['message_budget'] // 10)}", session_id)
     assert result["content"] == "PC2 is fine."
-    turns = context(user_rest, pid, session_id)["summarized_turns"]
+    panel = signed_in
+    # Written in the background, stored when it comes back: the session's preview says when.
+    turns = wait_for(panel.driver, lambda d: context(user_rest, pid, session_id)["summarized_turns"],
+                     "no summary stored")
     assert turns >= 1
 
-    panel = signed_in
     panel.open(f"?project_id={pid}&session_id={session_id}")
     marker = wait_for(panel.driver, lambda d: panel.css(".summary-marker"), "no summary marker")[0]
     head = marker.find_element(By.CSS_SELECTOR, "summary")

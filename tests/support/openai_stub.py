@@ -26,6 +26,9 @@ and faults: :func:`rate_limited` (429 with ``retry-after``), :func:`server_error
 :func:`fault`. Faults carry a tiny ``retry-after`` so client retries are fast:
 nothing in the stub or its tests sleeps to synchronise.
 
+:meth:`OpenAIStub.enqueue_for` scripts answers for the requests a predicate picks (say, the
+copilot's summary calls, which run beside its chat calls), ahead of the main script.
+
 When the script runs out the stub answers 400 ``stub_script_exhausted`` (which
 clients do not retry) and counts it in ``unscripted``.
 """
@@ -41,7 +44,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -215,6 +218,7 @@ class OpenAIStub:
         """Every request (any path), with its headers."""
         self.unscripted = 0
         self._script: deque[ScriptItem] = deque()
+        self._routed: list[tuple[Callable[[Mapping[str, Any]], bool], deque[ScriptItem]]] = []
         self._lock = threading.Lock()  # the script and records are shared with the test's thread
         self.disconnects = 0
         """Chat completion requests whose client went away before the answer was complete."""
@@ -244,6 +248,15 @@ class OpenAIStub:
                 raise TypeError(f"cannot script a {type(item).__name__}")
         with self._lock:
             self._script.extend(items)
+
+    def enqueue_for(self, match: Callable[[Mapping[str, Any]], bool], *items: ScriptItem) -> None:
+        """Answers for the requests whose JSON body ``match`` accepts, before the main script
+        (for requests a client sends concurrently, whose order of arrival is not fixed)."""
+        for item in items:
+            if not isinstance(item, (StubReply, StubFault, str)):
+                raise TypeError(f"cannot script a {type(item).__name__}")
+        with self._lock:
+            self._routed.append((match, deque(items)))
 
     @property
     def pending(self) -> int:
@@ -429,7 +442,8 @@ class OpenAIStub:
                 status=400,
             )
         with self._lock:
-            item = self._script.popleft() if self._script else None
+            routed = next((queue for match, queue in self._routed if queue and match(body)), None)
+            item = routed.popleft() if routed else self._script.popleft() if self._script else None
             if item is None:
                 self.unscripted += 1
             request_number = len(self.requests)
@@ -442,6 +456,9 @@ class OpenAIStub:
             return web.json_response(dict(item.body), status=item.status, headers=dict(item.headers))
         if isinstance(item, str):
             item = reply(item)
+        if item.hold_after is not None and not body.get("stream"):  # unstreamed: held before answering
+            self._holds += 1
+            await self._wait_released(self._holds)
         number = next(self._ids)
         completion_id = f"chatcmpl-stub{number}"
         calls = [(c.id or f"call_{number}_{i}", c) for i, c in enumerate(item.tool_calls)]

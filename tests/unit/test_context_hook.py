@@ -203,7 +203,7 @@ def test_old_turns_dropped_whole_oldest_first(caplog):
 
 def test_all_history_trimmed_keeps_last_user_message():
     msgs = [*tool_turn(1, 1500), HumanMessage("what now?")]
-    out = make_hook(limit=2)({"messages": msgs})
+    out = make_hook(limit=2, tool_output_share=1.0)({"messages": msgs})  # no cap on one output
     assert [m.content for m in out["messages"][1:]] == ["what now?"]
 
 
@@ -215,7 +215,7 @@ def test_giant_tool_output_in_current_turn_is_cut_head_and_tail():
         ToolMessage(output, tool_call_id="c1", name="gns3_topology"),
     ]
     original = copy.deepcopy(msgs)
-    out = make_hook(limit=8)({"messages": msgs})
+    out = make_hook(limit=8, tool_output_share=1.0)({"messages": msgs})  # no cap: cut only to fit
     prepared = out["messages"]
     assert [type(m) for m in prepared] == [SystemMessage, HumanMessage, AIMessage, ToolMessage]
     cut = prepared[3].content

@@ -1,4 +1,9 @@
-"""The running summary of dropped turns, through the agent graph with scripted models."""
+"""The running summary of dropped turns, through the agent graph with scripted models.
+
+The summary is written in the background: the question goes out at once with the
+plain cut, and the summary lands in a later request (the next model call of the
+run, or the next turn), stored with the session.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +11,23 @@ import asyncio
 import logging
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
-from gns3server.agent.gns3_copilot.agent.context.summary import SUMMARY_HEADING, SUMMARY_MAX_TOKENS, summary_bounds
+from gns3server.agent.gns3_copilot.agent.context.summary import (
+    SUMMARY_END,
+    SUMMARY_HEADING,
+    SUMMARY_MAX_TOKENS,
+    summary_bounds,
+)
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, build_copilot_graph
+from gns3server.agent.gns3_copilot.agent.summary_writer import SummaryWriter
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
 
 CONFIG = {"configurable": {"thread_id": "s1", "project_id": "p1"}}
+RUN_TIMEOUT = 30.0  # generous: a run that waited for a held summary would hang until the test's end
 
 
 def words(n: int, word: str = "interface") -> str:
@@ -28,9 +41,9 @@ def long_history(turns: int) -> list:
     return history
 
 
-def make_graph(model, summary_model, *, checkpointer=None, summary=True, timeout=30.0):
+def make_graph(model, summary_model, writer=None, *, checkpointer=None, summary=True, timeout=30.0, tools=()):
     config = {"context_limit": 2, "context_summary": summary}
-    hook = create_pre_model_hook("System.\n{{topology_info}}", lambda s: None, lambda: config, lambda: [])
+    hook = create_pre_model_hook("System.\n{{topology_info}}", lambda s: None, lambda: config, lambda: list(tools))
 
     async def load_topology(project_id):
         return None
@@ -39,7 +52,7 @@ def make_graph(model, summary_model, *, checkpointer=None, summary=True, timeout
         return await summary_model.ainvoke(request)
 
     settings = AgentSettings(
-        tools=[],
+        tools=list(tools),
         mode="lab_automation",
         bind_tools=lambda tools: model,
         pre_model_hook=hook,
@@ -47,12 +60,31 @@ def make_graph(model, summary_model, *, checkpointer=None, summary=True, timeout
         is_context_length_error=lambda exc: False,
         summarize=summarize if summary else None,
         summary_timeout=timeout,
+        summary_writer=writer if writer is not None else new_writer(),
     )
     return build_copilot_graph(settings, checkpointer or InMemorySaver())
 
 
-async def run(graph, messages):
-    seen = [e async for e in graph.astream({"messages": messages, "llm_calls": 0}, CONFIG, stream_mode="custom")]
+RUNNING: set[str] = set()  # sessions with a run in progress, as the service's registry of runs
+
+
+def new_writer() -> SummaryWriter:
+    return SummaryWriter(RUNNING.__contains__)
+
+
+async def run(graph, messages, writer=None):
+    """One run as the service makes it: marked running, then what landed meanwhile stored."""
+
+    async def go():
+        return [e async for e in graph.astream({"messages": messages, "llm_calls": 0}, CONFIG, stream_mode="custom")]
+
+    RUNNING.add("s1")
+    try:
+        seen = await asyncio.wait_for(go(), RUN_TIMEOUT)
+    finally:
+        RUNNING.discard("s1")
+    if writer is not None:
+        writer.after_run("s1")
     return seen, (await graph.aget_state(CONFIG)).values
 
 
@@ -60,47 +92,97 @@ def reports(seen):
     return [e["report"] for e in seen if e["type"] == "context"]
 
 
-async def test_a_cut_writes_a_summary_that_follows_the_system_prompt(caplog):
+def text_of(seen):
+    return "".join(e["content"] for e in seen if e["type"] == "content")
+
+
+def sent_text(call) -> str:
+    return "\n".join(str(m.content) for m in call)
+
+
+async def test_the_question_does_not_wait_for_the_summary_which_lands_in_the_next_request(caplog):
     caplog.set_level(logging.INFO)
     model, summary_model = ScriptedChatModel(), ScriptedChatModel()
-    summary_model.enqueue("- R0..R5 checked: fine\n- open: why PC1 cannot ping")
+    held = asyncio.Event()
+    (asked,) = summary_model.enqueue(ScriptedResponse("- R0..R5 checked: fine\n- open: why PC1 cannot ping", gate=held))
     model.enqueue("answer one", "answer two")
-    checkpointer = InMemorySaver()
-    graph = make_graph(model, summary_model, checkpointer=checkpointer)
-    seen, state = await run(graph, long_history(12) + [HumanMessage("why can PC1 not ping?")])
+    checkpointer, writer = InMemorySaver(), new_writer()
+    graph = make_graph(model, summary_model, writer, checkpointer=checkpointer)
 
-    # the summary request: instructions, the previous notes (none), and the dropped turns
-    request = summary_model.calls[0]
+    # The run ends while the summary call is still held: the question did not wait for it.
+    seen, state = await run(graph, long_history(12) + [HumanMessage("why can PC1 not ping?")], writer)
+    assert text_of(seen) == "answer one" and writer.writing("s1")
+    assert SUMMARY_HEADING not in sent_text(model.calls[0])
+    window = state["context_window"]
+    assert window["start"] > 0 and state.get("context_summary") is None and reports(seen)[0]["window_moved"]
+    await asyncio.wait_for(asked.started.wait(), RUN_TIMEOUT)  # the summary call is out, and held
+    request = summary_model.calls[0]  # instructions, the previous notes (none), the dropped turns
     assert isinstance(request[0], SystemMessage) and "devices involved" in request[0].content
     assert "(none yet)" in request[1].content and "[user]: check R0:" in request[1].content
     assert "why can PC1 not ping" not in request[1].content  # the question itself is never summarised away
 
-    window, summary = state["context_window"], state["context_summary"]
-    assert summary["until"] == window["start"] > 0 and summary["until_id"] == window["start_id"]
-    assert summary["turns"] == window["start"] // 2
-    system = model.calls[0][0]
-    assert system.content.endswith(f"{SUMMARY_HEADING}\n({summary['turns']} earlier turn(s) are no longer shown; "
-                                   "this summary of them was written as they left.)\n"
-                                   "- R0..R5 checked: fine\n- open: why PC1 cannot ping")
-    assert model.calls[0][1].content == f"check R{summary['turns']}: {words(80)}"  # the window starts after it
+    # It lands after the run: stored with the session.
+    held.set()
+    await asyncio.wait_for(writer.wait("s1"), RUN_TIMEOUT)
+    summary = (await graph.aget_state(CONFIG)).values["context_summary"]
+    assert summary["until"] == window["start"] and summary["until_id"] == window["start_id"]
+    assert summary["turns"] == window["start"] // 2 and summary["text"].startswith("- R0..R5 checked")
+    assert "summary written after its run ended; stored with the session" in caplog.text
+
+    # The next request carries it on its new question: everything the previous request sent
+    # is repeated unchanged (the system message too), so the landing costs the cache nothing.
+    seen, state = await run(graph, [HumanMessage("and PC2?")], writer)
+    first, second = model.calls
+    assert [m.content for m in second[: len(first)]] == [m.content for m in first]
+    assert SUMMARY_HEADING not in second[0].content and second[-2].content == "answer one"
+    assert second[-1].content == (
+        f"{SUMMARY_HEADING}\n({summary['turns']} earlier turn(s) are no longer shown; this summary of them was "
+        f"written as they left.)\n- R0..R5 checked: fine\n- open: why PC1 cannot ping\n{SUMMARY_END}\n\n"
+        "and PC2?"
+    )
     report = reports(seen)[0]
     assert report["summarized_turns"] == summary["turns"] and report["summary_tokens"] > 0
     assert report["summary_text"] == summary["text"] and report["summary_until_id"] == window["start_id"]
-    assert report["total_tokens"] <= report["budget"]
-    assert f"Conversation summary updated: {summary['turns']} turn(s) summarised" in caplog.text
+    assert report["total_tokens"] <= report["budget"] and not report["window_moved"]
+    assert summary_model.calls[1:] == [] and state["context_summary"] == summary
+    assert state["context_window"]["summary_at_id"] == second[-1].id
 
-    # the next question fits: no new summary call, and the request repeats the previous one as its prefix
-    seen, state = await run(graph, [HumanMessage("and PC2?")])
-    assert summary_model.calls[1:] == []
-    first, second = model.calls
-    assert [m.content for m in second[: len(first)]] == [m.content for m in first]
-    assert state["context_summary"] == summary
-
-    # a new graph on the same checkpointer (a restarted server) sends the same summary
+    # A new graph and writer on the same checkpointer (a restarted server) send the same summary.
     model.enqueue("answer three")
-    restarted = make_graph(model, summary_model, checkpointer=checkpointer)
+    restarted = make_graph(model, summary_model, new_writer(), checkpointer=checkpointer)
     await run(restarted, [HumanMessage("and PC3?")])
-    assert model.calls[2][0].content == second[0].content
+    assert [m.content for m in model.calls[2][: len(second)]] == [m.content for m in second]
+
+
+async def test_a_summary_that_lands_during_a_run_opens_the_next_question():
+    model, summary_model = ScriptedChatModel(), ScriptedChatModel()
+    held = asyncio.Event()
+    summary_model.enqueue(ScriptedResponse("- R0..R5 fine", gate=held))
+    writer = new_writer()  # the run is in progress when it lands: stored when the run ends
+
+    @tool
+    async def show(device: str) -> str:
+        """Show a device."""
+        held.set()  # the summary comes back while the tool runs
+        await writer.wait("s1")
+        return f"{device}: up"
+
+    model.enqueue(AIMessage("", tool_calls=[{"name": "show", "args": {"device": "R1"}, "id": "c1"}]), "R1 is up.",
+                  "R2 too.")
+    graph = make_graph(model, summary_model, writer, tools=[show])
+    seen, state = await run(graph, long_history(12) + [HumanMessage("is R1 up?")], writer)
+    assert text_of(seen).endswith("R1 is up.")
+    first, second = model.calls
+    # The tool round's request repeats the first one and adds the round: the summary waits for a new question.
+    assert SUMMARY_HEADING not in sent_text(second)
+    assert [m.content for m in second[: len(first)]] == [m.content for m in first]
+    await writer.wait("s1")
+    assert (await graph.aget_state(CONFIG)).values["context_summary"]["text"] == "- R0..R5 fine"
+    seen, state = await run(graph, [HumanMessage("and R2?")], writer)
+    third = model.calls[2]
+    assert [m.content for m in third[: len(second)]] == [m.content for m in second]
+    assert third[-1].content.startswith(SUMMARY_HEADING) and third[-1].content.endswith("and R2?")
+    assert reports(seen)[0]["summarized_turns"] == state["context_summary"]["turns"] > 0
 
 
 async def test_a_failed_summary_falls_back_to_the_plain_cut(caplog):
@@ -108,23 +190,28 @@ async def test_a_failed_summary_falls_back_to_the_plain_cut(caplog):
     model, summary_model = ScriptedChatModel(), ScriptedChatModel()
     summary_model.enqueue(RuntimeError("provider down"))
     model.enqueue("the answer")
-    seen, state = await run(make_graph(model, summary_model), long_history(12) + [HumanMessage("question?")])
-    assert [e["content"] for e in seen if e["type"] == "content"]  # the question was answered
-    assert model.calls[0][-1].content == "question?"
-    assert SUMMARY_HEADING not in model.calls[0][0].content
-    assert state["context_summary"] is None and state["context_window"]["start"] > 0
-    assert "failed (RuntimeError); sending the question with the plain cut" in caplog.text
+    writer = new_writer()
+    graph = make_graph(model, summary_model, writer)
+    seen, state = await run(graph, long_history(12) + [HumanMessage("question?")], writer)
+    await writer.wait("s1")
+    assert text_of(seen) == "the answer" and model.calls[0][-1].content == "question?"
+    assert SUMMARY_HEADING not in sent_text(model.calls[0])
+    state = (await graph.aget_state(CONFIG)).values
+    assert state.get("context_summary") is None and state["context_window"]["start"] > 0
+    assert "failed (RuntimeError); the plain cut stays until the next cut" in caplog.text
 
 
-async def test_a_slow_summary_times_out_without_losing_the_question(caplog):
+async def test_a_summary_that_never_answers_times_out_in_the_background(caplog):
     caplog.set_level(logging.INFO)
     model, summary_model = ScriptedChatModel(), ScriptedChatModel()
-    never = asyncio.Event()  # the summary call never answers
-    summary_model.enqueue(ScriptedResponse("too late", gate=never))
+    summary_model.enqueue(ScriptedResponse("too late", gate=asyncio.Event()))  # never released
     model.enqueue("the answer")
-    seen, state = await run(make_graph(model, summary_model, timeout=0.5), long_history(12) + [HumanMessage("q?")])
-    assert "".join(e["content"] for e in seen if e["type"] == "content") == "the answer"
-    assert state["context_summary"] is None
+    writer = new_writer()
+    graph = make_graph(model, summary_model, writer, timeout=0.5)
+    seen, _ = await run(graph, long_history(12) + [HumanMessage("q?")], writer)
+    assert text_of(seen) == "the answer" and writer.writing("s1")  # answered before the timeout
+    await asyncio.wait_for(writer.wait("s1"), RUN_TIMEOUT)
+    assert (await graph.aget_state(CONFIG)).values.get("context_summary") is None
     assert "timed out after 0 s" in caplog.text or "timed out after 1 s" in caplog.text
 
 
@@ -132,12 +219,76 @@ async def test_turns_a_failed_summary_missed_are_summarised_at_the_next_cut():
     model, summary_model = ScriptedChatModel(), ScriptedChatModel()
     summary_model.enqueue(RuntimeError("down"), "- everything so far")
     model.enqueue("a1", "a2")
-    graph = make_graph(model, summary_model)
-    _, state = await run(graph, long_history(12) + [HumanMessage("q1")])
+    writer = new_writer()
+    graph = make_graph(model, summary_model, writer)
+    _, state = await run(graph, long_history(12) + [HumanMessage("q1")], writer)
+    await writer.wait("s1")
     first_cut = state["context_window"]["start"]
-    _, state = await run(graph, long_history(30)[24:] + [HumanMessage("q2")])  # distinct ids: h12.. are new
+    _, state = await run(graph, long_history(30)[24:] + [HumanMessage("q2")], writer)  # distinct ids: h12.. are new
+    await writer.wait("s1")
     assert "[user]: check R0:" in summary_model.calls[1][1].content  # from the start, not from the first cut
+    state = (await graph.aget_state(CONFIG)).values
     assert state["context_summary"]["until"] == state["context_window"]["start"] > first_cut
+
+
+async def test_one_summary_writer_per_session(caplog):
+    caplog.set_level(logging.INFO)
+    model, summary_model = ScriptedChatModel(), ScriptedChatModel()
+    held = asyncio.Event()
+    (asked, _) = summary_model.enqueue(ScriptedResponse("- first cut", gate=held), "- second cut")
+    model.enqueue("a1", "a2", "a3")
+    writer = new_writer()
+    graph = make_graph(model, summary_model, writer)
+    _, state = await run(graph, long_history(12) + [HumanMessage("q1")], writer)
+    first_cut = state["context_window"]["start"]
+    await asyncio.wait_for(asked.started.wait(), RUN_TIMEOUT)
+    # A second cut while the first summary is still out: no second writer.
+    _, state = await run(graph, long_history(30)[24:] + [HumanMessage("q2")], writer)
+    second_cut = state["context_window"]["start"]
+    assert second_cut > first_cut and len(summary_model.calls) == 1
+    assert "still being written; the turns cut now wait for the next cut" in caplog.text
+    held.set()
+    await writer.wait("s1")
+    summary = (await graph.aget_state(CONFIG)).values["context_summary"]
+    assert summary["until"] == first_cut and summary["text"] == "- first cut"
+    # The next cut summarises from where that summary ends (what the refused one would have covered).
+    _, state = await run(graph, long_history(48)[36:] + [HumanMessage("q3")], writer)
+    await writer.wait("s1")
+    request = summary_model.calls[1][1].content
+    assert "- first cut" in request and f"[user]: check R{first_cut // 2}:" in request
+    assert "[user]: check R0:" not in request
+
+
+async def test_cancel_stops_a_summary_and_stores_nothing():
+    model, summary_model = ScriptedChatModel(), ScriptedChatModel()
+    held = asyncio.Event()
+    summary_model.enqueue(ScriptedResponse("- never stored", gate=held))
+    model.enqueue("a1")
+    writer = new_writer()
+    graph = make_graph(model, summary_model, writer)
+    await run(graph, long_history(12) + [HumanMessage("q1")], writer)
+    assert writer.writing("s1")
+    await asyncio.wait_for(writer.cancel("s1"), RUN_TIMEOUT)  # a deleted session
+    assert not writer.writing("s1") and writer.landed("s1") is None
+    held.set()
+    await writer.wait("s1")
+    assert (await graph.aget_state(CONFIG)).values.get("context_summary") is None
+
+
+async def test_close_stores_what_landed_and_cancels_what_is_still_out():
+    model, summary_model = ScriptedChatModel(), ScriptedChatModel()
+    summary_model.enqueue("- landed during the run")
+    model.enqueue("a1")
+    running = {"s1": True}
+    writer = SummaryWriter(lambda session_id: running.get(session_id, False))
+    graph = make_graph(model, summary_model, writer)
+    await run(graph, long_history(12) + [HumanMessage("q1")])  # "s1" still counted as running afterwards
+    await writer.wait("s1")
+    assert writer.landed("s1") is not None  # kept in memory: a run is in progress
+    running["s1"] = False  # the server stops: its runs have ended
+    await writer.close()
+    assert (await graph.aget_state(CONFIG)).values["context_summary"]["text"] == "- landed during the run"
+    assert writer.landed("s1") is None
 
 
 async def test_summary_off_means_no_summary_call():
@@ -151,10 +302,35 @@ async def test_summary_off_means_no_summary_call():
 async def test_a_long_summary_is_cut_to_its_bound():
     model, summary_model = ScriptedChatModel(), ScriptedChatModel()
     summary_model.enqueue(words(5 * SUMMARY_MAX_TOKENS))
-    model.enqueue("answer")
-    seen, _ = await run(make_graph(model, summary_model), long_history(12) + [HumanMessage("q")])
+    model.enqueue("answer", "next")
+    writer = new_writer()
+    graph = make_graph(model, summary_model, writer)
+    seen, _ = await run(graph, long_history(12) + [HumanMessage("q")], writer)
+    await writer.wait("s1")
     report = reports(seen)[0]
     bound, request_bound = summary_bounds(report["message_budget"])
     assert bound == report["message_budget"] // 8 < SUMMARY_MAX_TOKENS  # a small model gets a short summary
-    assert bound - 20 < report["summary_tokens"] <= bound + 60  # + the heading and note
+    summary = (await graph.aget_state(CONFIG)).values["context_summary"]
+    assert bound - 20 < TokenCounter().text(summary["text"]) <= bound
     assert TokenCounter().messages(summary_model.calls[0]) <= request_bound + 20
+    seen, _ = await run(graph, [HumanMessage("and?")], writer)
+    assert bound < reports(seen)[0]["summary_tokens"] <= bound + 80  # + the heading, note and end line
+
+
+def test_summarize_without_a_writer_is_refused():
+    model = ScriptedChatModel()
+
+    async def summarize(request):
+        return AIMessage("x")
+
+    settings = AgentSettings(
+        tools=[], mode="lab_automation", bind_tools=lambda tools: model,
+        pre_model_hook=lambda state: {}, load_topology=lambda project_id: None,
+        is_context_length_error=lambda exc: False, summarize=summarize,
+    )
+    try:
+        build_copilot_graph(settings, InMemorySaver())
+    except ValueError as exc:
+        assert "summary_writer" in str(exc)
+    else:
+        raise AssertionError("a graph that summarises without a writer was built")

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
-from gns3server.agent.gns3_copilot.agent.context.summary import SUMMARY_HEADING
+from gns3server.agent.gns3_copilot.agent.context.summary import SUMMARY_END, SUMMARY_HEADING
 from gns3server.agent.gns3_copilot.agent.context.window import Window, mask_stub, restore_window
 from gns3server.agent.gns3_copilot.agent.context_manager import (
     create_pre_model_hook,
@@ -158,16 +158,23 @@ def test_mask_stub_names_tool_device_size_and_how_to_get_it():
     )
 
 
-def test_summary_follows_the_system_prompt_and_is_reported():
+def test_summary_opens_the_history_and_leaves_the_system_message_alone():
     history, requests = replay(make_hook(limit=4), 30)
     window = requests[-1]["context_window"]
     summary = {"text": "- R1: OSPF down on e0", "until": window["start"], "until_id": window["start_id"], "turns": 7}
-    out = make_hook(limit=4)({"messages": history + [HumanMessage("next")], "context_window": window,
-                              "context_summary": summary})
-    system = out["messages"][0]
-    assert isinstance(system, SystemMessage) and system.content.endswith(f"{SUMMARY_HEADING}\n"
-        "(7 earlier turn(s) are no longer shown; this summary of them was written as they left.)\n"
-        "- R1: OSPF down on e0")
+    state = {"messages": history + [HumanMessage("next")], "context_window": window}
+    without = make_hook(limit=4)(state)
+    out = make_hook(limit=4)({**state, "context_summary": summary})
+    system, first = out["messages"][:2]
+    # The system message is the same with or without the summary: its cached prefix survives a new summary.
+    assert isinstance(system, SystemMessage) and system.content == without["messages"][0].content
+    assert SUMMARY_HEADING not in system.content
+    original = history[window["start"]]
+    assert isinstance(first, HumanMessage) and first.content == (
+        f"{SUMMARY_HEADING}\n(7 earlier turn(s) are no longer shown; this summary of them was written as they left.)\n"
+        f"- R1: OSPF down on e0\n{SUMMARY_END}\n\n{original.content}"
+    )
+    assert history[window["start"]].content == original.content  # the stored history is not changed
     report = out["context_report"]
     assert report["summarized_turns"] == 7 and report["summary_tokens"] > 10
     total = (report["system_tokens"] + report["topology_tokens"] + report["summary_tokens"]
@@ -176,7 +183,7 @@ def test_summary_follows_the_system_prompt_and_is_reported():
     # switched off: the stored summary is not sent
     off = make_hook(limit=4, context_summary=False)({"messages": history, "context_window": window,
                                                       "context_summary": summary})
-    assert SUMMARY_HEADING not in off["messages"][0].content
+    assert all(SUMMARY_HEADING not in m.content for m in off["messages"])
     assert off["context_report"]["summary_tokens"] == 0
 
 
@@ -187,6 +194,7 @@ def test_summary_follows_the_system_prompt_and_is_reported():
         ("context_low_water", True), ("context_low_water", math.nan),
         ("context_summary", "yes"), ("mask_tool_outputs", 1),
         ("tool_output_turns", 0), ("tool_output_turns", 2.5), ("tool_output_turns", True),
+        ("tool_output_share", 0), ("tool_output_share", 0.01), ("tool_output_share", 1.5), ("tool_output_share", "0.2"),
     ],
 )
 def test_bad_window_settings_name_the_field(field, value):
@@ -198,7 +206,7 @@ def test_bad_window_settings_name_the_field(field, value):
 
 def test_window_settings_defaults():
     assert resolve_window_settings({"context_limit": 8}) == {
-        "low_water": 0.65, "summary": True, "tool_output_turns": 3,
+        "low_water": 0.65, "summary": True, "tool_output_turns": 3, "tool_output_share": 0.2,
     }
     assert resolve_window_settings({"mask_tool_outputs": False})["tool_output_turns"] is None
 
@@ -229,3 +237,24 @@ def test_other_providers_keep_the_json_estimate():
     assert tools_style_for({"provider": "anthropic", "model": "claude"}) == "json"
     local = make_hook(tools=[COOKBOOK_TOOL], base_url="http://localhost:11434/v1")
     assert local({"messages": [HumanMessage("hi")]})["context_report"]["tools_tokens"] == TokenCounter().tools([COOKBOOK_TOOL])
+
+
+def test_one_huge_tool_output_is_capped_in_the_request_the_same_way_every_time():
+    # 8K: one 3,000-token output would be over half of the history room; capped to a fifth of the budget.
+    msgs = [*turn(0, 3000), *turn(1, 40), HumanMessage("and now?")]
+    hook = make_hook(limit=8)
+    first = hook({"messages": msgs})
+    second = hook({"messages": [*msgs, AIMessage("ok"), HumanMessage("again?")],
+                   "context_window": first["context_window"]})
+    report = first["context_report"]
+    capped = first["messages"][3]
+    assert isinstance(capped, ToolMessage) and "tokens of this output cut here by GNS3 Copilot" in capped.content
+    assert capped.content.startswith(msgs[2].content[:40]) and capped.content.endswith(msgs[2].content[-40:])
+    cap = int(0.2 * report["message_budget"])
+    assert TokenCounter().content(capped.content) <= cap < TokenCounter().content(msgs[2].content)
+    assert second["messages"][3].content == capped.content  # the same text: the cached prefix holds
+    assert len(msgs[2].content.split()) == 3000  # the history keeps the whole output
+    assert first["messages"][7].content == msgs[6].content  # a short output is not touched
+    # switched off: the whole output is sent (it fits the 8K budget)
+    off = make_hook(limit=8, tool_output_share=1.0)({"messages": msgs})
+    assert off["messages"][3].content == msgs[2].content

@@ -26,12 +26,18 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any, TypedDict
 
-from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, convert_to_messages
 
 from .context.calibration import answer_tokens, capped_budget
 from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter, content_text, json_text
-from .context.summary import restore_summary, summary_section
-from .context.window import DEFAULT_LOW_WATER, DEFAULT_TOOL_OUTPUT_TURNS, plan_window, restore_window
+from .context.summary import SUMMARY_JOIN_TOKENS, restore_summary, summary_section, with_summary
+from .context.window import (
+    DEFAULT_LOW_WATER,
+    DEFAULT_TOOL_OUTPUT_TURNS,
+    TOOL_OUTPUT_SHARE,
+    plan_window,
+    restore_window,
+)
 from .context.injection import TOPOLOGY_SHARE, TopologyText, fit_topology, inject
 from .context.tokenizer import DEFAULT_ENCODING, encoding_name_for, get_encoding
 
@@ -115,6 +121,7 @@ class WindowSettings(TypedDict):
     low_water: float
     summary: bool
     tool_output_turns: int | None
+    tool_output_share: float
 
 
 def _number_in(config: Mapping[str, Any], name: str, default: float, low: float, high: float) -> float:
@@ -128,9 +135,10 @@ def _number_in(config: Mapping[str, Any], name: str, default: float, low: float,
 
 def resolve_window_settings(llm_config: Mapping[str, Any] | None) -> WindowSettings:
     """Validate the config's history-window fields (``context_low_water``, ``context_summary``,
-    ``mask_tool_outputs``, ``tool_output_turns``) and fill in their defaults."""
+    ``mask_tool_outputs``, ``tool_output_turns``, ``tool_output_share``) and fill in their defaults."""
     config = llm_config or {}
     low_water = _number_in(config, "context_low_water", DEFAULT_LOW_WATER, 0.1 - 1e-9, 1.0)
+    share = _number_in(config, "tool_output_share", TOOL_OUTPUT_SHARE, 0.05 - 1e-9, 1.0)
     flags = {}
     for name in ("context_summary", "mask_tool_outputs"):
         value = config.get(name, True)
@@ -148,7 +156,25 @@ def resolve_window_settings(llm_config: Mapping[str, Any] | None) -> WindowSetti
         low_water=low_water,
         summary=flags["context_summary"],
         tool_output_turns=turns if flags["mask_tool_outputs"] else None,
+        tool_output_share=share,
     )
+
+
+def output_cap(llm_config: Mapping[str, Any], tools_tokens: int, share: float) -> int | None:
+    """The most tokens one tool output may take in a request: ``share`` of the message budget (None: no cap).
+
+    From the configured budget, not the calibrated one: calibration changes from call
+    to call, and a cap that moved would change old outputs and break the cached prefix.
+    """
+    if share >= 1.0:
+        return None
+    budget = resolve_budget(llm_config)["budget"]
+    ceiling = int(llm_config["context_limit"]) * 1000 - answer_tokens(llm_config)
+    return max(MIN_OUTPUT_CAP, int(share * (min(budget, ceiling) - tools_tokens)))
+
+
+# An output cap below this would leave too little to read.
+MIN_OUTPUT_CAP = 200
 
 
 def tools_style_for(llm_config: Mapping[str, Any] | None) -> str:
@@ -286,6 +312,33 @@ def _mentions(raw: Any, window: Any) -> str:
     return "\n".join(parts)
 
 
+def summary_anchor(
+    messages: list[BaseMessage], sent: list[BaseMessage], summary: Mapping[str, Any] | None, previous: Any
+) -> str | None:
+    """The id of the user message the summary opens in this request; None: not sent in this request.
+
+    It stays on the message it opened first (the previous request's ``summary_at_id``)
+    while that message is sent. A new summary, or one whose message a cut removed, opens
+    the question that starts a turn (the last message): what that request adds anyway,
+    so a summary never changes what an earlier request sent and the prompt cache holds.
+    Within a turn's tool rounds it waits for the next question. ``""``: messages without
+    ids (built by hand, not from a checkpoint): it opens the history.
+    """
+    if not summary:
+        return None
+    sent_ids = {m.id for m in sent if isinstance(m, HumanMessage)}
+    if isinstance(previous, Mapping) and previous.get("summary_until") == summary.get("until"):
+        kept = previous.get("summary_at_id")
+        if isinstance(kept, str) and kept in sent_ids:
+            return kept
+    last = messages[-1] if messages else None
+    if not isinstance(last, HumanMessage):
+        return None
+    if last.id is None:
+        return ""
+    return last.id if last.id in sent_ids else None
+
+
 def create_pre_model_hook(
     system_prompt: str,
     get_topology_func: Callable[[Mapping[str, Any]], Any],
@@ -353,10 +406,12 @@ def create_pre_model_hook(
             messages = convert_to_messages(raw)
             summary = restore_summary(state.get("context_summary"), messages) if window_settings["summary"] else None
             section = summary_section(summary)
-            system = SystemMessage(content=system_text + section)
-            system_tokens = counter.message(system)
-            room = message_budget - system_tokens - REPLY_PRIMING_TOKENS
-            low_water = int(message_budget * window_settings["low_water"]) - system_tokens - REPLY_PRIMING_TOKENS
+            # The system message never carries the summary: it stays cacheable across cuts.
+            system = SystemMessage(content=system_text)
+            system_tokens = system_plain_tokens
+            reserved = system_tokens + REPLY_PRIMING_TOKENS + (counter.text(section) + SUMMARY_JOIN_TOKENS if section else 0)
+            room = message_budget - reserved
+            low_water = int(message_budget * window_settings["low_water"]) - reserved
             plan = plan_window(
                 messages,
                 restore_window(previous, messages),
@@ -364,8 +419,12 @@ def create_pre_model_hook(
                 max(0, low_water),
                 counter,
                 tool_output_turns=window_settings["tool_output_turns"],
+                output_cap=output_cap(config or {}, tools_tokens, window_settings["tool_output_share"]),
             )
             fitted = plan.fit
+            anchor = summary_anchor(messages, fitted.messages, summary, previous) if section else None
+            history = with_summary(fitted.messages, section if anchor is not None else "", anchor or None)
+            summary_tokens = sum(counter.message(m) for m in history) - sum(counter.message(m) for m in fitted.messages)
         except Exception as exc:  # the seed's fallback: never block a call on trimming
             logger.error("Failed to trim messages: %s", exc)
             logger.warning("Returning original messages due to trimming error")
@@ -386,8 +445,8 @@ def create_pre_model_hook(
             )
             return {"messages": fallback, "context_report": report, "context_window": previous}
 
-        prepared: list[BaseMessage] = [system, *fitted.messages]
-        messages_tokens = system_tokens + fitted.tokens + REPLY_PRIMING_TOKENS
+        prepared: list[BaseMessage] = [system, *history]
+        messages_tokens = system_tokens + fitted.tokens + summary_tokens + REPLY_PRIMING_TOKENS
         start = plan.window.start
         dropped_in_view = len(plan.sent) - _originals_kept(plan.sent, fitted.messages) - len(fitted.truncated)
         report = _report(
@@ -409,14 +468,14 @@ def create_pre_model_hook(
             window_moved=plan.moved,
             masked_outputs=plan.masked_outputs,
             masked_tokens_saved=plan.masked_tokens_saved,
-            summary_tokens=system_tokens - system_plain_tokens,
-            summarized_turns=int(summary.get("turns", 0)) if section else 0,
+            summary_tokens=summary_tokens,
+            summarized_turns=int(summary.get("turns", 0)) if section and summary else 0,
             summary_text=summary["text"] if section and summary else None,
             summary_until_id=summary.get("until_id") if section and summary else None,
             answer_tokens=reserve,
         )
-        # The summary is part of the system message but reported on its own.
-        report["system_tokens"] -= report["summary_tokens"]
+        # The summary opens a user message of the history but is reported on its own.
+        report["history_tokens"] -= report["summary_tokens"]
         if report["over_budget"]:
             logger.error(
                 "System message (%d tokens, topology included) and the latest user message exceed "
@@ -452,6 +511,9 @@ def create_pre_model_hook(
             logger.info("Messages trimmed: %d → %d msgs. Total: " + summary_line, len(raw), len(prepared), *args)
         else:
             logger.info("Context ready: %d msgs, " + summary_line, len(prepared), *args)
-        return {"messages": prepared, "context_report": report, "context_window": plan.window.as_state()}
+        window_state: dict[str, Any] = plan.window.as_state()
+        if anchor and summary:  # where the summary sits, kept until a new one lands or a cut passes it
+            window_state.update(summary_at_id=anchor, summary_until=summary["until"])
+        return {"messages": prepared, "context_report": report, "context_window": window_state}
 
     return hook

@@ -25,13 +25,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypedDict
 
 import pydantic
-from langchain_core.messages import (
-    AIMessage,
-    AIMessageChunk,
-    AnyMessage,
-    BaseMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.runnables import RunnableConfig
@@ -59,6 +53,7 @@ from .context_manager import clamp_token_scale
 from .llm_errors import LLMEmptyAnswerError, LLMStreamCutError
 from .loop_guard import repeated_failure_answer, repeats_a_call
 from .server_traits import ServerTraits
+from .summary_writer import SummaryWriter
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +63,7 @@ DEFAULT_MAX_LLM_CALLS = 25
 LLM_CALL = "llm_call"  # the model node: its update carries the finished model message
 # On a provider's context-length rejection the budget is divided by this, once.
 CONTEXT_RETRY_TIGHTENING = 1.5
-# The longest a summary of dropped turns may delay the user's question (seconds).
+# The longest a summary call may take (seconds); it runs beside the conversation, never before it.
 DEFAULT_SUMMARY_TIMEOUT = 30.0
 STEP_LIMIT_MESSAGE = (
     "I stopped after {n} model calls without reaching an answer, to avoid an endless loop. "
@@ -153,8 +148,9 @@ class AgentSettings:
     ``pre_model_hook`` must count the same tools; ``load_topology`` returns the
     project's REST-shaped topology or None, and must not raise. ``summarize``
     (optional) sends a request to the same model without tools and returns its
-    reply: it writes the running summary when the history window moves, within
-    ``summary_timeout`` seconds or not at all.
+    reply: when the history window moves it writes the running summary in the
+    background (``summary_writer``), within ``summary_timeout`` seconds or not at
+    all; the question never waits for it.
     """
 
     tools: Sequence[BaseTool]
@@ -166,6 +162,8 @@ class AgentSettings:
     max_llm_calls: int = DEFAULT_MAX_LLM_CALLS
     summarize: Callable[[list[BaseMessage]], Awaitable[AIMessage]] | None = None
     summary_timeout: float = DEFAULT_SUMMARY_TIMEOUT
+    # Writes summaries in the background (required with ``summarize``); shared by the runs of a server.
+    summary_writer: SummaryWriter | None = None
     # The same tools bound to a model that does not stream (for servers that cannot
     # stream tool calls); None: the streaming model's own unstreamed call is used.
     bind_tools_unstreamed: Callable[[Sequence[BaseTool]], Any] | None = None
@@ -190,8 +188,12 @@ def _validation_summary(exc: pydantic.ValidationError) -> str:
 
 
 def _add_usage(total: Mapping[str, int] | None, message: AIMessage) -> dict[str, int]:
+    return _sum_usage(total, message.usage_metadata or {})
+
+
+def _sum_usage(total: Mapping[str, int] | None, more: Mapping[str, Any]) -> dict[str, int]:
     usage = dict(total or {})
-    for key, value in (message.usage_metadata or {}).items():
+    for key, value in more.items():
         if key in ("input_tokens", "output_tokens", "total_tokens") and isinstance(value, int):
             usage[key] = usage.get(key, 0) + value
     return usage
@@ -241,25 +243,23 @@ async def _summarize(
     settings: AgentSettings,
     messages: Sequence[BaseMessage],
     previous: Mapping[str, Any] | None,
-    prepared_state: Mapping[str, Any],
-    usage: dict[str, int],
-) -> dict[str, Any] | None:
-    """Fold the turns that just left the window into the running summary; None when that fails.
+    window: Mapping[str, Any],
+    report: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, int]] | None:
+    """Fold the turns that left the window into the running summary; None when that fails.
 
-    Called only when the window moved; the turns summarised are those between
-    the end of the previous summary and the new start (so turns a failed call
-    could not summarise are tried again at the next cut). A failure or a timeout
-    leaves the plain cut: the question goes out without waiting any longer.
+    Runs in the background (:class:`SummaryWriter`): the question has already gone
+    out with the plain cut. The turns summarised are those between the end of the
+    previous summary and the window's new start, so turns a failed call could not
+    summarise are tried again at the next cut. A failure or a timeout logs a line.
     """
     assert settings.summarize is not None
-    window = prepared_state.get("context_window") or {}
     start = window.get("start", 0)
     restored = restore_summary(previous, messages)
     since = restored["until"] if restored else 0
     if not isinstance(start, int) or start <= since:
         return None
     dropped = list(messages[since:start])
-    report = prepared_state["context_report"]
     counter = TokenCounter(report.get("encoding", DEFAULT_ENCODING))
     # Bounded by the model's own budget: an 8K model gets a short summary and a short request.
     max_tokens, max_input = summary_bounds(int(report.get("message_budget") or 0))
@@ -270,22 +270,27 @@ async def _summarize(
         reply = await asyncio.wait_for(settings.summarize(request), settings.summary_timeout)
     except TimeoutError:
         logger.warning(
-            "Summary of %d dropped message(s) timed out after %.0f s; sending the question with the plain cut",
+            "Summary of %d dropped message(s) timed out after %.0f s; the plain cut stays until the next cut",
             len(dropped), settings.summary_timeout,
         )
         return None
-    except Exception as exc:  # any provider error: the question must still go out
-        logger.warning("Summary of %d dropped message(s) failed (%s); sending the question with the plain cut",
+    except Exception as exc:  # any provider error: the conversation goes on with the plain cut
+        logger.warning("Summary of %d dropped message(s) failed (%s); the plain cut stays until the next cut",
                        len(dropped), type(exc).__name__)
         return None
-    usage.update(_add_usage(usage, reply))
     text = await asyncio.to_thread(clean_summary, content_text(reply.content), counter, max_tokens)
     if not text:
         logger.warning("Summary of %d dropped message(s) came back empty; keeping the plain cut", len(dropped))
         return None
     turns = (restored["turns"] if restored else 0) + count_turns(dropped)
     logger.info("Conversation summary updated: %d turn(s) summarised in %d tokens", turns, counter.text(text))
-    return {"text": text, "until": start, "until_id": window.get("start_id"), "turns": turns}
+    summary = {"text": text, "until": start, "until_id": window.get("start_id"), "turns": turns}
+    return summary, _add_usage({}, reply)
+
+
+def _covers(summary: Any, until: int) -> bool:
+    """``summary`` (a stored value) already covers the history up to ``until``."""
+    return isinstance(summary, Mapping) and isinstance(summary.get("until"), int) and summary["until"] >= until
 
 
 async def _invoke_model(model: Any, prepared: list[BaseMessage], config: RunnableConfig) -> AIMessage:
@@ -326,6 +331,72 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         if not bare:
             bare.append(await asyncio.to_thread(settings.bind_tools, []))
         return bare[0]
+
+    summaries = settings.summary_writer
+    if settings.summarize is not None and summaries is None:
+        raise ValueError("AgentSettings.summarize needs a summary_writer (it writes summaries in the background)")
+
+    def take_landed_summary(
+        thread_id: str, messages: Sequence[BaseMessage], current: Any, run_usage: dict[str, int]
+    ) -> Any:
+        """The summary to send: one written in the background since, if it covers more than ``current``.
+
+        A new summary is taken when a turn starts (the last message is the user's): it then
+        opens that question (the hook's ``summary_anchor``), part of what this request adds
+        anyway, so landing costs the prompt cache nothing; within a tool round the previous one stays.
+        """
+        chosen = current
+        landed = summaries.landed(thread_id) if summaries is not None else None
+        new_turn = bool(messages) and isinstance(messages[-1], HumanMessage)
+        if (
+            new_turn and landed is not None and not _covers(current, landed.summary["until"])
+            and restore_summary(landed.summary, messages) is not None
+        ):
+            run_usage.update(_sum_usage(run_usage, landed.usage))
+            landed.usage = {}  # counted once, in the run that sends it first
+            logger.info("A summary written in the background is sent from this call on (%d turn(s))",
+                        landed.summary.get("turns", 0))
+            chosen = landed.summary
+        return chosen
+
+    def start_summary(
+        thread_id: str, messages: Sequence[BaseMessage], summary: Any, window: Mapping[str, Any],
+        report: Mapping[str, Any],
+    ) -> None:
+        if settings.summarize is None or summaries is None:
+            return
+        landed = summaries.landed(thread_id)
+        if landed is not None and not _covers(summary, landed.summary["until"]):
+            summary = landed.summary  # came back but not sent yet: the new one builds on it
+        snapshot, bounds = list(messages), dict(window)
+
+        async def write() -> tuple[dict[str, Any], dict[str, int]] | None:
+            return await _summarize(settings, snapshot, summary, bounds, report)
+
+        async def store(new: dict[str, Any]) -> bool:
+            return await store_summary(thread_id, new)
+
+        summaries.start(thread_id, write, store)
+
+    async def store_summary(thread_id: str, new: dict[str, Any]) -> bool:
+        """Save a summary that landed after its run into the session's state (True: done or moot).
+
+        Only a conversation at rest gets it this way; one that waits for an approval
+        (or was cut in a tool round) keeps it in memory for its next run to take.
+        """
+        thread: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        snapshot = await compiled.aget_state(thread)
+        values = snapshot.values or {}
+        if _covers(values.get("context_summary"), new["until"]):
+            return True
+        if snapshot.next:
+            return False
+        messages = list(values.get("messages") or [])
+        if restore_summary(new, messages) is None:
+            return True  # the history changed under it: nothing to keep
+        await compiled.aupdate_state(thread, {"context_summary": new}, as_node=LLM_CALL)
+        logger.info("Conversation summary written after its run ended; stored with the session")
+        return True
 
     async def call_model(
         prepared: list[BaseMessage], config: RunnableConfig, offer_tools: bool = True
@@ -386,8 +457,9 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         topology = await settings.load_topology(project_id) if project_id else None
         scale = clamp_token_scale(state.get("token_scale"))
         window = state.get("context_window")
-        summary = state.get("context_summary")
         run_usage = dict(state.get("usage") or {})
+        thread_id = str((config.get("configurable") or {}).get("thread_id") or "")
+        summary = take_landed_summary(thread_id, messages, state.get("context_summary"), run_usage)
         for attempt in (1, 2):
             logger.info("Calling pre_hook to prepare %d messages", len(messages))
             hook_state = {
@@ -399,16 +471,11 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             }
             # CPU-bound (tokenising, and loading an encoding the first time): off the loop.
             prepared_state = await asyncio.to_thread(settings.pre_model_hook, hook_state)
-            moved = bool(prepared_state["context_report"].get("window_moved"))
-            if moved and settings.summarize is not None:
-                new_summary = await _summarize(settings, messages, summary, prepared_state, run_usage)
-                if new_summary is not None:
-                    summary = new_summary
-                    hook_state.update(context_window=prepared_state.get("context_window"), context_summary=summary)
-                    prepared_state = await asyncio.to_thread(settings.pre_model_hook, hook_state)
             prepared, report = prepared_state["messages"], prepared_state["context_report"]
-            report["window_moved"] = moved  # also when the summary's second pass kept the new window
             window = prepared_state.get("context_window", window)
+            if report.get("window_moved") and isinstance(window, Mapping):
+                # The question goes out now with the plain cut; the summary lands at a later call.
+                start_summary(thread_id, messages, summary, window, report)
             logger.info("Messages prepared: %d → %d", len(messages), len(prepared))
             writer(events.context(report))
             try:
@@ -541,7 +608,8 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
     builder.add_edge(START, "llm_call")
     builder.add_conditional_edges("llm_call", after_llm, ["tools", END])
     builder.add_edge("tools", "llm_call")
-    return builder.compile(checkpointer=checkpointer)
+    compiled = builder.compile(checkpointer=checkpointer)  # store_summary writes through it
+    return compiled
 
 
 __all__ = [

@@ -49,6 +49,7 @@ from ..agent.prompts import PromptSet, compact_system_prompt_for, default_prompt
 from ..agent.server_tokens import ServerTokenizer
 from ..agent.server_traits import ServerTraitsMemory
 from ..agent.small_window import fit_to_window
+from ..agent.summary_writer import SummaryWriter
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
@@ -241,6 +242,8 @@ class CopilotService:
         self._bind_tools_unstreamed = bind_tools_unstreamed
         self._server_traits = ServerTraitsMemory()  # which servers cannot stream tool calls (issue 15)
         self._runs: dict[str, _Run] = {}
+        # Running summaries written beside the runs (issue 12): one writer per session at a time.
+        self._summaries = SummaryWriter(self.is_running)
         self._counters: MutableMapping[str, TokenCounter] = {}
 
     # -- sessions -------------------------------------------------------------
@@ -301,6 +304,7 @@ class CopilotService:
         run = self._runs.get(session_id)
         if run is not None:
             await run.stop()
+        await self._summaries.cancel(session_id)  # a summary landing later must not write it back
         await self._storage.checkpointer.adelete_thread(session_id)
         await self._storage.sessions.delete(session_id)
         await self._storage.scrub()
@@ -475,8 +479,10 @@ class CopilotService:
         await run.stop()
 
     async def close(self) -> None:
-        """Cancel every run and wait for them to save their state."""
+        """Cancel every run and wait for them to save their state; then store the summaries
+        that came back and cancel those still being written."""
         await asyncio.gather(*(run.stop() for run in list(self._runs.values())))
+        await self._summaries.close()
 
     async def _events(self, run: _Run) -> AsyncIterator[Event]:
         try:
@@ -578,6 +584,7 @@ class CopilotService:
             is_context_length_error=self._is_context_length_error,
             max_llm_calls=self._max_llm_calls,
             summarize=summarize if resolve_window_settings(llm_config)["summary"] else None,
+            summary_writer=self._summaries,
             summary_timeout=min(DEFAULT_SUMMARY_TIMEOUT, timeout) if isinstance(timeout, (int, float)) else DEFAULT_SUMMARY_TIMEOUT,
             tool_errors=ToolErrorPolicy(message=model_message, failed=result_failed),
         )
@@ -613,6 +620,7 @@ class CopilotService:
             read_only: set[str] = set()
             faults = _FaultRecorder(self._storage, session_id, project_id, user.user_id, read_only)
             graph = await asyncio.to_thread(build)
+            await self._summaries.idle(session_id)  # a summary being stored: read the state after it
             leftover = await self._storage.sessions.inflight(session_id)
             if leftover is not None:  # the server was killed during this session's last run
                 await self._save_interrupted(graph, session_id, _remains(leftover))
@@ -681,6 +689,7 @@ class CopilotService:
                 # No await between these two: whoever sees `done` may start the next run.
                 self._runs.pop(session_id, None)
                 run.queue.put_nowait(events.done(session_id, usage, status))
+                self._summaries.after_run(session_id)  # what landed during the run, stored now
 
     async def _count_messages(self, session_id: str) -> None:
         """Store how many messages the conversation holds (the session list shows it); never fails the run."""

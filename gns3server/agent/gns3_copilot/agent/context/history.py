@@ -127,24 +127,28 @@ def split_turns(units: Sequence[Unit]) -> list[Turn]:
     return turns
 
 
-def truncate_text(text: str, max_tokens: int, counter: TokenCounter, original_tokens: int | None = None) -> str:
+def truncate_text(
+    text: str, max_tokens: int, counter: TokenCounter, original_tokens: int | None = None,
+    marker: str = TRUNCATION_MARKER,
+) -> str:
     """Keep the head and tail of ``text`` within ``max_tokens``, marking the cut.
 
     ``original_tokens`` is the size of what ``text`` stands for when that was more
     than its text (say, a message with an image): then the marker is always added.
+    ``marker`` has a ``{cut}`` field for the tokens cut.
     """
     encoding = counter.encoding
     tokens = encoding.encode_ordinary(text)
     original = max(len(tokens), original_tokens or 0)
     if original <= max_tokens:
         return text
-    keep = min(len(tokens), max(0, max_tokens - counter.text(TRUNCATION_MARKER.format(cut=original))))
+    keep = min(len(tokens), max(0, max_tokens - counter.text(marker.format(cut=original))))
     while True:
         head = (keep + 1) // 2
         tail = keep - head
         result = (
             encoding.decode_bytes(tokens[:head]).decode("utf-8", errors="ignore")
-            + TRUNCATION_MARKER.format(cut=original - keep)
+            + marker.format(cut=original - keep)
             + (encoding.decode_bytes(tokens[len(tokens) - tail :]).decode("utf-8", errors="ignore") if tail else "")
         )
         excess = counter.text(result) - max_tokens

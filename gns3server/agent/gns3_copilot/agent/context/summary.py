@@ -2,14 +2,17 @@
 
 After an hour of troubleshooting the oldest turns no longer fit: without a
 summary the copilot forgets which devices were checked and what was changed.
-When the window (``window.py``) moves, the same model is asked to fold the turns
-that left the request into the previous summary; the result sits at the end of
-the system message and changes only at the next cut, so it does not break the
-cached prefix between cuts.
+When the window (``window.py``) moves, the same model is asked, in the
+background, to fold the turns that left the request into the previous summary;
+the result opens the question of the next turn after it lands, and stays on it
+(or opens the history, once a cut passed that question): the system message stays
+as it is and the new summary sits in what that request adds anyway, so it costs
+prompt caches nothing.
 
-Everything here is pure: the graph makes the model call (with a timeout) and
-keeps the result in its state (``{"text", "until", "until_id", "turns"}``:
-the summary covers ``messages[:until]``, ``turns`` user turns of them).
+Everything here is pure: the graph makes the model call (with a timeout, beside
+the conversation: ``summary_writer.py``) and keeps the result in its state (``{"text", "until", "until_id", "turns"}``:
+the summary covers ``messages[:until]``, ``turns`` user turns of them). Where it
+sits in the request is the window's business (``summary_at_id`` in the window state).
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ log = logging.getLogger(__name__)
 
 SUMMARY_HEADING = "### SUMMARY OF THE EARLIER CONVERSATION"
 SUMMARY_NOTE = "({turns} earlier turn(s) are no longer shown; this summary of them was written as they left.)"
+SUMMARY_END = "### END OF THE SUMMARY; THE CONVERSATION CONTINUES WITH THE USER'S MESSAGE:"
+# Tokens the joint between the summary and the message it opens may add (BPE merges across it).
+SUMMARY_JOIN_TOKENS = 2
 # What a summary may cost, and what the request that writes it may send (tokens).
 SUMMARY_MAX_TOKENS = 600
 SUMMARY_INPUT_MAX_TOKENS = 6000
@@ -43,13 +49,37 @@ SUMMARY_INSTRUCTIONS = (
 
 
 def summary_section(summary: Mapping[str, Any] | None) -> str:
-    """The text appended to the system message (empty without a summary)."""
+    """The text that opens the first message of the history sent (empty without a summary)."""
     if not isinstance(summary, Mapping):
         return ""
     text = summary.get("text")
     if not isinstance(text, str) or not text.strip():
         return ""
-    return f"\n\n{SUMMARY_HEADING}\n{SUMMARY_NOTE.format(turns=summary.get('turns', 0))}\n{text.strip()}"
+    note = SUMMARY_NOTE.format(turns=summary.get("turns", 0))
+    return f"{SUMMARY_HEADING}\n{note}\n{text.strip()}\n{SUMMARY_END}\n\n"
+
+
+def with_summary(history: Sequence[BaseMessage], section: str, at_id: str | None = None) -> list[BaseMessage]:
+    """``history`` with ``section`` put at the start of the user message whose id is ``at_id``
+    (see ``context_manager.summary_anchor``), or of its first message without one.
+
+    Not in the system message, whose prefix then stays cacheable when the summary
+    changes; not a message of its own, which strict chat templates (alternating
+    roles, one system message) reject. On the question that first sent it, it is part of
+    what that request added anyway: a new summary costs no cache miss of its own.
+    """
+    messages = list(history)
+    if not section or not messages:
+        return messages
+    index = next((i for i, m in enumerate(messages) if at_id and m.id == at_id and isinstance(m, HumanMessage)), 0)
+    first = messages[index]
+    content: Any = first.content
+    if isinstance(content, str):
+        content = section + content
+    else:
+        content = [{"type": "text", "text": section}, *content]
+    messages[index] = first.model_copy(update={"content": content})
+    return messages
 
 
 def restore_summary(value: Any, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:

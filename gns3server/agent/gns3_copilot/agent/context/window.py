@@ -23,6 +23,8 @@ into the state's message list (which only grows) plus the id of the message at
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +32,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from .counting import TokenCounter
-from .history import FitResult, fit_history, repair
+from .history import FitResult, fit_history, repair, truncate_text
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,14 @@ MASK_STUB = (
     "[output of {tool}{target} masked to save context: {tokens} tokens; "
     "call {tool} again{args} to see it again]"
 )
+# A single tool output may take at most this share of the message budget in a request: at 8K one
+# `show running-config` would otherwise be a third of the budget and force a cut at every turn.
+TOOL_OUTPUT_SHARE = 0.2
+CAP_MARKER = (
+    "\n[... {cut} tokens of this output cut here by GNS3 Copilot (one output may take at most a fifth of "
+    "the context window); run a narrower command to see the part you need ...]\n"
+)
+_CAPPED_CACHE_SIZE = 256
 # Tool-call arguments that name the device a tool worked on.
 _TARGET_KEYS = ("node_name", "device", "device_name", "node", "name", "hostname", "target")
 _MAX_STUB_ARGS_CHARS = 160
@@ -114,16 +124,50 @@ def mask_stub(tool: str, args: Mapping[str, Any], tokens: int) -> str:
     )
 
 
+_capped: OrderedDict[tuple[str, int, str], str] = OrderedDict()
+_capped_lock = threading.Lock()
+
+
+def cap_output(message: ToolMessage, cap: int, counter: TokenCounter) -> ToolMessage:
+    """``message`` with its text cut head-and-tail to about ``cap`` tokens (itself when it fits).
+
+    A pure function of the output and the cap, memoised: a capped output is the
+    same text in every request, so it does not break the cached prefix either.
+    """
+    if counter.message(message) <= cap or not isinstance(message.content, str):
+        return message
+    key = (counter.encoding.name, cap, message.content)
+    with _capped_lock:  # hooks of concurrent runs share it from worker threads
+        text = _capped.get(key)
+        if text is not None:
+            _capped.move_to_end(key)
+    if text is None:
+        text = truncate_text(message.content, cap, counter, marker=CAP_MARKER)
+        with _capped_lock:
+            _capped[key] = text
+            while len(_capped) > _CAPPED_CACHE_SIZE:
+                _capped.popitem(last=False)
+    return message.model_copy(update={"content": text})
+
+
 def masked_view(
-    messages: Sequence[BaseMessage], start: int, mask_until: int, counter: TokenCounter, end: int | None = None
+    messages: Sequence[BaseMessage], start: int, mask_until: int, counter: TokenCounter, end: int | None = None,
+    output_cap: int | None = None,
 ) -> tuple[list[BaseMessage], int, int]:
-    """``messages[start:end]`` with tool outputs before ``mask_until`` replaced by stubs.
+    """``messages[start:end]`` with tool outputs before ``mask_until`` replaced by stubs
+    and the others cut to ``output_cap`` tokens (None: not cut).
 
     Returns the view, how many outputs were masked and the tokens that saved.
     Stubs are a pure function of the output and its call, so a masked message
     is the same text in every request: it does not break the cached prefix.
     """
     view = list(messages[start:end])
+    if output_cap is not None:
+        first = max(0, mask_until - start)
+        for i in range(first, len(view)):
+            message = view[i]
+            if isinstance(message, ToolMessage):
+                view[i] = cap_output(message, output_cap, counter)
     if mask_until <= start:
         return view, 0, 0
     calls = _calls_by_id(messages[start : mask_until if end is None else min(mask_until, end)])
@@ -158,13 +202,15 @@ def plan_window(
     counter: TokenCounter,
     *,
     tool_output_turns: int | None = DEFAULT_TOOL_OUTPUT_TURNS,
+    output_cap: int | None = None,
 ) -> WindowPlan:
     """Keep ``previous`` while the history from it fits ``available``; else cut down to ``low_water``.
 
     ``available`` and ``low_water`` are token rooms for the history alone (the
     system message and the reply priming already taken out). ``tool_output_turns``
     is how many of the latest turns keep their tool outputs when the window moves
-    (None: never mask). Turns are costed newest first and only until the room is
+    (None: never mask); ``output_cap`` the most tokens one tool output may take
+    in the request (None: no cap). Turns are costed newest first and only until the room is
     exceeded, so the dropped part of a long history is never encoded.
     """
     window = previous
@@ -176,13 +222,13 @@ def plan_window(
         """The start of the oldest turn such that it and all newer ones fit ``room`` (-1: none over)."""
         total = 0
         for k in range(len(bounds) - 2, -1, -1):
-            view, _, _ = masked_view(messages, bounds[k], mask_until, counter, bounds[k + 1])
+            view, _, _ = masked_view(messages, bounds[k], mask_until, counter, bounds[k + 1], output_cap)
             total += sum(counter.message(m) for m in view)
             if total > room:
                 return bounds[k + 1] if k + 1 < len(bounds) - 1 else bounds[-2]
         return -1
 
-    view, masked, saved = masked_view(messages, window.start, window.mask_until, counter)
+    view, masked, saved = masked_view(messages, window.start, window.mask_until, counter, output_cap=output_cap)
     units, stats = repair(view)
     fit = fit_history(units, available, counter)
     # Everything from the stored start was sent as it is: the window stays (the common case, one pass).
@@ -195,7 +241,7 @@ def plan_window(
         new_start = window.start if new_start == -1 else max(new_start, window.start)
         start_id = messages[new_start].id if new_start < len(messages) else None
         window = Window(new_start, start_id, max(mask_until, new_start))
-        view, masked, saved = masked_view(messages, window.start, window.mask_until, counter)
+        view, masked, saved = masked_view(messages, window.start, window.mask_until, counter, output_cap=output_cap)
         units, stats = repair(view)
         fit = fit_history(units, available, counter)
     return WindowPlan(window, fit, view, moved, masked, saved, stats.interrupted_calls, stats.orphan_results)

@@ -624,7 +624,9 @@ function showSummaryMarker(report) {
     marker.append(head, text);
   }
   const turns = report.summarized_turns ?? 0;
-  marker.firstChild.textContent = `Earlier conversation summarised: ${turns} turn${turns === 1 ? "" : "s"} (${report.summary_tokens ?? 0} tokens)`;
+  // 0 tokens: a summary stored but not in this request (it goes out with the next question).
+  const cost = report.summary_tokens ? ` (${report.summary_tokens} tokens)` : "";
+  marker.firstChild.textContent = `Earlier conversation summarised: ${turns} turn${turns === 1 ? "" : "s"}${cost}`;
   marker.lastChild.textContent = report.summary_text;
   // The summary covers the first `turns` user turns: it goes before the next user message.
   const anchor = box.querySelectorAll(".message-user")[turns];

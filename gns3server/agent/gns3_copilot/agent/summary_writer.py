@@ -1,0 +1,170 @@
+"""Running summaries written in the background, so that no question waits for one.
+
+When the history window moves, the graph hands the summary call to a
+:class:`SummaryWriter` and sends the question at once with the plain cut. The
+summary *lands* when the call returns: the graph reads it before its next model
+call (of the same run or of the next turn), and it is stored with the session
+(``store``, given by whoever started it) as soon as no run of that session is
+in progress. Rules, per session:
+
+- one writer at a time: a cut while a summary is still being written starts no
+  second one (its turns are summarised at the next cut, as after a failure);
+- a write never outlives its own timeout (the caller bounds ``write``), and
+  :meth:`cancel` (a deleted session) and :meth:`close` (the server stopping)
+  end every task cleanly: landed summaries are stored first, unfinished calls
+  are cancelled;
+- storing happens under the session's lock; a run waits for that lock
+  (:meth:`idle`) before it reads the session's state, so a store and a run
+  never write the same session at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+Summary = dict[str, Any]
+
+
+@dataclass
+class Landed:
+    """A summary that came back: its text and bounds, what it cost, how to store it."""
+
+    summary: Summary
+    usage: Mapping[str, int] = field(default_factory=dict)
+    store: Callable[[Summary], Awaitable[bool]] | None = None
+
+
+class SummaryWriter:
+    """Background summary calls of every session of one server (or one test)."""
+
+    def __init__(self, is_running: Callable[[str], bool]) -> None:
+        """``is_running(session_id)``: a run of that session is in progress (it writes the state itself)."""
+        self._is_running = is_running
+        self._writing: dict[str, asyncio.Task[None]] = {}
+        self._landed: dict[str, Landed] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._tasks: dict[str, set[asyncio.Task[None]]] = {}
+
+    def writing(self, session_id: str) -> bool:
+        """A summary of this session is being written now."""
+        task = self._writing.get(session_id)
+        return task is not None and not task.done()
+
+    def landed(self, session_id: str) -> Landed | None:
+        """The latest summary that came back and may not be in the session's stored state yet."""
+        return self._landed.get(session_id)
+
+    def start(
+        self,
+        session_id: str,
+        write: Callable[[], Awaitable[tuple[Summary, Mapping[str, int]] | None]],
+        store: Callable[[Summary], Awaitable[bool]] | None = None,
+    ) -> bool:
+        """Write a summary in the background; False (nothing started) while another is being written.
+
+        ``write`` returns the summary and its usage, or None when it failed (it logs why).
+        ``store`` persists a landed summary (True: stored or already there; False: keep it
+        for the next run to take).
+        """
+        if self.writing(session_id):
+            log.info("A summary of this conversation is still being written; the turns cut now wait for the next cut")
+            return False
+        task = self._track(session_id, self._write(session_id, write, store))
+        self._writing[session_id] = task
+        return True
+
+    async def _write(
+        self,
+        session_id: str,
+        write: Callable[[], Awaitable[tuple[Summary, Mapping[str, int]] | None]],
+        store: Callable[[Summary], Awaitable[bool]] | None,
+    ) -> None:
+        result = await write()
+        if result is None:
+            return
+        summary, usage = result
+        previous = self._landed.get(session_id)
+        if previous is None or _until(summary) >= _until(previous.summary):
+            self._landed[session_id] = Landed(summary, usage, store)
+        await self.settle(session_id)
+
+    def _track(self, session_id: str, work: Awaitable[None]) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.ensure_future(work)
+        tasks = self._tasks.setdefault(session_id, set())
+        tasks.add(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            tasks.discard(finished)
+            if not tasks:
+                self._tasks.pop(session_id, None)
+            if self._writing.get(session_id) is finished:
+                del self._writing[session_id]
+            if not finished.cancelled() and finished.exception() is not None:
+                log.error("Writing the conversation summary failed", exc_info=finished.exception())
+
+        task.add_done_callback(done)
+        return task
+
+    async def wait(self, session_id: str) -> None:
+        """Return once the session's background work (writing, storing) is over."""
+        while self._tasks.get(session_id):
+            await asyncio.gather(*self._tasks[session_id], return_exceptions=True)
+
+    def lock(self, session_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(session_id, asyncio.Lock())
+
+    async def idle(self, session_id: str) -> None:
+        """Return once no summary of this session is being stored (a run calls this before it reads the state)."""
+        lock = self._locks.get(session_id)  # none made for sessions that never had a summary
+        if lock is not None:
+            async with lock:
+                pass
+
+    async def settle(self, session_id: str) -> None:
+        """Store the landed summary if no run of the session is in progress (else the run takes it)."""
+        async with self.lock(session_id):
+            landed = self._landed.get(session_id)
+            if landed is None or landed.store is None or self._is_running(session_id):
+                return
+            try:
+                stored = await landed.store(landed.summary)
+            except Exception:  # the summary stays in memory; the next run takes it
+                log.exception("Could not store the conversation summary")
+                return
+            if stored and self._landed.get(session_id) is landed:
+                del self._landed[session_id]
+
+    def after_run(self, session_id: str) -> None:
+        """A run of the session ended: store what landed during it (in the background, tracked)."""
+        if session_id in self._landed:
+            self._track(session_id, self.settle(session_id))
+
+    async def cancel(self, session_id: str) -> None:
+        """Stop everything of this session (it is being deleted): nothing is stored for it afterwards."""
+        self._landed.pop(session_id, None)
+        tasks = list(self._tasks.get(session_id, ()))
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._landed.pop(session_id, None)
+        self._locks.pop(session_id, None)
+
+    async def close(self) -> None:
+        """The server stops (runs already ended): store what landed, cancel the calls still out."""
+        for session_id in list(self._landed):
+            await self.settle(session_id)
+        tasks = [task for tasks in self._tasks.values() for task in tasks]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _until(summary: Mapping[str, Any]) -> int:
+    until = summary.get("until")
+    return until if isinstance(until, int) else 0
