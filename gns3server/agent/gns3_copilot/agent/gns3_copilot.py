@@ -230,13 +230,13 @@ async def _summarize(
     )
     try:
         reply = await asyncio.wait_for(settings.summarize(request), settings.summary_timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         logger.warning(
             "Summary of %d dropped message(s) timed out after %.0f s; sending the question with the plain cut",
             len(dropped), settings.summary_timeout,
         )
         return None
-    except Exception as exc:  # any provider error: the question must still go out
+    except Exception as exc:  # noqa: BLE001  # any provider error: the question must still go out
         logger.warning("Summary of %d dropped message(s) failed (%s); sending the question with the plain cut",
                        len(dropped), type(exc).__name__)
         return None

@@ -140,9 +140,9 @@ CREDENTIALS_IN_URL = (
 
 def _semantic_problems(config: Any) -> list[tuple[str | None, str, str]]:
     """Rules a JSON Schema cannot say with a clear message."""
-    if isinstance(config, Mapping) and isinstance(config.get("base_url"), str):
-        if URL_CREDENTIALS.match(config["base_url"]):
-            return [("base_url", "credentials", CREDENTIALS_IN_URL)]
+    base_url = config.get("base_url") if isinstance(config, Mapping) else None
+    if isinstance(base_url, str) and URL_CREDENTIALS.match(base_url):
+        return [("base_url", "credentials", CREDENTIALS_IN_URL)]
     return []
 
 

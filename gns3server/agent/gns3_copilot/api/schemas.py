@@ -10,7 +10,7 @@ config is a plain object.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
@@ -35,7 +35,7 @@ def _approval(record: SessionRecord) -> Approval | None:
 def session_timestamp(seconds: float) -> str:
     """GNS3 3.1's timestamps: ISO 8601 in UTC *without* a zone suffix (its web UI appends ``Z``
     itself, and shows "Invalid Date" for ``...ZZ``)."""
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None).isoformat()
+    return datetime.fromtimestamp(seconds, tz=UTC).replace(tzinfo=None).isoformat()
 
 
 def _not_blank(value: str) -> str:

@@ -98,8 +98,10 @@ def public_message(exc: BaseException) -> tuple[str, str]:
     if isinstance(status, int) and status >= 500:
         return (
             "llm_server_error",
-            f"The LLM provider (model server) failed while answering (HTTP {status}); its own log says why. "
-            "Retrying may help; if it keeps failing, check the model server and the LLM settings.",
+            (
+                f"The LLM provider (model server) failed while answering (HTTP {status}); its own log says why. "
+                "Retrying may help; if it keeps failing, check the model server and the LLM settings."
+            ),
         )
     if isinstance(status, int) and status >= 400:
         return "llm_error", f"The LLM provider returned an error (HTTP {status})."

@@ -196,7 +196,7 @@ def _shrink_unit(unit: Unit, room: int, counter: TokenCounter) -> Unit | None:
         return None
     # Water-filling: small items keep all they have, big ones share what remains.
     allowance: dict[int, int] = {}
-    left = list(sorted(cuttable, key=sizes.__getitem__))
+    left = sorted(cuttable, key=sizes.__getitem__)
     while left:
         i = left.pop(0)
         allowance[i] = min(sizes[i], spare // (len(left) + 1))

@@ -9,7 +9,7 @@ returned masked (``sk-…abcd``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -50,8 +50,8 @@ def _view(store: LLMConfigStore, record: LLMConfigRecord) -> LLMConfig:
         config=shown,
         has_api_key=record.has_api_key,
         is_default=record.is_default,
-        created_at=datetime.fromtimestamp(record.created_at, tz=timezone.utc),
-        updated_at=datetime.fromtimestamp(record.updated_at, tz=timezone.utc),
+        created_at=datetime.fromtimestamp(record.created_at, tz=UTC),
+        updated_at=datetime.fromtimestamp(record.updated_at, tz=UTC),
     )
 
 

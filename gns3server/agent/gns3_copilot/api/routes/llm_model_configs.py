@@ -22,7 +22,6 @@ from ...agent.model_factory import LLMConfigError
 from ...service.copilot import User
 from ..dependencies import CurrentUser, State
 from ..errors import AdminOnlyError, LLMConfigNotFoundError
-from ..state import CopilotState
 from ..model_configs31 import (
     check_version,
     config_fields,
@@ -32,6 +31,7 @@ from ..model_configs31 import (
     user_view,
 )
 from ..schemas31 import LLMModelConfig, LLMModelConfigInherited, LLMModelConfigList
+from ..state import CopilotState
 
 router = APIRouter()
 

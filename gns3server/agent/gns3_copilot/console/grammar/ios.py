@@ -34,7 +34,7 @@ def analyze(text: str) -> Analysis:
     """The commands ``text`` runs on an IOS-style CLI, and its head and modifiers as stages."""
     commands: list[tuple[str, ...]] = []
     stages = _line(text, commands, depth=0)
-    odd = sorted(set(m.group(0) for m in _SHELLISH.finditer(text)))
+    odd = sorted({m.group(0) for m in _SHELLISH.finditer(text)})
     refusals = (f"characters some CLIs read as separators, redirections or substitutions ({' '.join(odd)})",) if odd else ()
     return Analysis(tuple(dict.fromkeys(commands)), stages, refusals)
 
