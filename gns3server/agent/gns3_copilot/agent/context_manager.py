@@ -411,7 +411,7 @@ def create_pre_model_hook(
             masked_outputs=plan.masked_outputs,
             masked_tokens_saved=plan.masked_tokens_saved,
             summary_tokens=system_tokens - system_plain_tokens,
-            summarized_turns=int(summary.get("turns", 0)) if section else 0,
+            summarized_turns=int(summary.get("turns", 0)) if section and summary else 0,
             summary_text=summary["text"] if section and summary else None,
             summary_until_id=summary.get("until_id") if section and summary else None,
             answer_tokens=reserve,

@@ -20,7 +20,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pydantic
 from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, BaseMessage, ToolMessage
@@ -390,7 +390,8 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         samples = state.get("token_scale_samples", 0)
         # A text answer asked for without tools was a request without their definitions.
         estimated = report["total_tokens"] - (0 if tools_sent else report["tools_tokens"])
-        observed = observed_scale((response.usage_metadata or {}).get("input_tokens"), estimated)
+        reported = response.usage_metadata
+        observed = observed_scale(reported.get("input_tokens") if reported else None, estimated)
         if observed is None and settings.measure_scale is not None:
             observed = await settings.measure_scale(prepared)
         if observed is not None:
@@ -487,7 +488,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             )
         return {"messages": answers}
 
-    def after_llm(state: CopilotState) -> Literal["tools", "__end__"]:
+    def after_llm(state: CopilotState) -> str:  # "tools" or END
         last = state["messages"][-1]
         if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
             return "tools"

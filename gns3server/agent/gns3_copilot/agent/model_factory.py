@@ -156,7 +156,7 @@ def _describe(error: jsonschema.ValidationError, schema: Mapping[str, Any]) -> l
     properties: Mapping[str, Any] = schema["properties"]
     if not error.path:
         instance = error.instance if isinstance(error.instance, Mapping) else {}
-        if error.validator == "required":
+        if error.validator == "required" and isinstance(error.validator_value, list):
             return [(name, "required", "is required") for name in error.validator_value if name not in instance]
         if error.validator == "additionalProperties":
             allowed = ", ".join(properties)
@@ -179,7 +179,8 @@ def validate_llm_config(config: Any) -> dict[str, Any]:
     if isinstance(config, Mapping) and not isinstance(config, dict):
         config = dict(config)
     validator = _validator()
-    schema: Mapping[str, Any] = validator.schema
+    schema = validator.schema
+    assert isinstance(schema, Mapping)  # our schema file is an object, never a boolean schema
     order = list(schema["properties"])
     problems: list[tuple[str | None, str, str]] = []
     for error in validator.iter_errors(config):

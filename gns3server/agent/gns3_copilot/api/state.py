@@ -98,7 +98,7 @@ class CopilotState:
         except BaseException:
             await storage.close()
             raise
-        connector = aiohttp.TCPConnector(limit=CONNECTION_LIMIT, ssl=None if settings.verify_tls else False)
+        connector = aiohttp.TCPConnector(limit=CONNECTION_LIMIT, ssl=settings.verify_tls)
         policy = await asyncio.to_thread(load_policy, settings.console_policy)
         console = ConsoleServices(
             policy=policy, locks=DeviceLocks(), audit=AuditLog(settings.data_dir),

@@ -88,8 +88,7 @@ def repair(messages: Sequence[BaseMessage]) -> tuple[list[Unit], RepairStats]:
                     units.append([message])
                 continue
             answers: dict[str, BaseMessage] = {}
-            while i < n and isinstance(messages[i], ToolMessage):
-                result = messages[i]
+            while i < n and isinstance(result := messages[i], ToolMessage):
                 i += 1
                 if result.tool_call_id in dict(calls) and result.tool_call_id not in answers:
                     answers[result.tool_call_id] = result

@@ -23,8 +23,8 @@ from ..schemas import EffectiveLLMConfig, LLMConfig, LLMConfigCreate, LLMConfigL
 
 router = APIRouter()
 
-_NOT_FOUND = {404: {"description": "No such LLM config of this user"}}
-_INVALID = {
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such LLM config of this user"}}
+_INVALID: dict[int | str, dict[str, Any]] = {
     403: {"description": "base_url is an endpoint this user may not use ([Copilot] user_llm_endpoints)"},
     413: {"description": "Request body too large"},
     422: {"description": "The config fails the schema (message, field, rule, errors[]) or the body is invalid"},

@@ -41,7 +41,7 @@ ConfigBody = Annotated[Any, Body(description="3.1's LLMModelConfigCreate/Update 
 
 _USER = "/users/{user_id}/llm-model-configs"
 _GROUP = "/groups/{group_id}/llm-model-configs"
-_RESPONSES = {
+_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: {"description": "Not your configs (or not an administrator)"},
     404: {"description": "No such user, group or config"},
     409: {"description": "expected_version is not the config's version"},
@@ -73,7 +73,7 @@ async def _user_owner(user_id: UUID, caller: User, users: UsersRepository) -> st
 
 
 async def _groups_of(user_id: str, users: UsersRepository) -> list[tuple[str, str]]:
-    return [(str(g.user_group_id), g.name) for g in await users.get_user_memberships(UUID(user_id))]
+    return [(str(g.user_group_id), str(g.name)) for g in await users.get_user_memberships(UUID(user_id))]
 
 
 async def _group_owner(group_id: UUID, caller: User, users: UsersRepository, *, write: bool) -> str:

@@ -41,7 +41,9 @@ def analyze(text: str) -> Analysis:
 
 def _segments(text: str, respect_quotes: bool = True) -> list[str]:
     """Split at ``|`` outside double quotes (or at every ``|``)."""
-    parts, current, quoted = [], [], False
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
     for ch in text:
         if ch == '"' and respect_quotes:
             quoted = not quoted
