@@ -164,8 +164,8 @@ def _pct(values: list[float]) -> str:
 
 def table(results: list[WindowResult]) -> str:
     lines = [
-        "| window | turns with text | requests (over window) | tool offer | user turns sent (last request) "
-        "| tokens for topology + conversation, ours / naive | estimate error median / worst, calibrated | same, naive (uncalibrated) | s per turn (median) |",
+        ("| window | turns with text | requests (over window) | tool offer | user turns sent (last request) "
+        "| tokens for topology + conversation, ours / naive | estimate error median / worst, calibrated | same, naive (uncalibrated) | s per turn (median) |"),
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:

@@ -107,12 +107,12 @@ def table(runs: list[Run], nodes: int, clients: int, calls: int, idle_rss: int) 
         return f"{value * 1000:,.1f}"
 
     lines = [
-        f"gns3_topology of a project with {nodes} VPCS nodes; {os.cpu_count()} CPU(s), load average "
+        (f"gns3_topology of a project with {nodes} VPCS nodes; {os.cpu_count()} CPU(s), load average "
         f"{os.getloadavg()[0]:.1f} at the end (other work shares the CPUs). Server RSS when idle: "
-        f"{idle_rss / 2**20:,.0f} MiB.",
+        f"{idle_rss / 2**20:,.0f} MiB."),
         "",
-        "| run | calls | errors | p50 / p99 per call (ms) | wall (s) | calls/s | server CPU per call (ms) "
-        "| server RSS peak (MiB) |",
+        ("| run | calls | errors | p50 / p99 per call (ms) | wall (s) | calls/s | server CPU per call (ms) "
+        "| server RSS peak (MiB) |"),
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for run in runs:
@@ -124,12 +124,12 @@ def table(runs: list[Run], nodes: int, clients: int, calls: int, idle_rss: int) 
         )
     baseline, fresh, one = runs[0], runs[1], runs[2]
     per_call = [run.cpu / len(run.latencies) * 1000 for run in (baseline, fresh, one)]
-    lines += ["", f"Reading it: the server's CPU is the stable measure on a shared machine. A call in an open "
+    lines += ["", (f"Reading it: the server's CPU is the stable measure on a shared machine. A call in an open "
               f"session costs {per_call[2]:,.1f} ms of server CPU against {per_call[0]:,.1f} ms for the REST "
               f"reads alone: {per_call[2] - per_call[0]:,.1f} ms for authenticating the key, reading the user, "
               "minting a token, the project check, building the tools and the MCP framing. A client opening a "
               f"session per call (the naive way) pays {per_call[1]:,.1f} ms per call. Latencies follow the "
-              "machine's load."]
+              "machine's load.")]
     return "\n".join(lines)
 
 

@@ -40,7 +40,7 @@ def _records(logger: logging.Logger) -> dict[str, Callable[[], None]]:
         try:
             raise RuntimeError("Error code: 401 - Incorrect API key provided: sk-abcdefghijklmnop1234")
         except RuntimeError:
-            logger.error("Copilot run of session %s failed", "0b5e", exc_info=True)
+            logger.exception("Copilot run of session %s failed", "0b5e")
 
     return {
         "message with arguments": lambda: logger.info("Copilot run of session %s: %d tool calls", "0b5e", 3),

@@ -165,13 +165,13 @@ def table(runs: list[Run], streams: int, idle_rss: int, cpus: int, load: float) 
         return f"{value * 1000:,.0f}"
 
     lines = [
-        f"{streams} chat streams, one new session each, one model call streaming a {len(ANSWER)}-character "
+        (f"{streams} chat streams, one new session each, one model call streaming a {len(ANSWER)}-character "
         f"answer in 4-character chunks from the stub LLM; project with 4 VPCS nodes; {cpus} CPU(s), "
         f"load average {load:.1f} when the runs started (other work on the machine shares the CPUs). "
-        f"Server RSS when idle (after one warm-up chat): {idle_rss / 2**20:,.0f} MiB.",
+        f"Server RSS when idle (after one warm-up chat): {idle_rss / 2**20:,.0f} MiB."),
         "",
-        "| run | errors | first event p50 / p99 (ms) | done p50 / p99 (ms) | wall (s) | chats/s "
-        "| server CPU per chat (ms) | server RSS peak (MiB) |",
+        ("| run | errors | first event p50 / p99 (ms) | done p50 / p99 (ms) | wall (s) | chats/s "
+        "| server CPU per chat (ms) | server RSS peak (MiB) |"),
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for run in runs:
@@ -191,13 +191,13 @@ def table(runs: list[Run], streams: int, idle_rss: int, cpus: int, load: float) 
     per_stream = ((concurrent.peak_rss or idle_rss) - idle_rss) / streams / 2**20
     lines += [
         "",
-        f"Reading it: the concurrent run is {speedup:.2f}x the sequential one's throughput and used "
+        (f"Reading it: the concurrent run is {speedup:.2f}x the sequential one's throughput and used "
         f"{concurrent.cpu or 0:.1f} s of server CPU in {concurrent.wall:.1f} s of wall time: one server "
         "process (one event loop, the GIL) is CPU-bound, each chat costing the CPU in the table (request "
         "handling, the project check and topology fetch through GNS3's REST API, graph and context "
         "preparation, the provider client parsing the stream, checkpoints). The 50 streams share that "
         "CPU fairly, so under this load each stream's first event waits for its share. No errors, no "
-        f"lost streams; memory grows by about {per_stream:.1f} MiB per concurrent stream.",
+        f"lost streams; memory grows by about {per_stream:.1f} MiB per concurrent stream."),
     ]
     return "\n".join(lines)
 

@@ -98,7 +98,7 @@ def main() -> None:
             before = fit_topology(lab, share, counter)
             after = fit_topology(lab, share, counter, QUESTION)
 
-            def score(text: str, names: list[str]) -> str:
+            def score(text: str, names: list[str], lab: dict[str, Any] = lab) -> str:
                 results = [kept(lab, text, n) for n in names]
                 return "/".join(f"{sum(r[i] for r in results)}" for i in range(3)) + f" of {len(names)}"
 

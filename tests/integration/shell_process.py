@@ -79,7 +79,7 @@ class ShellServer:
                     self.connections += 1
                     if not self._relay(bash, conn):
                         return
-        except BaseException as exc:  # reported by stop()
+        except BaseException as exc:  # noqa: BLE001  # reported by stop()
             self._error = exc
 
     def _spawn(self, bash: str) -> tuple[subprocess.Popen[bytes], int]:

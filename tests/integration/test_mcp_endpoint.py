@@ -484,7 +484,7 @@ async def test_open_mcp_sessions_do_not_hold_the_exit_up_and_keys_survive_a_rest
     try:
         admin = API(http, first.base_url, await first.token(), ())
         key = await new_key(admin, "survivor", "read_only")
-        with pytest.raises(BaseException):  # the client's connection ends with the server
+        with pytest.raises(BaseException):  # noqa: B017  # the client's connection ends with the server
             async with mcp_client(first.base_url, key["key"]) as client:
                 assert not (await client.call_tool("gns3_list_projects", {})).isError
                 code = await asyncio.to_thread(first.stop)  # SIGTERM, SIGKILL only after 20 s

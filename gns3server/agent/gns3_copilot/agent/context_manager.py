@@ -23,6 +23,7 @@ synchronous: no I/O, nothing imported from the rest of the copilot. See
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any, TypedDict
 
@@ -30,7 +31,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, co
 
 from .context.calibration import answer_tokens, capped_budget
 from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter, content_text, json_text
+from .context.injection import TOPOLOGY_SHARE, TopologyText, fit_topology, inject
 from .context.summary import SUMMARY_JOIN_TOKENS, restore_summary, summary_section, with_summary
+from .context.tokenizer import DEFAULT_ENCODING, encoding_name_for, get_encoding
 from .context.window import (
     DEFAULT_LOW_WATER,
     DEFAULT_TOOL_OUTPUT_TURNS,
@@ -38,8 +41,6 @@ from .context.window import (
     plan_window,
     restore_window,
 )
-from .context.injection import TOPOLOGY_SHARE, TopologyText, fit_topology, inject
-from .context.tokenizer import DEFAULT_ENCODING, encoding_name_for, get_encoding
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ class ContextBudget(TypedDict):
 
 def clamp_token_scale(scale: Any) -> float:
     """A usable correction factor: 1.0 when unknown, else within the bounds."""
-    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale != scale or scale <= 0:
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or math.isnan(scale) or scale <= 0:
         return 1.0
     low, high = TOKEN_SCALE_BOUNDS
     return min(high, max(low, float(scale)))
@@ -300,7 +301,7 @@ def _mentions(raw: Any, window: Any) -> str:
     or the window moves, so the system message stays cacheable."""
     try:
         messages = convert_to_messages(raw)
-    except Exception:  # the hook reports unusable messages itself
+    except Exception:  # noqa: BLE001  # the hook reports unusable messages itself
         return ""
     start = restore_window(window, messages, quiet=True).start
     parts: list[str] = []
@@ -425,7 +426,7 @@ def create_pre_model_hook(
             anchor = summary_anchor(messages, fitted.messages, summary, previous) if section else None
             history = with_summary(fitted.messages, section if anchor is not None else "", anchor or None)
             summary_tokens = sum(counter.message(m) for m in history) - sum(counter.message(m) for m in fitted.messages)
-        except Exception as exc:  # the seed's fallback: never block a call on trimming
+        except Exception as exc:  # noqa: BLE001  # the seed's fallback: never block a call on trimming
             logger.error("Failed to trim messages: %s", exc)
             logger.warning("Returning original messages due to trimming error")
             system = SystemMessage(content=system_text)

@@ -8,7 +8,7 @@ heartbeat). Shapes follow GNS3 3.1's copilot chat API, plus our ``context``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 Event = dict[str, Any]
@@ -42,7 +42,7 @@ def context(report: Mapping[str, Any]) -> Event:
     return {"type": "context", "report": dict(report)}
 
 
-def confirm(calls: list[Mapping[str, Any]], approval: Mapping[str, Any] | None = None) -> Event:
+def confirm(calls: Sequence[Mapping[str, Any]], approval: Mapping[str, Any] | None = None) -> Event:
     """The run waits for the user to approve or reject these tool calls.
 
     ``approval`` (approval_id, digest, expires_at) names this request for approval;

@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pydantic
 from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, BaseMessage, HumanMessage, ToolMessage
@@ -274,7 +274,7 @@ async def _summarize(
             len(dropped), settings.summary_timeout,
         )
         return None
-    except Exception as exc:  # any provider error: the conversation goes on with the plain cut
+    except Exception as exc:  # noqa: BLE001  # any provider error: the conversation goes on with the plain cut
         logger.warning("Summary of %d dropped message(s) failed (%s); the plain cut stays until the next cut",
                        len(dropped), type(exc).__name__)
         return None
@@ -495,7 +495,8 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         samples = state.get("token_scale_samples", 0)
         # A text answer asked for without tools was a request without their definitions.
         estimated = report["total_tokens"] - (0 if tools_sent else report["tools_tokens"])
-        observed = observed_scale((response.usage_metadata or {}).get("input_tokens"), estimated)
+        reported = response.usage_metadata
+        observed = observed_scale(reported.get("input_tokens") if reported else None, estimated)
         if observed is None and settings.measure_scale is not None:
             observed = await settings.measure_scale(prepared)
         if observed is not None:
@@ -596,7 +597,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             )
         return {"messages": answers}
 
-    def after_llm(state: CopilotState) -> Literal["tools", "__end__"]:
+    def after_llm(state: CopilotState) -> str:  # "tools" or END
         last = state["messages"][-1]
         if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
             return "tools"

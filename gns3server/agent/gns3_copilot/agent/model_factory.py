@@ -148,9 +148,9 @@ CREDENTIALS_IN_URL = (
 
 def _semantic_problems(config: Any) -> list[tuple[str | None, str, str]]:
     """Rules a JSON Schema cannot say with a clear message."""
-    if isinstance(config, Mapping) and isinstance(config.get("base_url"), str):
-        if URL_CREDENTIALS.match(config["base_url"]):
-            return [("base_url", "credentials", CREDENTIALS_IN_URL)]
+    base_url = config.get("base_url") if isinstance(config, Mapping) else None
+    if isinstance(base_url, str) and URL_CREDENTIALS.match(base_url):
+        return [("base_url", "credentials", CREDENTIALS_IN_URL)]
     return []
 
 
@@ -164,7 +164,7 @@ def _describe(error: jsonschema.ValidationError, schema: Mapping[str, Any]) -> l
     properties: Mapping[str, Any] = schema["properties"]
     if not error.path:
         instance = error.instance if isinstance(error.instance, Mapping) else {}
-        if error.validator == "required":
+        if error.validator == "required" and isinstance(error.validator_value, list):
             return [(name, "required", "is required") for name in error.validator_value if name not in instance]
         if error.validator == "additionalProperties":
             allowed = ", ".join(properties)
@@ -187,7 +187,8 @@ def validate_llm_config(config: Any) -> dict[str, Any]:
     if isinstance(config, Mapping) and not isinstance(config, dict):
         config = dict(config)
     validator = _validator()
-    schema: Mapping[str, Any] = validator.schema
+    schema = validator.schema
+    assert isinstance(schema, Mapping)  # our schema file is an object, never a boolean schema
     order = list(schema["properties"])
     problems: list[tuple[str | None, str, str]] = []
     for error in validator.iter_errors(config):

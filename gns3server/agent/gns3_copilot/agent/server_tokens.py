@@ -56,7 +56,7 @@ def request_text(messages: Sequence[BaseMessage], tools: Sequence[Any]) -> str:
 
 def _server_root(base_url: str) -> str:
     root = base_url.rstrip("/")
-    return root[: -len("/v1")] if root.endswith("/v1") else root
+    return root.removesuffix("/v1")
 
 
 class ServerTokenizer:

@@ -46,6 +46,7 @@ async def current_user(
     expiry = token_expiry(raw_token)
     if expiry is not None and expiry <= time.time():
         raise TokenExpiredError("Your GNS3 login has expired; log in again")
+    assert gns3_user.username is not None  # GNS3's users table requires one
     return User(
         user_id=str(gns3_user.user_id),
         username=gns3_user.username,

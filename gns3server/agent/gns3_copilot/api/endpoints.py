@@ -194,7 +194,7 @@ class EndpointPolicy:
                 pass  # not an address after all (a name of digits): resolve it
         try:
             found = await resolve(host, port)
-        except (OSError, asyncio.TimeoutError, UnicodeError) as exc:
+        except (TimeoutError, OSError, UnicodeError) as exc:
             raise EndpointNotAllowedError(
                 f"base_url: {host} cannot be checked: it does not resolve from the server ({type(exc).__name__})"
             ) from exc

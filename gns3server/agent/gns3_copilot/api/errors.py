@@ -29,6 +29,8 @@ from .middleware import PathRule, path_matches
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Request, Any], Awaitable[Response]]
+# What Starlette accepts as an exception handler (the host's may be sync or async).
+HostHandler = Callable[[Request, Any], Response | Awaitable[Response]]
 
 HTTP_STATUS: Mapping[ErrorKind, int] = MappingProxyType(
     {
@@ -141,13 +143,14 @@ def validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
-def validation_error_handler(prefix: PathRule, host_handler: Handler) -> Handler:
+def validation_error_handler(prefix: PathRule, host_handler: HostHandler) -> Handler:
     """422 for our routes that never echoes the body (the host's echoes it whole, and logs it)."""
 
     async def handle(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
         if not path_matches(prefix, request.url.path):
-            return await host_handler(request, exc)
+            answer = host_handler(request, exc)
+            return answer if isinstance(answer, Response) else await answer
         errors = validation_errors(exc)
         summary = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors)
         log.info("Invalid request %s %s: %s", request.method, request.url.path, summary)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from types import FrameType
 
 from fastapi import FastAPI
 from starlette.routing import Route
@@ -73,16 +73,17 @@ def _cancel_runs_on_exit(app: FastAPI) -> None:
 
     previous = UvicornServer.handle_exit
 
-    def handle_exit(server: Any, *args: Any, **kwargs: Any) -> None:
+    def handle_exit(server: UvicornServer, sig: int, frame: FrameType | None) -> None:
         state: CopilotState | None = getattr(app.state, "copilot", None)
         if state is not None:
             state.begin_shutdown()
         mcp: MCPEndpoint | None = getattr(app.state, ENDPOINT_STATE, None)
         if mcp is not None:
             mcp.begin_shutdown()  # no new MCP requests; sessions end (sse-starlette ends their streams too)
-        previous(server, *args, **kwargs)
+        previous(server, sig, frame)
 
-    UvicornServer.handle_exit = handle_exit  # type: ignore[method-assign]
+    # A class-wide patch (mypy reads a function set on a class as an unbound method with a second self).
+    UvicornServer.handle_exit = handle_exit  # type: ignore[method-assign,assignment]
 
 
 def install(app: FastAPI) -> None:

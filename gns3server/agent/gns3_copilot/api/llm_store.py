@@ -13,7 +13,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +68,7 @@ class LLMConfigRecord:
         return f"<LLMConfigRecord {self.config_id} user={self.user_id} default={self.is_default}>"
 
     @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> LLMConfigRecord:
+    def from_row(cls, row: Iterable[Any]) -> LLMConfigRecord:
         config_id, user_id, config, api_key, is_default, created_at, updated_at = row
         return cls(config_id, user_id, json.loads(config), api_key, bool(is_default), created_at, updated_at)
 

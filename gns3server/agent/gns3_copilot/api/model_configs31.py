@@ -12,7 +12,7 @@ write the same records. 3.1's table-level fields (``name``, ``model_type``) and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..agent.model_factory import LLMConfigError
@@ -48,7 +48,7 @@ def version_of(record: LLMConfigRecord) -> int:
 
 
 def _naive_utc(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None)
+    return datetime.fromtimestamp(seconds, tz=UTC).replace(tzinfo=None)
 
 
 def view(record: LLMConfigRecord, *, user_id: str | None, group_id: str | None) -> dict[str, Any]:

@@ -59,7 +59,8 @@ class HostPermissions:
                 rbac = RbacRepository(session)
                 request: Any = SimpleNamespace(url=SimpleNamespace(path=API_PREFIX + path))
                 try:
-                    await get_current_active_user(request, user, rbac)
+                    # The host annotates a schemas.User but passes its repository's db model, as here.
+                    await get_current_active_user(request, user, rbac)  # type: ignore[arg-type]
                 except HTTPException:
                     return "inactive"
                 try:

@@ -10,10 +10,11 @@ config is a plain object.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic.json_schema import JsonDict
 
 from ..agent.approval import PendingApproval
 from ..service.store import TITLE_MAX, SessionRecord
@@ -35,7 +36,7 @@ def _approval(record: SessionRecord) -> Approval | None:
 def session_timestamp(seconds: float) -> str:
     """GNS3 3.1's timestamps: ISO 8601 in UTC *without* a zone suffix (its web UI appends ``Z``
     itself, and shows "Invalid Date" for ``...ZZ``)."""
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None).isoformat()
+    return datetime.fromtimestamp(seconds, tz=UTC).replace(tzinfo=None).isoformat()
 
 
 def _not_blank(value: str) -> str:
@@ -76,7 +77,7 @@ class ToolCallSummary(BaseModel):
     tool_call_id: str
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
-    status: str | None = Field(None, description="success or error, once the tool has answered")
+    status: str | None = Field(default=None, description="success or error, once the tool has answered")
 
 
 class Approval(BaseModel):
@@ -254,7 +255,7 @@ class ContextReport(BaseModel):
 # A request's ``config`` is typed Any on purpose: pydantic's 422 (and the host's log
 # line for it) would quote the offending input, which may hold an API key. The route
 # checks the shape and the model factory's schema checks the fields, quoting nothing.
-_OBJECT = {"type": "object", "additionalProperties": True}
+_OBJECT: JsonDict = {"type": "object", "additionalProperties": True}
 
 
 class LLMConfigBase(RequestBody):

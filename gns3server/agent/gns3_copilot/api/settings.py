@@ -150,7 +150,7 @@ def _llm_config(values: Mapping[str, str]) -> dict[str, Any] | None:
         raise SettingsError(f"[{SECTION}] {where}: {exc.errors[0][2]}") from None
 
 
-def _number(values: Mapping[str, str], key: str, default: float, kind: type[int] | type[float]) -> Any:
+def _number(values: Mapping[str, str], key: str, default: float, kind: type[int | float]) -> Any:
     raw = values.get(key, "").strip()
     if not raw:
         return default

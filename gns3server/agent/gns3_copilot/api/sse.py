@@ -18,7 +18,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from starlette.types import Receive
 
@@ -109,7 +109,10 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
     if error is not None or done.get("status") == "error":
         message = (error or {}).get("message") or "The copilot run failed."
         raise RunFailedError(f"{message} (session {session_id})")
-    status = done.get("status") if done.get("status") in ("aborted", "waiting_confirmation") else "completed"
+    final = done.get("status")
+    status: Literal["completed", "aborted", "waiting_confirmation"] = (
+        final if final in ("aborted", "waiting_confirmation") else "completed"
+    )
     return ChatResult(
         session_id=session_id,
         status=status,

@@ -27,16 +27,16 @@ from ..agent.model_factory import (
     validate_llm_config,
 )
 from ..agent.prompts import PromptSet, load_prompts
+from ..console import AuditLog, DeviceLocks, load_policy
 from ..gns3_client.client import GNS3Client
 from ..service.copilot import CopilotService, User
 from ..service.storage import Storage, open_sqlite_storage
-from ..console import AuditLog, DeviceLocks, load_policy
 from ..tools.toolset import ConsoleServices, build_tools
 from .crypto import SecretBox, load_or_create_key
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_store import LLMConfigRecord, LLMConfigStore
-from .permissions import HostPermissions
 from .model_configs31 import SERVER_DEFAULT_ID, default_record, named_record
+from .permissions import HostPermissions
 from .settings import CopilotSettings
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class CopilotState:
         except BaseException:
             await storage.close()
             raise
-        connector = aiohttp.TCPConnector(limit=CONNECTION_LIMIT, ssl=None if settings.verify_tls else False)
+        connector = aiohttp.TCPConnector(limit=CONNECTION_LIMIT, ssl=settings.verify_tls)
         policy = await asyncio.to_thread(load_policy, settings.console_policy)
         console = ConsoleServices(
             policy=policy, locks=DeviceLocks(), audit=AuditLog(settings.data_dir),

@@ -140,7 +140,7 @@ class AuditLog:
         limit: int = 100,
     ) -> list[AuditEntry]:
         """Entries matching every filter given, newest first."""
-        given = dict(user=user, session=session, project=project, device=device, outcome=outcome)
+        given = {"user": user, "session": session, "project": project, "device": device, "outcome": outcome}
         filters = {k: v for k, v in given.items() if v is not None and k in _FILTERS}
         return await asyncio.to_thread(self._list, filters, since, max(1, min(limit, 10_000)))
 

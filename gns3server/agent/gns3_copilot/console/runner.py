@@ -80,16 +80,16 @@ async def run_commands(
         lambda: [policy.check(c, family=device.driver.name, read_only=mode == "show") for c in commands]
     )
     if not all(d.allowed for d in decisions):
-        results = [
+        refused = [
             CommandResult(c, "not_run", reason="not sent: another command of the batch is blocked")
             if d.allowed
             else CommandResult(c, "blocked", reason=d.reason)
             for c, d in zip(commands, decisions)
         ]
-        await _audit(audit, who, device, results)
-        blocked = sum(r.status == "blocked" for r in results)
+        await _audit(audit, who, device, refused)
+        blocked = sum(r.status == "blocked" for r in refused)
         log.info("Policy blocked %d command(s) for %s (user %s); nothing sent", blocked, device.name, who.user)
-        return DeviceResult(device.name, "blocked", results, "blocked by the console policy; nothing was sent")
+        return DeviceResult(device.name, "blocked", refused, "blocked by the console policy; nothing was sent")
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

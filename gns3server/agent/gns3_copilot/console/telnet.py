@@ -24,6 +24,7 @@ import codecs
 import logging
 import re
 from types import TracebackType
+from typing import Self
 
 from ..errors import CopilotError, ErrorKind
 
@@ -149,7 +150,7 @@ class TelnetConsole:
         except OSError:
             pass
 
-    async def __aenter__(self) -> TelnetConsole:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

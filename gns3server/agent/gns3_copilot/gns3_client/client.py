@@ -31,7 +31,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import aiohttp
 
@@ -165,8 +165,7 @@ class GNS3Client:
         session_factory: SessionFactory | None = None,
     ) -> None:
         root = base_url.rstrip("/")
-        if root.endswith("/v3"):
-            root = root[: -len("/v3")]
+        root = root.removesuffix("/v3")
         self._base_url = root
         self._token = token
         self._username = username
@@ -190,7 +189,7 @@ class GNS3Client:
         """The bearer token in use (after :meth:`login`, the one GNS3 issued)."""
         return self._token
 
-    async def __aenter__(self) -> GNS3Client:
+    async def __aenter__(self) -> Self:
         if self._session is not None:
             raise RuntimeError("GNS3Client is already open")
         self._session = self._session_factory()
@@ -226,7 +225,7 @@ class GNS3Client:
             ) as response:
                 text = await response.text()
                 status, reason = response.status, response.reason
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise GNS3TimeoutError(
                 f"GNS3 server at {url} did not answer {method} within {self._timeout_seconds:g} s",
                 url=url,
@@ -373,7 +372,7 @@ class GNS3Client:
                 async for line in response.content:
                     if line.strip():
                         yield _json.loads(line)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise GNS3TimeoutError(f"GNS3 notification stream at {url} went silent", url=url, timeout=read_timeout) from exc
         except aiohttp.ClientError as exc:
             raise GNS3ConnectionError(f"GNS3 notification stream at {url} failed ({type(exc).__name__})", url=url) from exc

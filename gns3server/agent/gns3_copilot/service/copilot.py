@@ -489,7 +489,7 @@ class CopilotService:
             while True:
                 try:
                     event = await asyncio.wait_for(run.queue.get(), self._heartbeat_seconds)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     yield events.heartbeat()
                     continue
                 yield event

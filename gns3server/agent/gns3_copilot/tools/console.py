@@ -157,7 +157,7 @@ class ShowCommandsTool(ConsoleTool):
         "Configuration commands are refused here."
     )
     args_schema: type[BaseModel] = ShowCommandsInput
-    metadata: dict[str, Any] = {"read_only": True}
+    metadata: dict[str, Any] = Field(default_factory=lambda: {"read_only": True})
 
     async def _arun(
         self, devices: list[str], commands: list[str], driver: DriverName | None = None,
@@ -187,7 +187,7 @@ class ConfigCommandsTool(ConsoleTool):
         "output and error lines; dangerous commands (reload, erase ...) are refused by policy."
     )
     args_schema: type[BaseModel] = ConfigCommandsInput
-    metadata: dict[str, Any] = {"needs_confirmation": True}
+    metadata: dict[str, Any] = Field(default_factory=lambda: {"needs_confirmation": True})
     record_undo: bool = False
     """Fault injection: read first what the commands replace, and return the commands that restore it."""
 

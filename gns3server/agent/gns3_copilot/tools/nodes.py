@@ -78,7 +78,7 @@ class ListTemplatesTool(ProjectTool):
     name: str = "gns3_list_templates"
     description: str = "List the templates nodes can be created from: name, type and category."
     args_schema: type[BaseModel] = TemplatesInput
-    metadata: dict[str, Any] = {"read_only": True}
+    metadata: dict[str, Any] = Field(default_factory=lambda: {"read_only": True})
 
     async def _arun(self, category: str | None = None, **_: Any) -> list[dict[str, Any]]:
         try:

@@ -48,21 +48,26 @@ def build_tools(context: RunContext, console: ConsoleServices | None = None) -> 
     """
     factory, project_id = context.client_factory, context.project_id
     # GNS3's refusals of these tools are audited with the console's log when there is one.
-    audited = dict(audit=console.audit if console else None, user=context.username, session_id=context.session_id)
+    audit, user, session_id = (console.audit if console else None), context.username, context.session_id
     tools: list[BaseTool] = [
         GNS3TopologyTool(client_factory=factory, project_id=project_id, metadata={"read_only": True}),
-        ListTemplatesTool(client_factory=factory, project_id=project_id, **audited),
-        NodeActionTool(client_factory=factory, project_id=project_id, **audited),
-        CreateNodeTool(client_factory=factory, project_id=project_id, **audited),
-        CreateLinkTool(client_factory=factory, project_id=project_id, **audited),
-        UpdateLinkTool(client_factory=factory, project_id=project_id, audit=console.audit if console else None,
-                       user=context.username, session_id=context.session_id),
+        ListTemplatesTool(client_factory=factory, project_id=project_id, audit=audit, user=user, session_id=session_id),
+        NodeActionTool(client_factory=factory, project_id=project_id, audit=audit, user=user, session_id=session_id),
+        CreateNodeTool(client_factory=factory, project_id=project_id, audit=audit, user=user, session_id=session_id),
+        CreateLinkTool(client_factory=factory, project_id=project_id, audit=audit, user=user, session_id=session_id),
+        UpdateLinkTool(client_factory=factory, project_id=project_id, audit=audit, user=user, session_id=session_id),
     ]
     if console is not None:
-        common = dict(
-            client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
-            audit=console.audit, authorize=console.permissions(context.user_id), user=context.username,
-            session_id=context.session_id,
-        )
-        tools += [ShowCommandsTool(**common), ConfigCommandsTool(**common, record_undo=context.record_undo)]
+        authorize = console.permissions(context.user_id)
+        tools += [
+            ShowCommandsTool(
+                client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
+                audit=console.audit, authorize=authorize, user=user, session_id=session_id,
+            ),
+            ConfigCommandsTool(
+                client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
+                audit=console.audit, authorize=authorize, user=user, session_id=session_id,
+                record_undo=context.record_undo,
+            ),
+        ]
     return tools

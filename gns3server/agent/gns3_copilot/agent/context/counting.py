@@ -225,7 +225,7 @@ class TokenCounter:
                     readable.append(schema)
                 else:
                     total += self.text(json_text(schema))
-            except Exception as exc:  # any foreign schema error: estimate, never fail a call
+            except Exception as exc:  # noqa: BLE001  # any foreign schema error: estimate, never fail a call
                 name = getattr(tool, "name", None) or type(tool).__name__
                 log.warning("Cannot estimate tokens of tool %s (%s); assuming %d", name, exc, TOOL_FALLBACK_TOKENS)
                 total += TOOL_FALLBACK_TOKENS

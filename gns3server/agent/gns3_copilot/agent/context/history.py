@@ -88,8 +88,7 @@ def repair(messages: Sequence[BaseMessage]) -> tuple[list[Unit], RepairStats]:
                     units.append([message])
                 continue
             answers: dict[str, BaseMessage] = {}
-            while i < n and isinstance(messages[i], ToolMessage):
-                result = messages[i]
+            while i < n and isinstance(result := messages[i], ToolMessage):
                 i += 1
                 if result.tool_call_id in dict(calls) and result.tool_call_id not in answers:
                     answers[result.tool_call_id] = result
@@ -200,7 +199,7 @@ def _shrink_unit(unit: Unit, room: int, counter: TokenCounter) -> Unit | None:
         return None
     # Water-filling: small items keep all they have, big ones share what remains.
     allowance: dict[int, int] = {}
-    left = list(sorted(cuttable, key=sizes.__getitem__))
+    left = sorted(cuttable, key=sizes.__getitem__)
     while left:
         i = left.pop(0)
         allowance[i] = min(sizes[i], spare // (len(left) + 1))

@@ -85,13 +85,13 @@ def fit_topology(topology: Any, max_tokens: int, counter: TokenCounter, mentions
     if isinstance(topology, Mapping):
         names = _node_names(topology)
         candidates: list[tuple[str, int | None, tuple[str, ...]]] = []
-        for level in range(TOPOLOGY_LEVELS):
-            if level == 2 and mentions:
-                focus = focus_nodes(topology, mentions)
-                if focus:
+        for depth in range(TOPOLOGY_LEVELS):
+            if depth == 2 and mentions:
+                focused = focus_nodes(topology, mentions)
+                if focused:
                     for focus_level in range(FOCUS_LEVELS):
-                        candidates.append((f"focus{focus_level}", focus_level, tuple(sorted(focus))))
-            candidates.append(("level", level, ()))
+                        candidates.append((f"focus{focus_level}", focus_level, tuple(sorted(focused))))
+            candidates.append(("level", depth, ()))
         text = ""
         for kind, level, focus in candidates:
             assert level is not None

@@ -39,7 +39,8 @@ _CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
     r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 )
-_O200K_PATTERN = "|".join(
+# One alternative a line, as tiktoken writes it.
+_O200K_PATTERN = "|".join(  # noqa: FLY002
     [
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -151,7 +152,7 @@ def load_ranks(name: str) -> dict[bytes, int]:
     return _parse_ranks(contents)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """The (process-wide, immutable) encoding ``name``, built once from local data."""
     spec = _spec(name)

@@ -164,7 +164,8 @@ def _ports_line(
     *,
     with_free: bool,
 ) -> str:
-    linked, free = [], []
+    linked: list[str] = []
+    free: list[str] = []
     for port in _mappings(node.get("ports")):
         key = (node.get("node_id"), port.get("adapter_number"), port.get("port_number"))
         label = _label(port)

@@ -9,7 +9,7 @@ returned masked (``sk-…abcd``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -24,8 +24,8 @@ from ..schemas import EffectiveLLMConfig, LLMConfig, LLMConfigCreate, LLMConfigL
 
 router = APIRouter()
 
-_NOT_FOUND = {404: {"description": "No such LLM config of this user"}}
-_INVALID = {
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such LLM config of this user"}}
+_INVALID: dict[int | str, dict[str, Any]] = {
     403: {"description": "base_url is an endpoint this user may not use ([Copilot] user_llm_endpoints)"},
     413: {"description": "Request body too large"},
     422: {"description": "The config fails the schema (message, field, rule, errors[]) or the body is invalid"},
@@ -51,8 +51,8 @@ def _view(store: LLMConfigStore, record: LLMConfigRecord) -> LLMConfig:
         config=shown,
         has_api_key=record.has_api_key,
         is_default=record.is_default,
-        created_at=datetime.fromtimestamp(record.created_at, tz=timezone.utc),
-        updated_at=datetime.fromtimestamp(record.updated_at, tz=timezone.utc),
+        created_at=datetime.fromtimestamp(record.created_at, tz=UTC),
+        updated_at=datetime.fromtimestamp(record.updated_at, tz=UTC),
     )
 
 

@@ -22,7 +22,6 @@ from ...agent.model_factory import LLMConfigError
 from ...service.copilot import User
 from ..dependencies import CurrentUser, State
 from ..errors import AdminOnlyError, LLMConfigNotFoundError
-from ..state import CopilotState
 from ..model_configs31 import (
     SERVER_DEFAULT_ID,
     check_version,
@@ -34,6 +33,7 @@ from ..model_configs31 import (
     user_view,
 )
 from ..schemas31 import LLMModelConfig, LLMModelConfigInherited, LLMModelConfigList
+from ..state import CopilotState
 
 router = APIRouter()
 
@@ -43,7 +43,7 @@ ConfigBody = Annotated[Any, Body(description="3.1's LLMModelConfigCreate/Update 
 
 _USER = "/users/{user_id}/llm-model-configs"
 _GROUP = "/groups/{group_id}/llm-model-configs"
-_RESPONSES = {
+_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: {"description": "Not your configs (or not an administrator)"},
     404: {"description": "No such user, group or config"},
     409: {"description": "expected_version is not the config's version"},
@@ -89,7 +89,7 @@ async def _user_owner(user_id: UUID, caller: User, users: UsersRepository) -> st
 
 
 async def _groups_of(user_id: str, users: UsersRepository) -> list[tuple[str, str]]:
-    return [(str(g.user_group_id), g.name) for g in await users.get_user_memberships(UUID(user_id))]
+    return [(str(g.user_group_id), str(g.name)) for g in await users.get_user_memberships(UUID(user_id))]
 
 
 async def _group_owner(group_id: UUID, caller: User, users: UsersRepository, *, write: bool) -> str:

@@ -34,14 +34,16 @@ def analyze(text: str) -> Analysis:
     """The commands ``text`` runs on an IOS-style CLI, and its head and modifiers as stages."""
     commands: list[tuple[str, ...]] = []
     stages = _line(text, commands, depth=0)
-    odd = sorted(set(m.group(0) for m in _SHELLISH.finditer(text)))
+    odd = sorted({m.group(0) for m in _SHELLISH.finditer(text)})
     refusals = (f"characters some CLIs read as separators, redirections or substitutions ({' '.join(odd)})",) if odd else ()
     return Analysis(tuple(dict.fromkeys(commands)), stages, refusals)
 
 
 def _segments(text: str, respect_quotes: bool = True) -> list[str]:
     """Split at ``|`` outside double quotes (or at every ``|``)."""
-    parts, current, quoted = [], [], False
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
     for ch in text:
         if ch == '"' and respect_quotes:
             quoted = not quoted

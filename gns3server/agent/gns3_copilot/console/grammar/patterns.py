@@ -72,7 +72,7 @@ def parse_word(text: str) -> Word:
     if not inner or "{" in inner or "}" in inner:
         raise PatternError(f"bad word pattern {text!r}")
     regexes = [_alternative(alt, text) for alt in (inner.split("|") if braced else [inner])]
-    return Word(text, tuple(re.compile(r, re.S) for r in regexes), tuple(re.compile(r, re.S | re.I) for r in regexes))
+    return Word(text, tuple(re.compile(r, re.DOTALL) for r in regexes), tuple(re.compile(r, re.DOTALL | re.IGNORECASE) for r in regexes))
 
 
 def _tokens(part: str) -> list[Token]:
