@@ -5,37 +5,39 @@ arguments, outcome, output), owned by the user who asked for the injection.
 The student never sees them (they are not in anybody else's sessions, and the
 injection session's history hides its tool calls); the injector reads them with
 ``GET .../faults`` and marks them reverted. The table lives next to the session
-table, on the same connection and lock (see ``store.py``).
+table, in the conversations' database (see ``storage.py``).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .store import run_locked
+from ..db import Database, Migration, Schema
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS copilot_faults (
-    fault_id    TEXT PRIMARY KEY,
-    session_id  TEXT NOT NULL,
-    project_id  TEXT NOT NULL,
-    user_id     TEXT NOT NULL,
-    tool        TEXT NOT NULL,
-    args        TEXT NOT NULL,
-    status      TEXT NOT NULL,
-    output      TEXT NOT NULL,
-    created_at  REAL NOT NULL,
-    reverted_at REAL
-);
-CREATE INDEX IF NOT EXISTS copilot_faults_project ON copilot_faults (project_id, created_at);
-"""
+FAULTS_SCHEMA = Schema("faults", (
+    Migration(1, (
+        """CREATE TABLE IF NOT EXISTS copilot_faults (
+            fault_id    TEXT PRIMARY KEY,
+            session_id  TEXT NOT NULL,
+            project_id  TEXT NOT NULL,
+            user_id     TEXT NOT NULL,
+            tool        TEXT NOT NULL,
+            args        TEXT NOT NULL,
+            status      TEXT NOT NULL,
+            output      TEXT NOT NULL,
+            created_at  REAL NOT NULL,
+            reverted_at REAL
+        )""",
+        "CREATE INDEX IF NOT EXISTS copilot_faults_project ON copilot_faults (project_id, created_at)",
+    ), "injected faults"),
+))
+"""The fault table, in the conversations' database (``storage.py``)."""
 _COLUMNS = "fault_id, session_id, project_id, user_id, tool, args, status, output, created_at, reverted_at"
 OUTPUT_MAX = 4000
 T = TypeVar("T")
@@ -62,20 +64,13 @@ class FaultRecord:
 
 
 class SQLiteFaultStore:
-    """Fault records in SQLite, queried in worker threads (the session store's connection and lock)."""
+    """Fault records in SQLite, on the session store's database (its schema: :data:`FAULTS_SCHEMA`)."""
 
-    def __init__(self, connection: sqlite3.Connection, lock: threading.Lock) -> None:
-        self._db = connection
-        self._lock = lock
-
-    @classmethod
-    async def open(cls, connection: sqlite3.Connection, lock: threading.Lock) -> SQLiteFaultStore:
-        store = cls(connection, lock)
-        await store._run(lambda db: db.executescript(_SCHEMA))
-        return store
+    def __init__(self, database: Database) -> None:
+        self._database = database
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await run_locked(self._db, self._lock, work)
+        return await self._database.run(work)
 
     async def record(
         self, session_id: str, project_id: str, user_id: str, tool: str, args: Mapping[str, Any], status: str,

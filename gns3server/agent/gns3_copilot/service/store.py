@@ -9,69 +9,64 @@ service uses; :class:`SQLiteSessionStore` is the embedded implementation.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, TypeVar
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS copilot_sessions (
-    session_id    TEXT PRIMARY KEY,
-    user_id       TEXT NOT NULL,
-    project_id    TEXT NOT NULL,
-    title         TEXT NOT NULL,
-    created_at    REAL NOT NULL,
-    updated_at    REAL NOT NULL,
-    runs          INTEGER NOT NULL DEFAULT 0,
-    input_tokens  INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    total_tokens  INTEGER NOT NULL DEFAULT 0,
-    pending       TEXT,
-    pinned        INTEGER NOT NULL DEFAULT 0,
-    message_count INTEGER NOT NULL DEFAULT 0,
-    kind          TEXT NOT NULL DEFAULT 'chat'
-);
-CREATE INDEX IF NOT EXISTS copilot_sessions_owner ON copilot_sessions (user_id, project_id, updated_at);
-CREATE TABLE IF NOT EXISTS copilot_inflight (
-    session_id    TEXT PRIMARY KEY,
-    question      TEXT,
-    partial       TEXT NOT NULL DEFAULT '',
-    updated_at    REAL NOT NULL
-);
-"""
+from ..db import Database, Migration, Schema, add_missing_columns
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS copilot_sessions (
+        session_id    TEXT PRIMARY KEY,
+        user_id       TEXT NOT NULL,
+        project_id    TEXT NOT NULL,
+        title         TEXT NOT NULL,
+        created_at    REAL NOT NULL,
+        updated_at    REAL NOT NULL,
+        runs          INTEGER NOT NULL DEFAULT 0,
+        input_tokens  INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        total_tokens  INTEGER NOT NULL DEFAULT 0,
+        pending       TEXT,
+        pinned        INTEGER NOT NULL DEFAULT 0,
+        message_count INTEGER NOT NULL DEFAULT 0,
+        kind          TEXT NOT NULL DEFAULT 'chat'
+    )""",
+    "CREATE INDEX IF NOT EXISTS copilot_sessions_owner ON copilot_sessions (user_id, project_id, updated_at)",
+    """CREATE TABLE IF NOT EXISTS copilot_inflight (
+        session_id    TEXT PRIMARY KEY,
+        question      TEXT,
+        partial       TEXT NOT NULL DEFAULT '',
+        updated_at    REAL NOT NULL
+    )""",
+)
+# Columns added after the first release, before schema versions were recorded.
+_ADDED_COLUMNS = {
+    "pinned": "INTEGER NOT NULL DEFAULT 0",
+    "message_count": "INTEGER NOT NULL DEFAULT 0",
+    "kind": "TEXT NOT NULL DEFAULT 'chat'",
+}
 _COLUMNS = (
     "session_id, user_id, project_id, title, created_at, updated_at, runs, input_tokens, output_tokens, "
     "total_tokens, pending, pinned, message_count, kind"
 )
-# Columns added after the first release: (name, definition) added to an older table at start-up.
-_ADDED_COLUMNS = (
-    ("pinned", "INTEGER NOT NULL DEFAULT 0"),
-    ("message_count", "INTEGER NOT NULL DEFAULT 0"),
-    ("kind", "TEXT NOT NULL DEFAULT 'chat'"),
-)
+
+
+def _baseline(db: sqlite3.Connection) -> None:
+    """Create the tables, or give a table of an older release the columns it lacks."""
+    for statement in _TABLES:
+        db.execute(statement)
+    add_missing_columns(db, "copilot_sessions", _ADDED_COLUMNS)
+
+
+SESSIONS_SCHEMA = Schema("sessions", (Migration(1, _baseline, "sessions and in-flight turns"),))
+"""The session and in-flight tables, in the conversations' database (``storage.py``)."""
 TITLE_MAX = 200
 T = TypeVar("T")
-
-
-async def run_locked(db: sqlite3.Connection, lock: threading.Lock, work: Callable[[sqlite3.Connection], T]) -> T:
-    """``work`` on the shared connection, in a worker thread, under its lock, as one transaction."""
-
-    def locked() -> T:
-        with lock:
-            try:
-                result = work(db)
-                db.commit()
-                return result
-            except BaseException:
-                db.rollback()
-                raise
-
-    return await asyncio.to_thread(locked)
 
 
 @dataclass(frozen=True)
@@ -144,29 +139,21 @@ def clean_title(title: str) -> str:
 
 
 class SQLiteSessionStore:
-    """Session records in a SQLite table, queried in worker threads.
+    """Session records in SQLite, on the conversations' database (its schema: :data:`SESSIONS_SCHEMA`).
 
-    It shares the checkpointer's connection and lock: one connection means no
-    lock contention between two writers on the same file (SQLite can refuse an
-    upgrade from read to write at once, busy timeout or not), and the thread keeps
-    the event loop free.
+    It shares the checkpointer's database: one connection means no lock contention
+    between two writers on the same file (SQLite can refuse an upgrade from read to
+    write at once, busy timeout or not), and its thread keeps the event loop free.
     """
 
-    def __init__(self, connection: sqlite3.Connection, lock: threading.Lock) -> None:
-        self._db = connection
-        self._lock = lock
-
-    @classmethod
-    async def open(cls, connection: sqlite3.Connection, lock: threading.Lock) -> SQLiteSessionStore:
-        store = cls(connection, lock)
-        await store._run(_migrate)
-        return store
+    def __init__(self, database: Database) -> None:
+        self._database = database
 
     async def close(self) -> None:
-        """Nothing to do: the connection belongs to the storage that opened it."""
+        """Nothing to do: the database belongs to the storage that opened it."""
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await run_locked(self._db, self._lock, work)
+        return await self._database.run(work)
 
     async def create(
         self, user_id: str, project_id: str, title: str, session_id: str | None = None, kind: str = "chat"
@@ -297,11 +284,3 @@ class SQLiteSessionStore:
             )
         )
 
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """Create the table, or add the columns a table from an older version lacks."""
-    db.executescript(_SCHEMA)
-    present = {row[1] for row in db.execute("PRAGMA table_info(copilot_sessions)")}
-    for name, definition in _ADDED_COLUMNS:
-        if name not in present:
-            db.execute(f"ALTER TABLE copilot_sessions ADD COLUMN {name} {definition}")
