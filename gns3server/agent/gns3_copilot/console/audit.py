@@ -91,6 +91,13 @@ class AuditLog:
         self.path = Path(data_dir) / AUDIT_DB_NAME
         self._database = Database(self.path, (AUDIT_SCHEMA,), name="audit")
 
+    @classmethod
+    async def open(cls, data_dir: str | Path) -> AuditLog:
+        """Open the file now, so that one the copilot cannot use (SchemaError) stops the start."""
+        log = cls(data_dir)
+        await log._database.start()
+        return log
+
     async def record(self, who: Who, device: str, command: str, outcome: str, detail: str = "") -> None:
         """Append one entry, timestamped now."""
         await self.record_many(who, device, [(command, outcome, detail)])

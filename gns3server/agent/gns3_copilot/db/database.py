@@ -82,14 +82,18 @@ class Database:
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
         name: str | None = None,
     ) -> Database:
-        """Open, configure and migrate the file now; a failure (SchemaError ...) closes it again and raises."""
+        """A database opened now (:meth:`start`)."""
         database = cls(path, schemas, synchronous=synchronous, name=name)
-        try:
-            await database.call(lambda connection: None)
-        except BaseException:
-            await database.close()
-            raise
+        await database.start()
         return database
+
+    async def start(self) -> None:
+        """Open, configure and migrate the file now; a failure (SchemaError ...) closes it and raises."""
+        try:
+            await self.call(lambda connection: None)
+        except BaseException:
+            await self.close()
+            raise
 
     @property
     def closed(self) -> bool:
