@@ -42,7 +42,10 @@ from gns3server.agent.gns3_copilot.db.schema import VERSION_TABLE, versions
 from gns3server.agent.gns3_copilot.mcp import keys as keys_module
 from gns3server.agent.gns3_copilot.mcp.keys import MCPKeyStore, digest_of
 from gns3server.agent.gns3_copilot.service import storage as storage_module
-from gns3server.agent.gns3_copilot.service.storage import CheckpointSchemaError, open_sqlite_storage
+from gns3server.agent.gns3_copilot.service.storage import (
+    CheckpointSchemaError,
+    open_sqlite_storage,
+)
 from gns3server.agent.gns3_copilot.service.store import InFlight
 
 # The previous release's schemas, as its code created them (executescript, no versions).
