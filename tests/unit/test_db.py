@@ -308,8 +308,7 @@ async def test_close_finishes_queued_work_then_ends_the_thread(tmp_path: Path) -
     gate = threading.Event()
     loop = asyncio.get_running_loop()
     blocker = loop.create_task(database.call(lambda db: gate.wait(60)))  # holds the thread: the rest queue up
-    writes = [loop.create_task(database.run(lambda db, n=n: db.execute("INSERT INTO rows VALUES (?)", (n,))))
-              for n in range(50)]
+    writes = [loop.create_task(database.execute("INSERT INTO rows VALUES (?)", (n,))) for n in range(50)]
     closing = loop.create_task(database.close())
     loop.call_soon(gate.set)  # runs after every task above has submitted its work
     await closing
@@ -318,7 +317,7 @@ async def test_close_finishes_queued_work_then_ends_the_thread(tmp_path: Path) -
     with contextlib.closing(sqlite3.connect(tmp_path / "rows.sqlite3")) as db:
         assert db.execute("SELECT COUNT(*) FROM rows").fetchone()[0] == 50
     with pytest.raises(DatabaseClosedError):
-        await database.run(lambda db: db.execute("SELECT 1"))
+        await database.fetchone("SELECT 1")
     await database.close()  # twice is fine
 
 
@@ -333,13 +332,55 @@ async def test_a_failed_transaction_is_rolled_back_and_the_error_raised(tmp_path
     try:
         with pytest.raises(KeyError, match="boom"):
             await database.run(half_then_fail)
-        assert await database.run(lambda db: db.execute("SELECT COUNT(*) FROM rows").fetchone()[0]) == 0
+        assert await database.fetchone("SELECT COUNT(*) FROM rows") == (0,)
         # The connection never leaves its thread: sqlite3 itself refuses a use from elsewhere.
         connection = await database.call(lambda db: db)
         with pytest.raises(sqlite3.ProgrammingError, match="thread"):
             connection.execute("SELECT 1")
     finally:
         await database.close()
+
+
+async def test_a_cursor_never_leaves_the_database_thread(tmp_path: Path) -> None:
+    """Freed on the event loop's thread, a cursor resets its cached statement there, possibly while the
+    database's thread runs that statement for someone else (sqlite3: "bad parameter or other API misuse")."""
+    schema = Schema("rows", (Migration(1, ("CREATE TABLE rows (n INTEGER)",), "rows"),))
+    database = await Database.open(tmp_path / "rows.sqlite3", (schema,))
+    try:
+        with pytest.raises(TypeError, match="returned a cursor"):
+            await database.run(lambda db: db.execute("INSERT INTO rows VALUES (1)"))
+        assert await database.fetchall("SELECT n FROM rows") == []  # and that transaction was rolled back
+        assert await database.execute("INSERT INTO rows VALUES (?)", (2,)) == 1
+        assert await database.executemany("INSERT INTO rows VALUES (?)", [(3,), (4,)]) == 2
+        assert await database.fetchone("SELECT SUM(n) FROM rows") == (9,)
+    finally:
+        await database.close()
+
+
+async def test_the_stores_under_concurrent_use_of_the_same_statements(tmp_path: Path) -> None:
+    storage = await open_sqlite_storage(tmp_path)
+    audit = AuditLog(tmp_path)
+    keys = await MCPKeyStore.open(tmp_path)
+    try:
+        session = await storage.sessions.create("alice", "p1", "busy")
+        _, secret = await keys.create("alice", "laptop", "full")
+        usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+
+        async def worker(n: int) -> None:
+            for step in range(30):
+                await storage.sessions.record_run(session.session_id, usage)
+                await storage.sessions.get(session.session_id)
+                await audit.record(Who("alice", "s1", "p1"), "R1", f"show {n}.{step}", "ok")
+                assert await keys.verify(secret) is not None
+
+        await asyncio.gather(*(worker(n) for n in range(20)))
+        stored = await storage.sessions.get(session.session_id)
+        assert stored is not None and (stored.runs, stored.total_tokens) == (600, 1200)
+        assert len(await audit.entries(limit=1000)) == 600
+    finally:
+        await keys.close()
+        await audit.close()
+        await storage.close()
 
 
 async def test_checkpoint_tables_without_what_pruning_reads_stop_the_start(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.model_factory import URL_CREDENTIALS, validate_llm_config
-from ..db import Database, Migration, Schema
+from ..db import Database, Migration, Schema, checkpoint_wal
 from .crypto import SecretBox
 from .errors import LLMConfigNotFoundError
 
@@ -92,7 +92,7 @@ class LLMConfigStore:
         try:
             if await database.run(_remove_url_credentials):
                 # The old rows' page images must not stay in the write-ahead log either.
-                await database.call(lambda db: db.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+                await database.call(checkpoint_wal)
         except BaseException:
             await database.close()
             raise
@@ -102,16 +102,15 @@ class LLMConfigStore:
         await self._database.close()
 
     async def _one(self, query: str, args: tuple[Any, ...]) -> LLMConfigRecord | None:
-        row = await self._database.run(lambda db: db.execute(query, args).fetchone())
+        row = await self._database.fetchone(query, args)
         return LLMConfigRecord.from_row(row) if row else None
 
     async def _write(self, query: str, args: tuple[Any, ...]) -> None:
-        await self._database.run(lambda db: db.execute(query, args))
+        await self._database.execute(query, args)
 
     async def list(self, user_id: str) -> list[LLMConfigRecord]:
         query = f"SELECT {_COLUMNS} FROM copilot_llm_configs WHERE user_id = ? ORDER BY created_at"
-        rows = await self._database.run(lambda db: db.execute(query, (user_id,)).fetchall())
-        return [LLMConfigRecord.from_row(row) for row in rows]
+        return [LLMConfigRecord.from_row(row) for row in await self._database.fetchall(query, (user_id,))]
 
     async def get(self, user_id: str, config_id: str) -> LLMConfigRecord:
         """The user's config, else LLMConfigNotFoundError (another user's included)."""

@@ -108,7 +108,7 @@ class AuditLog:
         approval = (who.approval_id, who.approval_digest, who.approved_by, who.approved_at)
         rows = [(now, who.user, who.session, who.project, device, c, o, d[:2000], *approval) for c, o, d in entries]
         query = f"INSERT INTO console_audit ({', '.join(_COLUMNS[1:])}) VALUES ({', '.join('?' * (len(_COLUMNS) - 1))})"
-        await self._database.run(lambda db: db.executemany(query, rows))
+        await self._database.executemany(query, rows)
 
     async def entries(
         self,
@@ -132,8 +132,7 @@ class AuditLog:
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         query = f"SELECT {', '.join(_COLUMNS)} FROM console_audit{where} ORDER BY id DESC LIMIT ?"
         args = (*params, max(1, min(limit, 10_000)))
-        rows = await self._database.run(lambda db: db.execute(query, args).fetchall())
-        return [AuditEntry(*row) for row in rows]
+        return [AuditEntry(*row) for row in await self._database.fetchall(query, args)]
 
     async def close(self) -> None:
         await self._database.close()

@@ -6,7 +6,7 @@ lists a component's migrations. Nothing here knows what the tables hold: each st
 ``mcp.keys``) declares its own schema and queries through its database.
 """
 
-from .database import BUSY_TIMEOUT_MS, Database, DatabaseClosedError
+from .database import BUSY_TIMEOUT_MS, Database, DatabaseClosedError, checkpoint_wal
 from .schema import (
     Migration,
     MigrationError,
@@ -26,4 +26,5 @@ __all__ = [
     "SchemaError",
     "SchemaTooNewError",
     "add_missing_columns",
+    "checkpoint_wal",
 ]

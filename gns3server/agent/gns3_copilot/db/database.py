@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from .schema import Schema, migrate
 
@@ -109,6 +109,22 @@ class Database:
         (LangGraph's saver commits itself; ``PRAGMA wal_checkpoint`` must run outside one)."""
         return await asyncio.wrap_future(self._submit(work))
 
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """One statement as one transaction; the number of rows it changed."""
+        return await self.run(lambda connection: _rowcount(connection.execute(sql, params)))
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+        """One statement for each of ``rows``, as one transaction; the number of rows changed."""
+        return await self.run(lambda connection: _rowcount(connection.executemany(sql, rows)))
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = await self.run(lambda connection: connection.execute(sql, params).fetchone())
+        return row
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = await self.run(lambda connection: connection.execute(sql, params).fetchall())
+        return rows
+
     def call_blocking(self, work: Work[T]) -> T:
         """As :meth:`call`, waiting in this thread (synchronous APIs; never from the event loop)."""
         if threading.current_thread() is self._thread:
@@ -119,7 +135,7 @@ class Database:
         if self._closed:
             raise DatabaseClosedError(f"the copilot database {self.name} is closed")
         self._started = True
-        return self._executor.submit(lambda: work(self._open()))
+        return self._executor.submit(lambda: _no_cursor(work(self._open())))
 
     def _open(self) -> sqlite3.Connection:
         """The connection, opened, configured and migrated on first use (on the database's thread)."""
@@ -159,9 +175,34 @@ class Database:
             self._connection = None
 
 
+def checkpoint_wal(connection: sqlite3.Connection) -> None:
+    """Copy the write-ahead log into the file and empty it (run with :meth:`Database.call`).
+
+    The log keeps recent page images, deleted content included, until a checkpoint;
+    with ``secure_delete`` the file's copy of that content is zeroed.
+    """
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").close()
+
+
+def _no_cursor(result: T) -> T:
+    """``result``, unless it is a cursor: one must not leave the database's thread (freed on
+    another, it resets its cached statement there, possibly while this thread runs it:
+    "bad parameter or other API misuse"). Return rows or counts instead."""
+    if isinstance(result, sqlite3.Cursor):
+        result.close()
+        raise TypeError("database work returned a cursor: return its rows or rowcount instead")
+    return result
+
+
+def _rowcount(cursor: sqlite3.Cursor) -> int:
+    count = cursor.rowcount
+    cursor.close()
+    return count
+
+
 def _transaction(connection: sqlite3.Connection, work: Work[T]) -> T:
     try:
-        result = work(connection)
+        result = _no_cursor(work(connection))
         connection.commit()
         return result
     except BaseException:

@@ -105,7 +105,7 @@ class MCPKeyStore:
         await self._database.close()
 
     async def _row(self, query: str, args: tuple[Any, ...]) -> MCPKey | None:
-        row = await self._database.run(lambda db: db.execute(query, args).fetchone())
+        row = await self._database.fetchone(query, args)
         return MCPKey.from_row(row) if row else None
 
     async def create(
@@ -117,19 +117,16 @@ class MCPKeyStore:
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
         key_id = str(uuid.uuid4())
         row = (key_id, user_id, name, scope, digest_of(secret), secret[:SHOWN_PREFIX_CHARS], time.time(), expires_at)
-        await self._database.run(
-            lambda db: db.execute(
-                "INSERT INTO copilot_mcp_keys (key_id, user_id, name, scope, digest, prefix, created_at, expires_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )
+        await self._database.execute(
+            "INSERT INTO copilot_mcp_keys (key_id, user_id, name, scope, digest, prefix, created_at, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
         )
         return await self.get(user_id, key_id), secret
 
     async def list(self, user_id: str) -> list[MCPKey]:
         query = f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE user_id = ? ORDER BY created_at"
-        rows = await self._database.run(lambda db: db.execute(query, (user_id,)).fetchall())
-        return [MCPKey.from_row(row) for row in rows]
+        return [MCPKey.from_row(row) for row in await self._database.fetchall(query, (user_id,))]
 
     async def get(self, user_id: str, key_id: str) -> MCPKey:
         record = await self._row(
@@ -142,12 +139,9 @@ class MCPKeyStore:
     async def revoke(self, user_id: str, key_id: str) -> MCPKey:
         """Refuse the key from now on (idempotent); the record stays for the audit's sake."""
         await self.get(user_id, key_id)
-        args = (time.time(), key_id, user_id)
-        await self._database.run(
-            lambda db: db.execute(
-                "UPDATE copilot_mcp_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE key_id = ? AND user_id = ?",
-                args,
-            )
+        await self._database.execute(
+            "UPDATE copilot_mcp_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE key_id = ? AND user_id = ?",
+            (time.time(), key_id, user_id),
         )
         return await self.get(user_id, key_id)
 
@@ -157,9 +151,7 @@ class MCPKeyStore:
         record = await self._row(f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE digest = ?", (digest_of(key),))
         if record is None or not record.usable(now):
             return None
-        await self._database.run(
-            lambda db: db.execute("UPDATE copilot_mcp_keys SET last_used_at = ? WHERE key_id = ?", (now, record.key_id))
-        )
+        await self._database.execute("UPDATE copilot_mcp_keys SET last_used_at = ? WHERE key_id = ?", (now, record.key_id))
         return record
 
     async def still_usable(self, key_id: str) -> bool:

@@ -11,12 +11,11 @@ table, in the conversations' database (see ``storage.py``).
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from ..db import Database, Migration, Schema
 
@@ -40,7 +39,6 @@ FAULTS_SCHEMA = Schema("faults", (
 """The fault table, in the conversations' database (``storage.py``)."""
 _COLUMNS = "fault_id, session_id, project_id, user_id, tool, args, status, output, created_at, reverted_at"
 OUTPUT_MAX = 4000
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -69,9 +67,6 @@ class SQLiteFaultStore:
     def __init__(self, database: Database) -> None:
         self._database = database
 
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await self._database.run(work)
-
     async def record(
         self, session_id: str, project_id: str, user_id: str, tool: str, args: Mapping[str, Any], status: str,
         output: str,
@@ -80,7 +75,7 @@ class SQLiteFaultStore:
                              output[:OUTPUT_MAX], time.time())
         row = (record.fault_id, session_id, project_id, user_id, tool, json.dumps(record.args, default=str),
                status, record.output, record.created_at, None)
-        await self._run(lambda db: db.execute(f"INSERT INTO copilot_faults ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)", row))
+        await self._database.execute(f"INSERT INTO copilot_faults ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)", row)
         return record
 
     async def list(self, project_id: str, user_id: str | None) -> list[FaultRecord]:
@@ -88,18 +83,14 @@ class SQLiteFaultStore:
         where, args = ("project_id = ?", (project_id,)) if user_id is None else (
             "project_id = ? AND user_id = ?", (project_id, user_id))
         query = f"SELECT {_COLUMNS} FROM copilot_faults WHERE {where} ORDER BY created_at"
-        rows = await self._run(lambda db: db.execute(query, args).fetchall())
-        return [FaultRecord.from_row(r) for r in rows]
+        return [FaultRecord.from_row(r) for r in await self._database.fetchall(query, args)]
 
     async def get(self, fault_id: str) -> FaultRecord | None:
-        row = await self._run(
-            lambda db: db.execute(f"SELECT {_COLUMNS} FROM copilot_faults WHERE fault_id = ?", (fault_id,)).fetchone()
-        )
+        row = await self._database.fetchone(f"SELECT {_COLUMNS} FROM copilot_faults WHERE fault_id = ?", (fault_id,))
         return FaultRecord.from_row(row) if row else None
 
     async def mark_reverted(self, fault_id: str) -> FaultRecord | None:
-        await self._run(
-            lambda db: db.execute("UPDATE copilot_faults SET reverted_at = ? WHERE fault_id = ?", (time.time(), fault_id))
+        await self._database.execute(
+            "UPDATE copilot_faults SET reverted_at = ? WHERE fault_id = ?", (time.time(), fault_id)
         )
         return await self.get(fault_id)
-

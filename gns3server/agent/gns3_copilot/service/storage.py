@@ -30,7 +30,7 @@ from pathlib import Path
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from ..db import Database, SchemaError
+from ..db import Database, SchemaError, checkpoint_wal
 from .checkpointer import ThreadedCheckpointer
 from .faults import FAULTS_SCHEMA, SQLiteFaultStore
 from .store import SESSIONS_SCHEMA, SessionStore, SQLiteSessionStore
@@ -76,7 +76,7 @@ class Storage:
         TRUNCATE copies them into the (zeroing) database file and empties the log.
         """
         if self.database is not None:
-            await self.database.call(lambda connection: connection.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+            await self.database.call(checkpoint_wal)
 
     async def close(self) -> None:
         """Close the stores, then the database once its queued work is done."""
