@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.fernet import Fernet
+from loop_stalls import loop_stalls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -124,15 +125,6 @@ async def measure(
 ) -> dict[str, float]:
     call, close = await make(data_dir)
     latencies: list[float] = []
-    stalls: list[float] = []
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        loop = asyncio.get_running_loop()
-        while not stop.is_set():
-            before = loop.time()
-            await asyncio.sleep(0.001)
-            stalls.append((loop.time() - before - 0.001) * 1000)
 
     async def worker(index: int) -> None:
         for step in range(calls):
@@ -140,12 +132,10 @@ async def measure(
             await call(index + step)
             latencies.append((time.perf_counter() - start) * 1000)
 
-    tick = asyncio.create_task(ticker())
-    start = time.perf_counter()
-    await asyncio.gather(*(worker(i) for i in range(tasks)))
-    elapsed = time.perf_counter() - start
-    stop.set()
-    await tick
+    async with loop_stalls() as stalls:
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(i) for i in range(tasks)))
+        elapsed = time.perf_counter() - start
     await close()
     return {
         "calls": len(latencies), "per_s": len(latencies) / elapsed, "p50": statistics.median(latencies),
