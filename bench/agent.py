@@ -32,6 +32,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from loop_stalls import loop_stalls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -146,15 +147,6 @@ async def turn_times(turns: int, baseline: bool, data_dir: Path, keep_all: bool 
 
 async def concurrent(sessions: int, turns: int, data_dir: Path) -> dict[str, float]:
     storage = await open_sqlite_storage(data_dir)
-    stalls: list[float] = []
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        loop = asyncio.get_running_loop()
-        while not stop.is_set():
-            before = loop.time()
-            await asyncio.sleep(0.001)
-            stalls.append((loop.time() - before - 0.001) * 1000)
 
     async def one(index: int) -> int:
         model = ScriptedChatModel(chunk_chars=16)
@@ -168,12 +160,10 @@ async def concurrent(sessions: int, turns: int, data_dir: Path) -> dict[str, flo
             session_id = record.session_id
         return count
 
-    tick = asyncio.create_task(ticker())
-    start = time.perf_counter()
-    counts = await asyncio.gather(*(one(i) for i in range(sessions)))
-    elapsed = time.perf_counter() - start
-    stop.set()
-    await tick
+    async with loop_stalls() as stalls:
+        start = time.perf_counter()
+        counts = await asyncio.gather(*(one(i) for i in range(sessions)))
+        elapsed = time.perf_counter() - start
     await storage.close()
     return {"events": sum(counts), "seconds": elapsed, "max_stall_ms": max(stalls), "p99_stall_ms": statistics.quantiles(stalls, n=100)[98]}
 

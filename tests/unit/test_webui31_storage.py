@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
-import threading
 import uuid
 from pathlib import Path
 
 import pytest
 
 from gns3server.agent.gns3_copilot.agent.prompts import PromptFileError, default_prompts, load_prompts
-from gns3server.agent.gns3_copilot.service.store import SQLiteSessionStore
+from gns3server.agent.gns3_copilot.db import Database
+from gns3server.agent.gns3_copilot.service.store import SESSIONS_SCHEMA, SQLiteSessionStore
 
 # The session table as the first release created it (no pinned, message_count, kind).
 OLD_TABLE = """
@@ -25,30 +25,34 @@ INSERT INTO copilot_sessions VALUES ('old-1', 'u1', 'p1', 'Older', 1.0, 2.0, 3, 
 
 
 async def test_an_older_table_gains_the_new_columns_and_keeps_its_sessions(tmp_path: Path) -> None:
-    connection = sqlite3.connect(str(tmp_path / "db.sqlite3"), check_same_thread=False)
-    connection.executescript(OLD_TABLE)
-    store = await SQLiteSessionStore.open(connection, threading.Lock())
+    with sqlite3.connect(tmp_path / "db.sqlite3") as connection:
+        connection.executescript(OLD_TABLE)
+    connection.close()
+    database = await Database.open(tmp_path / "db.sqlite3", (SESSIONS_SCHEMA,))
+    store = SQLiteSessionStore(database)
     old = await store.get("old-1")
     assert old is not None and old.title == "Older" and old.runs == 3 and old.total_tokens == 15
     assert (old.pinned, old.message_count, old.kind) == (0, 0, "chat")
-    await store.open(connection, threading.Lock())  # opening again changes nothing
+    await database.close()
+    database = await Database.open(tmp_path / "db.sqlite3", (SESSIONS_SCHEMA,))  # opening again changes nothing
+    store = SQLiteSessionStore(database)
     new = await store.create("u1", "p1", "Newer")
     await store.set_message_count(new.session_id, 4)
     assert [s.session_id for s in await store.list("u1", "p1")] == [new.session_id, "old-1"]
     assert (await store.set_pinned("old-1", True)).pinned  # type: ignore[union-attr]
     assert [s.session_id for s in await store.list("u1", "p1")] == ["old-1", new.session_id]
     assert (await store.get(new.session_id)).message_count == 4  # type: ignore[union-attr]
-    connection.close()
+    await database.close()
 
 
 async def test_a_chosen_id_is_created_once_and_never_changes_owner(tmp_path: Path) -> None:
-    connection = sqlite3.connect(str(tmp_path / "db.sqlite3"), check_same_thread=False)
-    store = await SQLiteSessionStore.open(connection, threading.Lock())
+    database = await Database.open(tmp_path / "db.sqlite3", (SESSIONS_SCHEMA,))
+    store = SQLiteSessionStore(database)
     chosen = str(uuid.uuid4())
     first = await store.create("alice", "p1", "Alice's", chosen)
     again = await store.create("bob", "p2", "Bob's", chosen, kind="fault_injection")
     assert first == again and again.user_id == "alice" and again.kind == "chat"  # the caller checks the owner
-    connection.close()
+    await database.close()
 
 
 def test_prompt_files_replace_the_packaged_ones_file_by_file(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -18,9 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
-
 from ..agent.model_factory import URL_CREDENTIALS, validate_llm_config
+from ..db import Database, Migration, Schema, checkpoint_wal
 from .crypto import SecretBox
 from .errors import LLMConfigNotFoundError
 
@@ -28,20 +28,21 @@ log = logging.getLogger(__name__)
 
 DATABASE_NAME = "llm_configs.sqlite3"
 """A file of its own in the data directory: rare, tiny writes that never wait on conversations."""
-BUSY_TIMEOUT_MS = 30_000
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS copilot_llm_configs (
-    config_id   TEXT PRIMARY KEY,
-    user_id     TEXT NOT NULL,
-    config      TEXT NOT NULL,
-    api_key     TEXT,
-    is_default  INTEGER NOT NULL DEFAULT 0,
-    created_at  REAL NOT NULL,
-    updated_at  REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS copilot_llm_configs_owner ON copilot_llm_configs (user_id, created_at);
-"""
+LLM_CONFIGS_SCHEMA = Schema("llm_configs", (
+    Migration(1, (
+        """CREATE TABLE IF NOT EXISTS copilot_llm_configs (
+            config_id   TEXT PRIMARY KEY,
+            user_id     TEXT NOT NULL,
+            config      TEXT NOT NULL,
+            api_key     TEXT,
+            is_default  INTEGER NOT NULL DEFAULT 0,
+            created_at  REAL NOT NULL,
+            updated_at  REAL NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS copilot_llm_configs_owner ON copilot_llm_configs (user_id, created_at)",
+    ), "LLM configs"),
+))
 Approval = Callable[[Mapping[str, Any]], Awaitable[None]]
 """A last check of a validated config (without its key) before it is stored; raises to refuse."""
 
@@ -79,69 +80,51 @@ def _split_key(config: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
 
 
 class LLMConfigStore:
-    """LLM configs of every user, in a table of the copilot's SQLite database."""
+    """LLM configs of every user, in a SQLite file of their own (its schema: :data:`LLM_CONFIGS_SCHEMA`)."""
 
-    def __init__(self, connection: aiosqlite.Connection, box: SecretBox) -> None:
-        self._db = connection
+    def __init__(self, database: Database, box: SecretBox) -> None:
+        self._database = database
         self._box = box
 
     @classmethod
     async def open(cls, data_dir: Path, box: SecretBox) -> LLMConfigStore:
-        # Autocommit: every statement is its own short transaction.
-        connection = await aiosqlite.connect(str(data_dir / DATABASE_NAME), isolation_level=None)
-        await connection.execute("PRAGMA journal_mode=WAL")
-        await connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        # A deleted or replaced config (its encrypted key, a URL) is overwritten, not left in free pages.
-        await connection.execute("PRAGMA secure_delete=ON")
-        await connection.executescript(_SCHEMA)
-        store = cls(connection, box)
-        await store._remove_url_credentials()
-        return store
-
-    async def _remove_url_credentials(self) -> None:
-        """Configs saved before credentials in ``base_url`` were refused kept them in plain text:
-        remove them from the stored URL (secure_delete overwrites the old row); the owner sets api_key."""
-        async with self._db.execute("SELECT config_id, config FROM copilot_llm_configs") as cursor:
-            rows = await cursor.fetchall()
-        removed = False
-        for config_id, text in rows:
-            config = json.loads(text)
-            url = config.get("base_url")
-            if isinstance(url, str) and URL_CREDENTIALS.match(url):
-                config["base_url"] = URL_CREDENTIALS.sub(r"\1", url)
-                await self._db.execute(
-                    "UPDATE copilot_llm_configs SET config = ? WHERE config_id = ?", (json.dumps(config), config_id)
-                )
-                log.warning("Removed credentials from the base_url of LLM config %s (use api_key)", config_id)
-                removed = True
-        if removed:  # the old rows' page images must not stay in the write-ahead log either
-            await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        database = await Database.open(Path(data_dir) / DATABASE_NAME, (LLM_CONFIGS_SCHEMA,), name="llm-configs")
+        try:
+            if await database.run(_remove_url_credentials):
+                # The old rows' page images must not stay in the write-ahead log either.
+                await database.call(checkpoint_wal)
+        except BaseException:
+            await database.close()
+            raise
+        return cls(database, box)
 
     async def close(self) -> None:
-        await self._db.close()
+        await self._database.close()
+
+    async def _one(self, query: str, args: tuple[Any, ...]) -> LLMConfigRecord | None:
+        row = await self._database.fetchone(query, args)
+        return LLMConfigRecord.from_row(row) if row else None
+
+    async def _write(self, query: str, args: tuple[Any, ...]) -> None:
+        await self._database.execute(query, args)
 
     async def list(self, user_id: str) -> list[LLMConfigRecord]:
-        async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM copilot_llm_configs WHERE user_id = ? ORDER BY created_at", (user_id,)
-        ) as cursor:
-            return [LLMConfigRecord.from_row(row) for row in await cursor.fetchall()]
+        query = f"SELECT {_COLUMNS} FROM copilot_llm_configs WHERE user_id = ? ORDER BY created_at"
+        return [LLMConfigRecord.from_row(row) for row in await self._database.fetchall(query, (user_id,))]
 
     async def get(self, user_id: str, config_id: str) -> LLMConfigRecord:
         """The user's config, else LLMConfigNotFoundError (another user's included)."""
-        async with self._db.execute(
+        record = await self._one(
             f"SELECT {_COLUMNS} FROM copilot_llm_configs WHERE config_id = ? AND user_id = ?", (config_id, user_id)
-        ) as cursor:
-            row = await cursor.fetchone()
-        if row is None:
+        )
+        if record is None:
             raise LLMConfigNotFoundError(f"LLM config {config_id} not found")
-        return LLMConfigRecord.from_row(row)
+        return record
 
     async def default(self, user_id: str) -> LLMConfigRecord | None:
-        async with self._db.execute(
+        return await self._one(
             f"SELECT {_COLUMNS} FROM copilot_llm_configs WHERE user_id = ? AND is_default = 1", (user_id,)
-        ) as cursor:
-            row = await cursor.fetchone()
-        return LLMConfigRecord.from_row(row) if row else None
+        )
 
     async def create(
         self, user_id: str, config: Mapping[str, Any], *, make_default: bool, approve: Approval | None = None
@@ -155,7 +138,7 @@ class LLMConfigStore:
             await approve(plain)
         now = time.time()
         config_id = str(uuid.uuid4())
-        await self._db.execute(
+        await self._write(
             f"INSERT INTO copilot_llm_configs ({_COLUMNS}) VALUES (?, ?, ?, ?, 0, ?, ?)",
             (config_id, user_id, json.dumps(plain), self._box.encrypt(key) if key else None, now, now),
         )
@@ -184,7 +167,7 @@ class LLMConfigStore:
             encrypted = self._box.encrypt(key) if key else None
         else:
             encrypted = record.encrypted_key
-        await self._db.execute(
+        await self._write(
             "UPDATE copilot_llm_configs SET config = ?, api_key = ?, updated_at = ? WHERE config_id = ? AND user_id = ?",
             (json.dumps(plain), encrypted, time.time(), config_id, user_id),
         )
@@ -192,20 +175,20 @@ class LLMConfigStore:
 
     async def delete(self, user_id: str, config_id: str) -> None:
         await self.get(user_id, config_id)
-        await self._db.execute(
+        await self._write(
             "DELETE FROM copilot_llm_configs WHERE config_id = ? AND user_id = ?", (config_id, user_id)
         )
 
     async def set_default(self, user_id: str, config_id: str) -> LLMConfigRecord:
         await self.get(user_id, config_id)
         # One statement, so there is never a moment with two defaults (or none) for the user.
-        await self._db.execute(
+        await self._write(
             "UPDATE copilot_llm_configs SET is_default = (config_id = ?) WHERE user_id = ?", (config_id, user_id)
         )
         return await self.get(user_id, config_id)
 
     async def clear_default(self, user_id: str) -> None:
-        await self._db.execute("UPDATE copilot_llm_configs SET is_default = 0 WHERE user_id = ?", (user_id,))
+        await self._write("UPDATE copilot_llm_configs SET is_default = 0 WHERE user_id = ?", (user_id,))
 
     def usable(self, record: LLMConfigRecord) -> dict[str, Any]:
         """The full config for a run, the API key decrypted (StoredKeyUnreadableError if it cannot be)."""
@@ -213,3 +196,19 @@ class LLMConfigStore:
         if record.encrypted_key is not None:
             config["api_key"] = self._box.decrypt(record.encrypted_key)
         return config
+
+
+def _remove_url_credentials(db: sqlite3.Connection) -> bool:
+    """Configs saved before credentials in ``base_url`` were refused kept them in plain text:
+    remove them from the stored URL (secure_delete overwrites the old row); the owner sets api_key.
+    True if any was changed."""
+    removed = False
+    for config_id, text in db.execute("SELECT config_id, config FROM copilot_llm_configs").fetchall():
+        config = json.loads(text)
+        url = config.get("base_url")
+        if isinstance(url, str) and URL_CREDENTIALS.match(url):
+            config["base_url"] = URL_CREDENTIALS.sub(r"\1", url)
+            db.execute("UPDATE copilot_llm_configs SET config = ? WHERE config_id = ?", (json.dumps(config), config_id))
+            log.warning("Removed credentials from the base_url of LLM config %s (use api_key)", config_id)
+            removed = True
+    return removed

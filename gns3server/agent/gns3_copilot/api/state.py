@@ -100,11 +100,11 @@ class CopilotState:
             raise
         connector = aiohttp.TCPConnector(limit=CONNECTION_LIMIT, ssl=settings.verify_tls)
         policy = await asyncio.to_thread(load_policy, settings.console_policy)
+        prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         console = ConsoleServices(
-            policy=policy, locks=DeviceLocks(), audit=AuditLog(settings.data_dir),
+            policy=policy, locks=DeviceLocks(), audit=await AuditLog.open(settings.data_dir),
             permissions=HostPermissions(app).for_user,
         )
-        prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         state = cls(settings, storage, llm_configs, connector, console, prompts)
         default = settings.default_llm_config
         log.info(

@@ -3,43 +3,53 @@
 Stored in SQLite in the server's data directory so that an administrator can list
 it later. A command refused because GNS3 does not let the user use the console
 is "denied"; a command run under the user's approval carries the approval (its
-id, the digest of the approved calls, who approved and when). sqlite3 is synchronous, so each call runs in a worker thread over one
-connection guarded by a lock.
+id, the digest of the approved calls, who approved and when). The file is a
+:class:`..db.Database`: queries run on its own thread, off the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..db import Database, Migration, Schema, add_missing_columns
+
 log = logging.getLogger(__name__)
 
 AUDIT_DB_NAME = "copilot_console_audit.sqlite3"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS console_audit (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    time REAL NOT NULL,
-    user TEXT NOT NULL,
-    session TEXT NOT NULL,
-    project TEXT NOT NULL,
-    device TEXT NOT NULL,
-    command TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    detail TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS console_audit_time ON console_audit (time);
-"""
-# Added after the first release: created on older files when they are opened.
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS console_audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        time REAL NOT NULL,
+        user TEXT NOT NULL,
+        session TEXT NOT NULL,
+        project TEXT NOT NULL,
+        device TEXT NOT NULL,
+        command TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        detail TEXT NOT NULL DEFAULT ''
+    )""",
+    "CREATE INDEX IF NOT EXISTS console_audit_time ON console_audit (time)",
+)
+# Added after the first release, before schema versions were recorded.
 _APPROVAL_COLUMNS = {"approval_id": "TEXT", "approval_digest": "TEXT", "approved_by": "TEXT", "approved_at": "REAL"}
 _COLUMNS = ("id", "time", "user", "session", "project", "device", "command", "outcome", "detail", *_APPROVAL_COLUMNS)
+
+
+def _baseline(db: sqlite3.Connection) -> None:
+    """Create the table, or give a table of an older release the approval columns."""
+    for statement in _TABLES:
+        db.execute(statement)
+    add_missing_columns(db, "console_audit", _APPROVAL_COLUMNS)
+
+
+AUDIT_SCHEMA = Schema("console_audit", (Migration(1, _baseline, "console audit with approvals"),))
 _FILTERS = ("user", "session", "project", "device", "outcome")
 
 
@@ -75,34 +85,18 @@ class AuditEntry:
 
 
 class AuditLog:
-    """Append-only command log in ``data_dir``; open lazily, close with :meth:`close`."""
+    """Append-only command log in ``data_dir``; opened by its first use, closed with :meth:`close`."""
 
     def __init__(self, data_dir: str | Path) -> None:
         self.path = Path(data_dir) / AUDIT_DB_NAME
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._database = Database(self.path, (AUDIT_SCHEMA,), name="audit")
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, check_same_thread=False)
-            conn.executescript(_SCHEMA)
-            present = {row[1] for row in conn.execute("PRAGMA table_info(console_audit)")}
-            with conn:
-                for name, kind in _APPROVAL_COLUMNS.items():
-                    if name not in present:
-                        conn.execute(f"ALTER TABLE console_audit ADD COLUMN {name} {kind}")
-            self._conn = conn
-        return self._conn
-
-    def _record(self, rows: list[tuple[Any, ...]]) -> None:
-        with self._lock:
-            conn = self._connection()
-            with conn:
-                conn.executemany(
-                    f"INSERT INTO console_audit ({', '.join(_COLUMNS[1:])}) VALUES ({', '.join('?' * (len(_COLUMNS) - 1))})",
-                    rows,
-                )
+    @classmethod
+    async def open(cls, data_dir: str | Path) -> AuditLog:
+        """Open the file now, so that one the copilot cannot use (SchemaError) stops the start."""
+        log = cls(data_dir)
+        await log._database.start()
+        return log
 
     async def record(self, who: Who, device: str, command: str, outcome: str, detail: str = "") -> None:
         """Append one entry, timestamped now."""
@@ -113,20 +107,8 @@ class AuditLog:
         now = time.time()
         approval = (who.approval_id, who.approval_digest, who.approved_by, who.approved_at)
         rows = [(now, who.user, who.session, who.project, device, c, o, d[:2000], *approval) for c, o, d in entries]
-        await asyncio.to_thread(self._record, rows)
-
-    def _list(self, filters: dict[str, str], since: float | None, limit: int) -> list[AuditEntry]:
-        clauses = [f"{name} = ?" for name in filters]
-        params: list[Any] = list(filters.values())
-        if since is not None:
-            clauses.append("time >= ?")
-            params.append(since)
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        with self._lock:
-            rows = self._connection().execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM console_audit{where} ORDER BY id DESC LIMIT ?", (*params, limit)
-            ).fetchall()
-        return [AuditEntry(*row) for row in rows]
+        query = f"INSERT INTO console_audit ({', '.join(_COLUMNS[1:])}) VALUES ({', '.join('?' * (len(_COLUMNS) - 1))})"
+        await self._database.executemany(query, rows)
 
     async def entries(
         self,
@@ -142,13 +124,15 @@ class AuditLog:
         """Entries matching every filter given, newest first."""
         given = {"user": user, "session": session, "project": project, "device": device, "outcome": outcome}
         filters = {k: v for k, v in given.items() if v is not None and k in _FILTERS}
-        return await asyncio.to_thread(self._list, filters, since, max(1, min(limit, 10_000)))
-
-    def _close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        clauses = [f"{name} = ?" for name in filters]
+        params: list[Any] = list(filters.values())
+        if since is not None:
+            clauses.append("time >= ?")
+            params.append(since)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        query = f"SELECT {', '.join(_COLUMNS)} FROM console_audit{where} ORDER BY id DESC LIMIT ?"
+        args = (*params, max(1, min(limit, 10_000)))
+        return [AuditEntry(*row) for row in await self._database.fetchall(query, args)]
 
     async def close(self) -> None:
-        await asyncio.to_thread(self._close)
+        await self._database.close()

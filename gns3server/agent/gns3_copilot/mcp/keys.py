@@ -20,32 +20,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import aiosqlite
-
+from ..db import Database, Migration, Schema
 from ..errors import CopilotError, ErrorKind
 
 DATABASE_NAME = "copilot_mcp_keys.sqlite3"
-BUSY_TIMEOUT_MS = 30_000
 KEY_PREFIX = "gns3c_mcp_"
 SHOWN_PREFIX_CHARS = len(KEY_PREFIX) + 6
 Scope = Literal["read_only", "full"]
 SCOPES: tuple[Scope, ...] = ("read_only", "full")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS copilot_mcp_keys (
-    key_id      TEXT PRIMARY KEY,
-    user_id     TEXT NOT NULL,
-    name        TEXT NOT NULL,
-    scope       TEXT NOT NULL,
-    digest      TEXT NOT NULL UNIQUE,
-    prefix      TEXT NOT NULL,
-    created_at  REAL NOT NULL,
-    expires_at  REAL,
-    revoked_at  REAL,
-    last_used_at REAL
-);
-CREATE INDEX IF NOT EXISTS copilot_mcp_keys_owner ON copilot_mcp_keys (user_id, created_at);
-"""
+MCP_KEYS_SCHEMA = Schema("mcp_keys", (
+    Migration(1, (
+        """CREATE TABLE IF NOT EXISTS copilot_mcp_keys (
+            key_id      TEXT PRIMARY KEY,
+            user_id     TEXT NOT NULL,
+            name        TEXT NOT NULL,
+            scope       TEXT NOT NULL,
+            digest      TEXT NOT NULL UNIQUE,
+            prefix      TEXT NOT NULL,
+            created_at  REAL NOT NULL,
+            expires_at  REAL,
+            revoked_at  REAL,
+            last_used_at REAL
+        )""",
+        "CREATE INDEX IF NOT EXISTS copilot_mcp_keys_owner ON copilot_mcp_keys (user_id, created_at)",
+    ), "MCP keys"),
+))
 _COLUMNS = "key_id, user_id, name, scope, prefix, created_at, expires_at, revoked_at, last_used_at"
 
 
@@ -92,21 +92,21 @@ class MCPKey:
 
 
 class MCPKeyStore:
-    """Every user's MCP keys, in a SQLite file of their own in the copilot's data directory."""
+    """Every user's MCP keys, in a SQLite file of their own (its schema: :data:`MCP_KEYS_SCHEMA`)."""
 
-    def __init__(self, connection: aiosqlite.Connection) -> None:
-        self._db = connection
+    def __init__(self, database: Database) -> None:
+        self._database = database
 
     @classmethod
     async def open(cls, data_dir: Path) -> MCPKeyStore:
-        connection = await aiosqlite.connect(str(Path(data_dir) / DATABASE_NAME), isolation_level=None)
-        await connection.execute("PRAGMA journal_mode=WAL")
-        await connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        await connection.executescript(_SCHEMA)
-        return cls(connection)
+        return cls(await Database.open(Path(data_dir) / DATABASE_NAME, (MCP_KEYS_SCHEMA,), name="mcp-keys"))
 
     async def close(self) -> None:
-        await self._db.close()
+        await self._database.close()
+
+    async def _row(self, query: str, args: tuple[Any, ...]) -> MCPKey | None:
+        row = await self._database.fetchone(query, args)
+        return MCPKey.from_row(row) if row else None
 
     async def create(
         self, user_id: str, name: str, scope: Scope, expires_at: float | None = None
@@ -116,32 +116,30 @@ class MCPKeyStore:
             raise ValueError(f"scope: must be one of {', '.join(SCOPES)}")
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
         key_id = str(uuid.uuid4())
-        await self._db.execute(
+        row = (key_id, user_id, name, scope, digest_of(secret), secret[:SHOWN_PREFIX_CHARS], time.time(), expires_at)
+        await self._database.execute(
             "INSERT INTO copilot_mcp_keys (key_id, user_id, name, scope, digest, prefix, created_at, expires_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key_id, user_id, name, scope, digest_of(secret), secret[:SHOWN_PREFIX_CHARS], time.time(), expires_at),
+            row,
         )
         return await self.get(user_id, key_id), secret
 
     async def list(self, user_id: str) -> list[MCPKey]:
-        async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE user_id = ? ORDER BY created_at", (user_id,)
-        ) as cursor:
-            return [MCPKey.from_row(row) for row in await cursor.fetchall()]
+        query = f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE user_id = ? ORDER BY created_at"
+        return [MCPKey.from_row(row) for row in await self._database.fetchall(query, (user_id,))]
 
     async def get(self, user_id: str, key_id: str) -> MCPKey:
-        async with self._db.execute(
+        record = await self._row(
             f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE key_id = ? AND user_id = ?", (key_id, user_id)
-        ) as cursor:
-            row = await cursor.fetchone()
-        if row is None:
+        )
+        if record is None:
             raise MCPKeyNotFoundError(f"MCP key {key_id} not found")
-        return MCPKey.from_row(row)
+        return record
 
     async def revoke(self, user_id: str, key_id: str) -> MCPKey:
         """Refuse the key from now on (idempotent); the record stays for the audit's sake."""
         await self.get(user_id, key_id)
-        await self._db.execute(
+        await self._database.execute(
             "UPDATE copilot_mcp_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE key_id = ? AND user_id = ?",
             (time.time(), key_id, user_id),
         )
@@ -150,22 +148,13 @@ class MCPKeyStore:
     async def verify(self, key: str) -> MCPKey | None:
         """The key's record if it is known, not revoked and not expired; its use is noted."""
         now = time.time()
-        async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE digest = ?", (digest_of(key),)
-        ) as cursor:
-            row = await cursor.fetchone()
-        if row is None:
+        record = await self._row(f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE digest = ?", (digest_of(key),))
+        if record is None or not record.usable(now):
             return None
-        record = MCPKey.from_row(row)
-        if not record.usable(now):
-            return None
-        await self._db.execute("UPDATE copilot_mcp_keys SET last_used_at = ? WHERE key_id = ?", (now, record.key_id))
+        await self._database.execute("UPDATE copilot_mcp_keys SET last_used_at = ? WHERE key_id = ?", (now, record.key_id))
         return record
 
     async def still_usable(self, key_id: str) -> bool:
         """Whether a key (seen valid earlier) is still neither revoked nor expired."""
-        async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE key_id = ?", (key_id,)
-        ) as cursor:
-            row = await cursor.fetchone()
-        return row is not None and MCPKey.from_row(row).usable(time.time())
+        record = await self._row(f"SELECT {_COLUMNS} FROM copilot_mcp_keys WHERE key_id = ?", (key_id,))
+        return record is not None and record.usable(time.time())

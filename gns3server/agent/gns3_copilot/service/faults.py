@@ -6,41 +6,47 @@ The student never sees them (they are not in anybody else's sessions, and the
 injection session's history hides its tool calls); the injector reads them with
 ``GET .../faults`` and marks them reverted. A record keeps the tool call that
 undoes it (``undo``) when the tool could tell (read before the change). The table lives next to the session
-table, on the same connection and lock (see ``store.py``).
+table, in the conversations' database (see ``storage.py``).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from .store import run_locked
+from ..db import Database, Migration, Schema, add_missing_columns
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS copilot_faults (
-    fault_id    TEXT PRIMARY KEY,
-    session_id  TEXT NOT NULL,
-    project_id  TEXT NOT NULL,
-    user_id     TEXT NOT NULL,
-    tool        TEXT NOT NULL,
-    args        TEXT NOT NULL,
-    status      TEXT NOT NULL,
-    output      TEXT NOT NULL,
-    created_at  REAL NOT NULL,
-    reverted_at REAL,
-    undo        TEXT
-);
-CREATE INDEX IF NOT EXISTS copilot_faults_project ON copilot_faults (project_id, created_at);
-"""
+
+def _add_undo(db: sqlite3.Connection) -> None:
+    add_missing_columns(db, "copilot_faults", {"undo": "TEXT"})
+
+
+FAULTS_SCHEMA = Schema("faults", (
+    Migration(1, (
+        """CREATE TABLE IF NOT EXISTS copilot_faults (
+            fault_id    TEXT PRIMARY KEY,
+            session_id  TEXT NOT NULL,
+            project_id  TEXT NOT NULL,
+            user_id     TEXT NOT NULL,
+            tool        TEXT NOT NULL,
+            args        TEXT NOT NULL,
+            status      TEXT NOT NULL,
+            output      TEXT NOT NULL,
+            created_at  REAL NOT NULL,
+            reverted_at REAL
+        )""",
+        "CREATE INDEX IF NOT EXISTS copilot_faults_project ON copilot_faults (project_id, created_at)",
+    ), "injected faults"),
+    Migration(2, _add_undo, "the tool call that undoes a fault (automatic revert)"),
+))
+"""The fault table, in the conversations' database (``storage.py``)."""
 _COLUMNS = "fault_id, session_id, project_id, user_id, tool, args, status, output, created_at, reverted_at, undo"
 OUTPUT_MAX = 4000
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -66,28 +72,11 @@ class FaultRecord:
         return cls(*values)
 
 
-def _create(db: sqlite3.Connection) -> None:
-    db.executescript(_SCHEMA)
-    columns = {row[1] for row in db.execute("PRAGMA table_info(copilot_faults)")}
-    if "undo" not in columns:  # a table made before faults could be reverted automatically
-        db.execute("ALTER TABLE copilot_faults ADD COLUMN undo TEXT")
-
-
 class SQLiteFaultStore:
-    """Fault records in SQLite, queried in worker threads (the session store's connection and lock)."""
+    """Fault records in SQLite, on the session store's database (its schema: :data:`FAULTS_SCHEMA`)."""
 
-    def __init__(self, connection: sqlite3.Connection, lock: threading.Lock) -> None:
-        self._db = connection
-        self._lock = lock
-
-    @classmethod
-    async def open(cls, connection: sqlite3.Connection, lock: threading.Lock) -> SQLiteFaultStore:
-        store = cls(connection, lock)
-        await store._run(_create)
-        return store
-
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await run_locked(self._db, self._lock, work)
+    def __init__(self, database: Database) -> None:
+        self._database = database
 
     async def record(
         self, session_id: str, project_id: str, user_id: str, tool: str, args: Mapping[str, Any], status: str,
@@ -98,7 +87,7 @@ class SQLiteFaultStore:
         row = (record.fault_id, session_id, project_id, user_id, tool, json.dumps(record.args, default=str),
                status, record.output, record.created_at, None,
                json.dumps(record.undo, default=str) if record.undo else None)
-        await self._run(lambda db: db.execute(f"INSERT INTO copilot_faults ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", row))
+        await self._database.execute(f"INSERT INTO copilot_faults ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", row)
         return record
 
     async def list(self, project_id: str, user_id: str | None) -> list[FaultRecord]:
@@ -106,18 +95,14 @@ class SQLiteFaultStore:
         where, args = ("project_id = ?", (project_id,)) if user_id is None else (
             "project_id = ? AND user_id = ?", (project_id, user_id))
         query = f"SELECT {_COLUMNS} FROM copilot_faults WHERE {where} ORDER BY created_at"
-        rows = await self._run(lambda db: db.execute(query, args).fetchall())
-        return [FaultRecord.from_row(r) for r in rows]
+        return [FaultRecord.from_row(r) for r in await self._database.fetchall(query, args)]
 
     async def get(self, fault_id: str) -> FaultRecord | None:
-        row = await self._run(
-            lambda db: db.execute(f"SELECT {_COLUMNS} FROM copilot_faults WHERE fault_id = ?", (fault_id,)).fetchone()
-        )
+        row = await self._database.fetchone(f"SELECT {_COLUMNS} FROM copilot_faults WHERE fault_id = ?", (fault_id,))
         return FaultRecord.from_row(row) if row else None
 
     async def mark_reverted(self, fault_id: str) -> FaultRecord | None:
-        await self._run(
-            lambda db: db.execute("UPDATE copilot_faults SET reverted_at = ? WHERE fault_id = ?", (time.time(), fault_id))
+        await self._database.execute(
+            "UPDATE copilot_faults SET reverted_at = ? WHERE fault_id = ?", (time.time(), fault_id)
         )
         return await self.get(fault_id)
-

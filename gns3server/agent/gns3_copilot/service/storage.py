@@ -1,11 +1,11 @@
 """Where conversations live: a checkpointer plus the session table, behind one object.
 
-The embedded default is one SQLite file in the server's data directory, opened
-with one connection in WAL mode, shared by LangGraph's SQLite checkpointer and
-our session table under the checkpointer's lock; both run in worker threads (see
-``checkpointer.py``), so the event loop never waits on SQLite. Anything else
-(PostgreSQL for several servers) only needs to provide a ``BaseCheckpointSaver``
-with ``adelete_thread`` and a ``SessionStore``.
+The embedded default is one SQLite file in the server's data directory, one
+:class:`..db.Database` (one connection on a thread of its own) shared by
+LangGraph's SQLite checkpointer and our session, in-flight and fault tables, so
+the event loop never waits on SQLite. Anything else (PostgreSQL for several
+servers) only needs to provide a ``BaseCheckpointSaver`` with ``adelete_thread``
+and a ``SessionStore``.
 
 Every checkpoint holds the whole message list, and LangGraph keeps them all (for
 time travel, which the copilot does not offer), so a conversation's storage would
@@ -13,16 +13,16 @@ grow with the square of its length (769 MB after 200 turns with a checkpoint per
 graph step). Only each conversation's latest checkpoint (and its pending writes,
 which hold a waiting approval) is ever read, so the others are deleted after
 every run and at start-up (:meth:`Storage.prune`); SQLite zeroes and reuses the
-freed pages.
+freed pages. That SQL reads LangGraph's tables, whose schema is LangGraph's: at
+start-up the columns it uses are checked (:func:`check_checkpoint_tables`), and a
+version of ``langgraph-checkpoint-sqlite`` that changed them stops the start with
+an error naming what is missing, rather than growth going unnoticed.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import sqlite3
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,13 +30,23 @@ from pathlib import Path
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from ..db import Database, SchemaError, checkpoint_wal
 from .checkpointer import ThreadedCheckpointer
-from .faults import SQLiteFaultStore
-from .store import SessionStore, SQLiteSessionStore
+from .faults import FAULTS_SCHEMA, SQLiteFaultStore
+from .store import SESSIONS_SCHEMA, SessionStore, SQLiteSessionStore
 
 log = logging.getLogger(__name__)
 
 DATABASE_NAME = "copilot.sqlite3"
+CHECKPOINT_COLUMNS = {
+    "checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id"),
+    "writes": ("thread_id", "checkpoint_ns", "checkpoint_id"),
+}
+"""LangGraph's tables and the columns of them that pruning reads."""
+
+
+class CheckpointSchemaError(SchemaError):
+    """LangGraph's checkpoint tables lack what pruning needs (a changed ``langgraph-checkpoint-sqlite``)."""
 
 
 @dataclass
@@ -47,16 +57,17 @@ class Storage:
     sessions: SessionStore
     faults: SQLiteFaultStore | None = None
     """Faults injected by ``chat/inject`` (None: this storage does not keep them)."""
-    _connections: tuple[sqlite3.Connection, ...] = ()
-    _prune: Callable[[str | None], int] | None = None
-    _scrub: Callable[[], None] | None = None
+    database: Database | None = None
+    """The database the three share (None: whoever made them closes them)."""
+    _prune: Callable[[sqlite3.Connection, str | None], int] | None = None
 
     async def prune(self, thread_id: str | None = None) -> int:
         """Delete the checkpoints that a newer one of the same conversation supersedes
         (of every conversation if ``thread_id`` is None); returns how many went."""
-        if self._prune is None:
+        prune = self._prune
+        if prune is None or self.database is None:
             return 0
-        return await asyncio.to_thread(self._prune, thread_id)
+        return await self.database.run(lambda connection: prune(connection, thread_id))
 
     async def scrub(self) -> None:
         """Push deleted content out of the write-ahead log too (after a conversation is deleted).
@@ -64,68 +75,80 @@ class Storage:
         The WAL keeps recent page images, old content included, until a checkpoint;
         TRUNCATE copies them into the (zeroing) database file and empties the log.
         """
-        if self._scrub is not None:
-            await asyncio.to_thread(self._scrub)
+        if self.database is not None:
+            await self.database.call(checkpoint_wal)
 
     async def close(self) -> None:
-        await self.sessions.close()
-        for connection in self._connections:
-            await asyncio.to_thread(connection.close)
+        """Close the stores, then the database once its queued work is done."""
+        try:
+            await self.sessions.close()
+        finally:
+            if self.database is not None:
+                await self.database.close()
 
 
 async def open_sqlite_storage(data_dir: str | Path) -> Storage:
-    """Open (creating if needed) the copilot database in ``data_dir``."""
-    directory = Path(data_dir)
-    path = str(directory / DATABASE_NAME)
+    """Open (creating or upgrading if needed) the copilot database in ``data_dir``.
 
-    def open_checkpointer() -> tuple[sqlite3.Connection, SqliteSaver]:
-        directory.mkdir(parents=True, exist_ok=True)
-        # The saver guards this connection with its own lock; calls come from worker threads.
-        connection = sqlite3.connect(path, check_same_thread=False)
-        connection.execute("PRAGMA journal_mode=WAL")
-        # WAL's usual pairing: a commit is not an fsync; a power cut may lose the last
-        # commits, never the database.
-        connection.execute("PRAGMA synchronous=NORMAL")
-        # Deleted content is overwritten with zeros, on every platform (Debian's SQLite does it
-        # by default, others do not): device output in a conversation can hold secrets, and a
-        # deleted conversation, or a superseded copy of one, must not stay readable in free
-        # pages. It costs a few ms of this worker thread per pruned run at 150 turns.
-        connection.execute("PRAGMA secure_delete=ON")
-        saver = SqliteSaver(connection)
-        saver.setup()
-        return connection, saver
-
-    connection, saver = await asyncio.to_thread(open_checkpointer)
-    sessions = await SQLiteSessionStore.open(connection, saver.lock)
-    faults = await SQLiteFaultStore.open(connection, saver.lock)
-    storage = Storage(
-        checkpointer=ThreadedCheckpointer(saver), sessions=sessions, faults=faults, _connections=(connection,),
-        _prune=functools.partial(_prune_superseded, connection, saver.lock),
-        _scrub=functools.partial(_checkpoint_wal, connection, saver.lock),
-    )
-    removed = await storage.prune()  # left by a crash, or by a version that kept them all
+    SchemaError if the file cannot be used: a newer copilot's schema, a failed
+    migration, LangGraph tables without the columns pruning reads.
+    """
+    path = Path(data_dir) / DATABASE_NAME
+    database = await Database.open(path, (SESSIONS_SCHEMA, FAULTS_SCHEMA), synchronous="NORMAL", name="conversations")
+    try:
+        saver = await database.call(_open_saver)
+        storage = Storage(
+            checkpointer=ThreadedCheckpointer(saver, database), sessions=SQLiteSessionStore(database),
+            faults=SQLiteFaultStore(database), database=database, _prune=_prune_superseded,
+        )
+        removed = await storage.prune()  # left by a crash, or by a version that kept them all
+    except BaseException:
+        await database.close()
+        raise
     log.info("Copilot storage opened at %s%s", path, f" ({removed} old checkpoints removed)" if removed else "")
     return storage
 
 
-def _prune_superseded(connection: sqlite3.Connection, lock: threading.Lock, thread_id: str | None) -> int:
-    """Keep only the latest checkpoint (by id, as LangGraph reads it) of each thread and namespace."""
+def _open_saver(connection: sqlite3.Connection) -> SqliteSaver:
+    """LangGraph's saver over the database's connection, its tables created and checked."""
+    saver = SqliteSaver(connection)
+    saver.setup()
+    check_checkpoint_tables(connection)
+    return saver
+
+
+def check_checkpoint_tables(connection: sqlite3.Connection) -> None:
+    """CheckpointSchemaError unless LangGraph's tables have the columns :func:`_prune_superseded` reads."""
+    missing = []
+    for table, columns in CHECKPOINT_COLUMNS.items():
+        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+        if not present:
+            missing.append(f"table {table}")
+        else:
+            missing += [f"{table}.{column}" for column in columns if column not in present]
+    if missing:
+        raise CheckpointSchemaError(
+            f"LangGraph's checkpoint tables lack {', '.join(missing)}: old conversation copies could not be "
+            "pruned and storage would grow with the square of each conversation's length. This "
+            "langgraph-checkpoint-sqlite is not one the copilot supports (see setup.cfg)."
+        )
+
+
+def _prune_superseded(connection: sqlite3.Connection, thread_id: str | None) -> int:
+    """Keep only the latest checkpoint (by id, as LangGraph reads it) of each thread and namespace.
+
+    Runs inside the caller's transaction (:meth:`..db.Database.run`).
+    """
     where, args = ("WHERE thread_id = ?", (thread_id,)) if thread_id is not None else ("", ())
     removed = 0
-    with lock, connection:  # one transaction
-        latest = connection.execute(
-            f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) FROM checkpoints {where} GROUP BY thread_id, checkpoint_ns",
-            args,
-        ).fetchall()
-        for key in latest:
-            for table in ("checkpoints", "writes"):
-                cursor = connection.execute(
-                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id <> ?", key
-                )
-                removed += cursor.rowcount if table == "checkpoints" else 0
+    latest = connection.execute(
+        f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) FROM checkpoints {where} GROUP BY thread_id, checkpoint_ns",
+        args,
+    ).fetchall()
+    for key in latest:
+        for table in ("checkpoints", "writes"):
+            cursor = connection.execute(
+                f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id <> ?", key
+            )
+            removed += cursor.rowcount if table == "checkpoints" else 0
     return removed
-
-
-def _checkpoint_wal(connection: sqlite3.Connection, lock: threading.Lock) -> None:
-    with lock:
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -9,69 +9,63 @@ service uses; :class:`SQLiteSessionStore` is the embedded implementation.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
-import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS copilot_sessions (
-    session_id    TEXT PRIMARY KEY,
-    user_id       TEXT NOT NULL,
-    project_id    TEXT NOT NULL,
-    title         TEXT NOT NULL,
-    created_at    REAL NOT NULL,
-    updated_at    REAL NOT NULL,
-    runs          INTEGER NOT NULL DEFAULT 0,
-    input_tokens  INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    total_tokens  INTEGER NOT NULL DEFAULT 0,
-    pending       TEXT,
-    pinned        INTEGER NOT NULL DEFAULT 0,
-    message_count INTEGER NOT NULL DEFAULT 0,
-    kind          TEXT NOT NULL DEFAULT 'chat'
-);
-CREATE INDEX IF NOT EXISTS copilot_sessions_owner ON copilot_sessions (user_id, project_id, updated_at);
-CREATE TABLE IF NOT EXISTS copilot_inflight (
-    session_id    TEXT PRIMARY KEY,
-    question      TEXT,
-    partial       TEXT NOT NULL DEFAULT '',
-    updated_at    REAL NOT NULL
-);
-"""
+from ..db import Database, Migration, Schema, add_missing_columns
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS copilot_sessions (
+        session_id    TEXT PRIMARY KEY,
+        user_id       TEXT NOT NULL,
+        project_id    TEXT NOT NULL,
+        title         TEXT NOT NULL,
+        created_at    REAL NOT NULL,
+        updated_at    REAL NOT NULL,
+        runs          INTEGER NOT NULL DEFAULT 0,
+        input_tokens  INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        total_tokens  INTEGER NOT NULL DEFAULT 0,
+        pending       TEXT,
+        pinned        INTEGER NOT NULL DEFAULT 0,
+        message_count INTEGER NOT NULL DEFAULT 0,
+        kind          TEXT NOT NULL DEFAULT 'chat'
+    )""",
+    "CREATE INDEX IF NOT EXISTS copilot_sessions_owner ON copilot_sessions (user_id, project_id, updated_at)",
+    """CREATE TABLE IF NOT EXISTS copilot_inflight (
+        session_id    TEXT PRIMARY KEY,
+        question      TEXT,
+        partial       TEXT NOT NULL DEFAULT '',
+        updated_at    REAL NOT NULL
+    )""",
+)
+# Columns added after the first release, before schema versions were recorded.
+_ADDED_COLUMNS = {
+    "pinned": "INTEGER NOT NULL DEFAULT 0",
+    "message_count": "INTEGER NOT NULL DEFAULT 0",
+    "kind": "TEXT NOT NULL DEFAULT 'chat'",
+}
 _COLUMNS = (
     "session_id, user_id, project_id, title, created_at, updated_at, runs, input_tokens, output_tokens, "
     "total_tokens, pending, pinned, message_count, kind"
 )
-# Columns added after the first release: (name, definition) added to an older table at start-up.
-_ADDED_COLUMNS = (
-    ("pinned", "INTEGER NOT NULL DEFAULT 0"),
-    ("message_count", "INTEGER NOT NULL DEFAULT 0"),
-    ("kind", "TEXT NOT NULL DEFAULT 'chat'"),
-)
+
+
+def _baseline(db: sqlite3.Connection) -> None:
+    """Create the tables, or give a table of an older release the columns it lacks."""
+    for statement in _TABLES:
+        db.execute(statement)
+    add_missing_columns(db, "copilot_sessions", _ADDED_COLUMNS)
+
+
+SESSIONS_SCHEMA = Schema("sessions", (Migration(1, _baseline, "sessions and in-flight turns"),))
+"""The session and in-flight tables, in the conversations' database (``storage.py``)."""
 TITLE_MAX = 200
-T = TypeVar("T")
-
-
-async def run_locked(db: sqlite3.Connection, lock: threading.Lock, work: Callable[[sqlite3.Connection], T]) -> T:
-    """``work`` on the shared connection, in a worker thread, under its lock, as one transaction."""
-
-    def locked() -> T:
-        with lock:
-            try:
-                result = work(db)
-                db.commit()
-                return result
-            except BaseException:
-                db.rollback()
-                raise
-
-    return await asyncio.to_thread(locked)
 
 
 @dataclass(frozen=True)
@@ -144,29 +138,18 @@ def clean_title(title: str) -> str:
 
 
 class SQLiteSessionStore:
-    """Session records in a SQLite table, queried in worker threads.
+    """Session records in SQLite, on the conversations' database (its schema: :data:`SESSIONS_SCHEMA`).
 
-    It shares the checkpointer's connection and lock: one connection means no
-    lock contention between two writers on the same file (SQLite can refuse an
-    upgrade from read to write at once, busy timeout or not), and the thread keeps
-    the event loop free.
+    It shares the checkpointer's database: one connection means no lock contention
+    between two writers on the same file (SQLite can refuse an upgrade from read to
+    write at once, busy timeout or not), and its thread keeps the event loop free.
     """
 
-    def __init__(self, connection: sqlite3.Connection, lock: threading.Lock) -> None:
-        self._db = connection
-        self._lock = lock
-
-    @classmethod
-    async def open(cls, connection: sqlite3.Connection, lock: threading.Lock) -> SQLiteSessionStore:
-        store = cls(connection, lock)
-        await store._run(_migrate)
-        return store
+    def __init__(self, database: Database) -> None:
+        self._database = database
 
     async def close(self) -> None:
-        """Nothing to do: the connection belongs to the storage that opened it."""
-
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await run_locked(self._db, self._lock, work)
+        """Nothing to do: the database belongs to the storage that opened it."""
 
     async def create(
         self, user_id: str, project_id: str, title: str, session_id: str | None = None, kind: str = "chat"
@@ -182,21 +165,17 @@ class SQLiteSessionStore:
             session_id or str(uuid.uuid4()), user_id, project_id, clean_title(title), now, now, kind=kind
         )
         placeholders = ", ".join("?" * len(asdict(record)))
-        await self._run(
-            lambda db: db.execute(
-                f"INSERT OR IGNORE INTO copilot_sessions ({_COLUMNS}) VALUES ({placeholders})",
-                tuple(asdict(record).values()),
-            )
+        await self._database.execute(
+            f"INSERT OR IGNORE INTO copilot_sessions ({_COLUMNS}) VALUES ({placeholders})",
+            tuple(asdict(record).values()),
         )
         stored = await self.get(record.session_id)
         assert stored is not None  # inserted, or already there
         return stored
 
     async def get(self, session_id: str) -> SessionRecord | None:
-        row = await self._run(
-            lambda db: db.execute(
-                f"SELECT {_COLUMNS} FROM copilot_sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
+        row = await self._database.fetchone(
+            f"SELECT {_COLUMNS} FROM copilot_sessions WHERE session_id = ?", (session_id,)
         )
         return SessionRecord(*row) if row else None
 
@@ -206,15 +185,12 @@ class SQLiteSessionStore:
             f"SELECT {_COLUMNS} FROM copilot_sessions WHERE project_id = ? AND user_id = ? "
             "ORDER BY pinned DESC, updated_at DESC"
         )
-        rows = await self._run(lambda db: db.execute(query, (project_id, user_id)).fetchall())
-        return [SessionRecord(*row) for row in rows]
+        return [SessionRecord(*row) for row in await self._database.fetchall(query, (project_id, user_id))]
 
     async def rename(self, session_id: str, title: str) -> SessionRecord | None:
-        await self._run(
-            lambda db: db.execute(
-                "UPDATE copilot_sessions SET title = ?, updated_at = ? WHERE session_id = ?",
-                (clean_title(title), time.time(), session_id),
-            )
+        await self._database.execute(
+            "UPDATE copilot_sessions SET title = ?, updated_at = ? WHERE session_id = ?",
+            (clean_title(title), time.time(), session_id),
         )
         return await self.get(session_id)
 
@@ -223,7 +199,7 @@ class SQLiteSessionStore:
             db.execute("DELETE FROM copilot_inflight WHERE session_id = ?", (session_id,))
             return db.execute("DELETE FROM copilot_sessions WHERE session_id = ?", (session_id,)).rowcount
 
-        return await self._run(delete) > 0
+        return await self._database.run(delete) > 0
 
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None:
         """Count one run and add its token usage to the session's totals."""
@@ -234,39 +210,30 @@ class SQLiteSessionStore:
             int(usage.get("total_tokens", 0)),
             session_id,
         )
-        await self._run(
-            lambda db: db.execute(
-                "UPDATE copilot_sessions SET runs = runs + 1, updated_at = ?, input_tokens = input_tokens + ?, "
-                "output_tokens = output_tokens + ?, total_tokens = total_tokens + ? WHERE session_id = ?",
-                params,
-            )
+        await self._database.execute(
+            "UPDATE copilot_sessions SET runs = runs + 1, updated_at = ?, input_tokens = input_tokens + ?, "
+            "output_tokens = output_tokens + ?, total_tokens = total_tokens + ? WHERE session_id = ?",
+            params,
         )
 
     async def set_pending(self, session_id: str, pending: Any) -> None:
         """Remember (or forget, with None) the approval the session waits for."""
         text = json.dumps(pending, default=str) if pending else None
-        await self._run(
-            lambda db: db.execute("UPDATE copilot_sessions SET pending = ? WHERE session_id = ?", (text, session_id))
-        )
+        await self._database.execute("UPDATE copilot_sessions SET pending = ? WHERE session_id = ?", (text, session_id))
 
     async def set_inflight(self, session_id: str, inflight: InFlight | None) -> None:
         """Remember the running turn (or forget it, with None, once its checkpoint is written)."""
         if inflight is None:
-            await self._run(lambda db: db.execute("DELETE FROM copilot_inflight WHERE session_id = ?", (session_id,)))
+            await self._database.execute("DELETE FROM copilot_inflight WHERE session_id = ?", (session_id,))
             return
-        params = (session_id, inflight.question, inflight.partial, time.time())
-        await self._run(
-            lambda db: db.execute(
-                "INSERT OR REPLACE INTO copilot_inflight (session_id, question, partial, updated_at) VALUES (?, ?, ?, ?)",
-                params,
-            )
+        await self._database.execute(
+            "INSERT OR REPLACE INTO copilot_inflight (session_id, question, partial, updated_at) VALUES (?, ?, ?, ?)",
+            (session_id, inflight.question, inflight.partial, time.time()),
         )
 
     async def inflight(self, session_id: str) -> InFlight | None:
-        row = await self._run(
-            lambda db: db.execute(
-                "SELECT question, partial FROM copilot_inflight WHERE session_id = ?", (session_id,)
-            ).fetchone()
+        row = await self._database.fetchone(
+            "SELECT question, partial FROM copilot_inflight WHERE session_id = ?", (session_id,)
         )
         return InFlight(*row) if row else None
 
@@ -274,34 +241,19 @@ class SQLiteSessionStore:
         """Forget the pending approval if it is still ``expected`` (its stored JSON); True if this call did."""
         if expected is None:
             return False
-        cleared = await self._run(
-            lambda db: db.execute(
-                "UPDATE copilot_sessions SET pending = NULL WHERE session_id = ? AND pending = ?", (session_id, expected)
-            ).rowcount
+        cleared = await self._database.execute(
+            "UPDATE copilot_sessions SET pending = NULL WHERE session_id = ? AND pending = ?", (session_id, expected)
         )
         return cleared == 1
 
     async def set_pinned(self, session_id: str, pinned: bool) -> SessionRecord | None:
         """Pin (or unpin) the session; its ``updated_at`` is left alone (pinning is not using it)."""
-        await self._run(
-            lambda db: db.execute(
-                "UPDATE copilot_sessions SET pinned = ? WHERE session_id = ?", (int(pinned), session_id)
-            )
+        await self._database.execute(
+            "UPDATE copilot_sessions SET pinned = ? WHERE session_id = ?", (int(pinned), session_id)
         )
         return await self.get(session_id)
 
     async def set_message_count(self, session_id: str, count: int) -> None:
-        await self._run(
-            lambda db: db.execute(
-                "UPDATE copilot_sessions SET message_count = ? WHERE session_id = ?", (count, session_id)
-            )
+        await self._database.execute(
+            "UPDATE copilot_sessions SET message_count = ? WHERE session_id = ?", (count, session_id)
         )
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """Create the table, or add the columns a table from an older version lacks."""
-    db.executescript(_SCHEMA)
-    present = {row[1] for row in db.execute("PRAGMA table_info(copilot_sessions)")}
-    for name, definition in _ADDED_COLUMNS:
-        if name not in present:
-            db.execute(f"ALTER TABLE copilot_sessions ADD COLUMN {name} {definition}")
