@@ -167,8 +167,12 @@ class MCPEndpoint:
         client_factory: Callable[[str], GNS3Client],
     ) -> MCPEndpoint:
         keys = await MCPKeyStore.open(data_dir)
-        endpoint = cls(keys, lookup, console, client_factory)
-        await endpoint.start()
+        try:
+            endpoint = cls(keys, lookup, console, client_factory)
+            await endpoint.start()
+        except BaseException:
+            await keys.close()  # nothing else is open yet: the sessions' task ended with the error
+            raise
         return endpoint
 
     async def start(self) -> None:
