@@ -142,7 +142,30 @@ def _find_endpoint(nodes: Sequence[Mapping[str, Any]], node_ref: str, port_ref: 
     raise GNS3NotFoundError(f"node {node.get('name')!r} has no port {port_ref!r} (ports: {available})")
 
 
-class GNS3Client:
+class _HoldsSession:
+    """Something holding an ``aiohttp.ClientSession``: ``async with`` ends with :meth:`close`."""
+
+    _session: aiohttp.ClientSession | None
+
+    async def close(self) -> None:
+        """Close the session (idempotent); requests fail from then on."""
+        await self._release()
+
+    async def _release(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+class GNS3Client(_HoldsSession):
     """A GNS3 v3 API client bound to one server and one user's bearer token.
 
     ``base_url`` is the server root (``http://host:3080``; a trailing ``/v3`` is
@@ -191,21 +214,11 @@ class GNS3Client:
             self._session = aiohttp.ClientSession()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
     async def close(self) -> None:
         """Close the HTTP session if this client opened it (idempotent); a borrowed one stays open."""
         if self._borrowed:
             return
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        await self._release()
 
     # -- transport boundary -------------------------------------------------
 
@@ -417,7 +430,7 @@ class GNS3Client:
 
 
 
-class GNS3Connection:
+class GNS3Connection(_HoldsSession):
     """One server's HTTP connection pool, open for the server's whole life.
 
     One ``aiohttp.ClientSession`` (keep-alive connections reused by every user and
@@ -438,20 +451,6 @@ class GNS3Connection:
         connector = aiohttp.TCPConnector(limit=self._limit, ssl=None if self._verify_tls else False)
         self._session = aiohttp.ClientSession(connector=connector)
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        """Close the pool (idempotent); clients made from it fail from then on."""
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
 
     def client(self, token: str) -> GNS3Client:
         """A client acting as the user whose token this is (entering and leaving it costs nothing)."""
