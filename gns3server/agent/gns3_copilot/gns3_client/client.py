@@ -31,7 +31,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import aiohttp
 
@@ -47,7 +47,7 @@ from .exceptions import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GNS3Client", "GNS3Connection", "NodeAction", "NODE_ACTIONS", "gather_cancelling"]
+__all__ = ["NODE_ACTIONS", "GNS3Client", "GNS3Connection", "NodeAction", "gather_cancelling"]
 
 NodeAction = Literal["start", "stop", "suspend", "reload"]
 NODE_ACTIONS: tuple[NodeAction, ...] = ("start", "stop", "suspend", "reload")
@@ -184,10 +184,7 @@ class GNS3Client(_HoldsSession):
         connect_timeout: float | None = 10.0,
         session: aiohttp.ClientSession | None = None,
     ) -> None:
-        root = base_url.rstrip("/")
-        if root.endswith("/v3"):
-            root = root[: -len("/v3")]
-        self._base_url = root
+        self._base_url = base_url.rstrip("/").removesuffix("/v3")
         self._token = token
         self._timeout_seconds = timeout
         self._timeout = aiohttp.ClientTimeout(total=timeout, connect=connect_timeout)
@@ -207,7 +204,7 @@ class GNS3Client(_HoldsSession):
         """The bearer token sent with every authenticated request."""
         return self._token
 
-    async def __aenter__(self) -> GNS3Client:
+    async def __aenter__(self) -> Self:
         if not self._borrowed:
             if self._session is not None:
                 raise RuntimeError("GNS3Client is already open")
@@ -445,10 +442,10 @@ class GNS3Connection(_HoldsSession):
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
 
-    async def __aenter__(self) -> GNS3Connection:
+    async def __aenter__(self) -> Self:
         if self._session is not None:
             raise RuntimeError("GNS3Connection is already open")
-        connector = aiohttp.TCPConnector(limit=self._limit, ssl=None if self._verify_tls else False)
+        connector = aiohttp.TCPConnector(limit=self._limit, ssl=self._verify_tls)  # True: verified with the default context
         self._session = aiohttp.ClientSession(connector=connector)
         return self
 
