@@ -17,8 +17,9 @@ the same run:
 Per variant, over ``--rounds`` rounds taken in turns (the order rotating, so that
 a busy machine's drifting load is shared out): ``--sequential`` reads one after
 another (p50/p99 per read), then ``--concurrency`` reads at once (summed wall
-time); the CPU time this process spent on them (the copilot's side) and the TCP
-connections it opened (counted with aiohttp's tracing).
+time); the CPU time per read of this process (the copilot's side) and of the
+gns3-server process (CPU time is the steady measure on a shared machine, where
+wall times follow the load), and the TCP connections opened (aiohttp's tracing).
 
 Run: ``.venv/bin/python bench/gns3_pool.py`` (``--rounds 2`` for a smoke run).
 Needs ``qemu-system-x86_64`` on the PATH (the QEMU routers), as the tests do.
@@ -38,6 +39,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
@@ -64,15 +66,24 @@ class Connections:
         self.opened += 1
 
 
+def _cpu(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
 class Variant:
     """One way of making clients, with what its reads cost."""
 
-    def __init__(self, name: str, factory: ClientFactory, counter: Connections, project_id: str) -> None:
-        self.name, self.counter = name, counter
+    def __init__(
+        self, name: str, factory: ClientFactory, counter: Connections, project_id: str, server: psutil.Process
+    ) -> None:
+        self.name, self.counter, self.server = name, counter, server
         self.tool = GNS3TopologyTool(client_factory=factory, project_id=project_id)
         self.latencies: list[float] = []
+        self.rounds_reads = 0
         self.concurrent_s = 0.0
         self.cpu_s = 0.0
+        self.server_cpu_s = 0.0
 
     async def one(self) -> float:
         started = time.perf_counter()
@@ -82,21 +93,28 @@ class Variant:
         return time.perf_counter() - started
 
     async def round(self, sequential: int, concurrency: int) -> None:
-        cpu = time.process_time()
+        cpu, server_cpu = time.process_time(), _cpu(self.server)
         for _ in range(sequential):
             self.latencies.append(await self.one())
         started = time.perf_counter()
         await asyncio.gather(*(self.one() for _ in range(concurrency)))
+        self.rounds_reads += sequential + concurrency
         self.concurrent_s += time.perf_counter() - started
         self.cpu_s += time.process_time() - cpu
+        self.server_cpu_s += _cpu(self.server) - server_cpu
 
     def row(self) -> dict[str, Any]:
         latencies = sorted(self.latencies)
         return {
             "p50_ms": statistics.median(latencies) * 1000,
             "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
-            "concurrent_s": self.concurrent_s, "cpu_s": self.cpu_s, "connections": self.counter.opened,
+            "concurrent_s": self.concurrent_s, "cpu_ms": self.cpu_s * 1000 / self.reads,
+            "server_cpu_ms": self.server_cpu_s * 1000 / self.reads, "connections": self.counter.opened,
         }
+
+    @property
+    def reads(self) -> int:
+        return max(1, self.rounds_reads)
 
 
 async def run(rounds: int, sequential: int, concurrency: int, nodes: int) -> list[tuple[str, dict[str, Any]]]:
@@ -119,18 +137,20 @@ async def run(rounds: int, sequential: int, concurrency: int, nodes: int) -> lis
                 pool_session.trace_configs.append(pooled.trace)
                 pooled.trace.freeze()
                 own, shared = Connections(), Connections()
+                gns3 = psutil.Process(server.process.pid)
                 variants = [
                     Variant("session per read (naive)",
-                            lambda: _OwnSessionClient(server.base_url, token, own), own, pid),
+                            lambda: _OwnSessionClient(server.base_url, token, own), own, pid, gns3),
                     Variant("shared connector, session per operation (before)",
-                            lambda: _ConnectorClient(server.base_url, token, connector, shared), shared, pid),
-                    Variant("one pool (now)", lambda: pool.client(token), pooled, pid),
+                            lambda: _ConnectorClient(server.base_url, token, connector, shared), shared, pid, gns3),
+                    Variant("one pool (now)", lambda: pool.client(token), pooled, pid, gns3),
                 ]
                 for variant in variants:  # warm-up, not counted: first connections, server caches
                     await variant.one()
                 for variant in variants:
                     variant.latencies.clear()
                     variant.counter.opened = 0
+                    variant.rounds_reads = 0
                 for i in range(rounds):
                     for variant in variants[i % 3:] + variants[:i % 3]:
                         await variant.round(sequential, concurrency)
@@ -175,12 +195,13 @@ def table(results: list[tuple[str, dict[str, Any]]], rounds: int, sequential: in
         f"per client: {rounds} rounds of {sequential} topology reads one after another, then {concurrency} at once"
         f" ({rounds * (sequential + concurrency)} reads, 3 GETs each); the clients take turns, round by round",
         "",
-        "| client | p50 per read | p99 per read | concurrent wall | client CPU | TCP connections |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| client | p50 per read | p99 per read | concurrent wall | copilot-side CPU per read | gns3-server CPU per read"
+        " | TCP connections |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in results:
         lines.append(f"| {name} | {r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | {r['concurrent_s']:.2f} s "
-                     f"| {r['cpu_s']:.2f} s | {r['connections']} |")
+                     f"| {r['cpu_ms']:.2f} ms | {r['server_cpu_ms']:.2f} ms | {r['connections']} |")
     return "\n".join(lines)
 
 

@@ -23,7 +23,9 @@ from .errors import install_error_handlers
 from .lifecycle import install_lifespan
 from .middleware import BodySizeLimitMiddleware
 from .routes import OUR_PATHS, access_router, copilot_router
-from .webui import WebUIButtonMiddleware  # issue 6 (panel): the Copilot button in GNS3's web UI
+from .webui import (
+    WebUIButtonMiddleware,  # issue 6 (panel): the Copilot button in GNS3's web UI
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +51,9 @@ def install(app: FastAPI) -> None:
 
 def main() -> None:
     """Console script entry point: same command line as ``gns3server``."""
-    from gns3server import main as gns3_main
     from gns3server.api.server import app
+
+    from gns3server import main as gns3_main
 
     install(app)
     gns3_main.main()

@@ -149,8 +149,11 @@ async def _copilot_lifespan(app: FastAPI) -> AsyncIterator[None]:
         setattr(app.state, ENDPOINT_STATE, mcp)
 
         def begin_exit() -> None:
-            state.begin_shutdown()  # runs cancelled now: their streams end with abort/done
-            mcp.begin_shutdown()  # no new MCP requests; sessions end
+            try:
+                state.begin_shutdown()  # runs cancelled now: their streams end with abort/done
+                mcp.begin_shutdown()  # no new MCP requests; sessions end
+            except RuntimeError:  # a second signal after uvicorn forced the exit: the loop is gone
+                log.debug("exit signal after the event loop closed")
 
         try:
             with exit_signals(begin_exit):
