@@ -51,9 +51,8 @@ def install(app: FastAPI) -> None:
 
 def main() -> None:
     """Console script entry point: same command line as ``gns3server``."""
-    from gns3server.api.server import app
-
     from gns3server import main as gns3_main
+    from gns3server.api.server import app
 
     install(app)
     gns3_main.main()
