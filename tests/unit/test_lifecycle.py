@@ -2,7 +2,8 @@
 
 "Open" is observed from outside, not from the objects' own flags: file
 descriptors of this process under the test's directory (every database is a
-file there), aiohttp sessions not closed, aiosqlite worker threads alive.
+file there), aiohttp sessions not closed, aiosqlite worker threads alive —
+compared with what was open before (other tests of the process may leave theirs).
 """
 
 from __future__ import annotations
@@ -55,12 +56,18 @@ def _live_sqlite_threads() -> list[aiosqlite.Connection]:
     return [o for o in gc.get_objects() if isinstance(o, aiosqlite.Connection) and o.is_alive()]
 
 
-def _what_is_open(root: Path) -> dict[str, list[Any]]:
-    return {"files": _open_files_under(root), "http sessions": _open_sessions(),
-            "aiosqlite threads": _live_sqlite_threads()}
+def _what_is_open(root: Path) -> dict[str, set[Any]]:
+    return {"files": set(_open_files_under(root)), "http sessions": {id(s) for s in _open_sessions()},
+            "aiosqlite threads": {id(t) for t in _live_sqlite_threads()}}
 
 
-NOTHING_OPEN: dict[str, list[Any]] = {"files": [], "http sessions": [], "aiosqlite threads": []}
+def _opened_since(before: dict[str, set[Any]], root: Path) -> dict[str, set[Any]]:
+    """What is open now and was not before (empty sets: nothing left open)."""
+    now = _what_is_open(root)
+    return {kind: now[kind] - before[kind] for kind in now}
+
+
+NOTHING: dict[str, set[Any]] = {"files": set(), "http sessions": set(), "aiosqlite threads": set()}
 
 
 def _settings(root: Path, **changes: Any) -> CopilotSettings:
@@ -109,33 +116,34 @@ async def test_start_up_failing_at_any_step_leaves_nothing_open(tmp_path: Path, 
     breaker, error = FAILING_STEPS[step]
     settings = _settings(tmp_path, **breaker(tmp_path))
     before = _what_is_open(tmp_path)
-    assert before == NOTHING_OPEN
     with pytest.raises(error):
         async with copilot_running(settings, FastAPI(), _no_user):
             pytest.fail("start-up should have failed")
-    assert _what_is_open(tmp_path) == NOTHING_OPEN
+    assert _opened_since(before, tmp_path) == NOTHING
 
 
 async def test_a_started_copilot_is_open_and_closes_everything(tmp_path: Path) -> None:
     """The same observations see the parts while the copilot runs (so the test above can fail)."""
+    before = _what_is_open(tmp_path)
     async with copilot_running(_settings(tmp_path), FastAPI(), _no_user) as (state, mcp):
-        running = _what_is_open(tmp_path)
+        running = _opened_since(before, tmp_path)
         assert any(f.endswith(STORAGE_DB) for f in running["files"])
         assert any(f.endswith(MCP_KEYS_DB) for f in running["files"])
         assert len(running["http sessions"]) == 1  # one pool for every user and operation
-        assert len(running["aiosqlite threads"]) >= 2  # LLM configs and MCP keys
+        assert len(running["aiosqlite threads"]) == 2  # LLM configs and MCP keys
         async with state.gns3_client("token-a") as a, state.gns3_client("token-b") as b:
             assert (a.token, b.token) == ("token-a", "token-b")
-        assert len(_open_sessions()) == 1  # clients borrow the pool: none of their own
+            assert len(_opened_since(before, tmp_path)["http sessions"]) == 1  # clients borrow the pool
         assert mcp.running
-    assert _what_is_open(tmp_path) == NOTHING_OPEN
+    assert _opened_since(before, tmp_path) == NOTHING
 
 
 async def test_a_failing_body_still_closes_everything(tmp_path: Path) -> None:
+    before = _what_is_open(tmp_path)
     with pytest.raises(RuntimeError, match="boom"):
         async with copilot_running(_settings(tmp_path), FastAPI(), _no_user):
             raise RuntimeError("boom")
-    assert _what_is_open(tmp_path) == NOTHING_OPEN
+    assert _opened_since(before, tmp_path) == NOTHING
 
 
 def test_exit_signals_call_ours_then_the_previous_handler_and_are_removed() -> None:
@@ -186,7 +194,8 @@ async def test_the_lifespan_runs_the_host_start_up_first_and_its_shutdown_last(t
     app.router.on_startup.append(host_start)
     app.router.on_shutdown.append(host_stop)
     install(app)
-    monkeypatch.setattr(lifecycle, "settings_from_gns3", lambda: _settings(tmp_path))
+    monkeypatch.setattr(lifecycle, "settings_from_gns3", lambda: _settings(tmp_path))  # not GNS3's config
+    before = _what_is_open(tmp_path)
 
     messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     sent: list[dict[str, Any]] = []
@@ -206,4 +215,4 @@ async def test_the_lifespan_runs_the_host_start_up_first_and_its_shutdown_last(t
     await asyncio.wait_for(lifespan, timeout=60)
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
     assert order == ["host start", "copilot running", "host stop (copilot gone)"]
-    assert _what_is_open(tmp_path) == NOTHING_OPEN
+    assert _opened_since(before, tmp_path) == NOTHING
