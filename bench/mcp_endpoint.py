@@ -41,6 +41,7 @@ from mcp.client.streamable_http import create_mcp_http_client, streamable_http_c
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))  # tests.support
 
 from gns3_process import GNS3ServerProcess  # noqa: E402
 from server import percentile, write_section  # noqa: E402  (bench/server.py's helpers)

@@ -34,13 +34,15 @@ from typing import Any
 from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 
 from gns3_labs import build_lab  # noqa: E402
 from gns3_process import GNS3ServerProcess  # noqa: E402
 
 from gns3server.agent.gns3_copilot.agent.context.topology import TOPOLOGY_LEVELS, render_topology  # noqa: E402
 from gns3server.agent.gns3_copilot.agent.context_manager import count_tokens  # noqa: E402
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client, fetch_topology  # noqa: E402
+from gns3server.agent.gns3_copilot.gns3_client import fetch_topology  # noqa: E402
+from tests.support.gns3_admin import AdminClient  # noqa: E402
 
 
 def inventory_baseline(rest: dict[str, Any], base_url: str) -> str:
@@ -70,7 +72,7 @@ def inventory_baseline(rest: dict[str, Any], base_url: str) -> str:
                 "nodes": inventory, "links": links})
 
 
-async def measure(client: GNS3Client, size: int, runs: int) -> dict[str, Any]:
+async def measure(client: AdminClient, size: int, runs: int) -> dict[str, Any]:
     project = await client.create_project(f"bench-topology-{size}")
     pid = project["project_id"]
     try:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 
 from gns3_labs import lab_plan  # noqa: E402
 

@@ -17,7 +17,7 @@ import pytest
 from gns3_labs import build_lab
 from gns3_process import GNS3ServerProcess
 
-from gns3server.agent.gns3_copilot.gns3_client.client import GNS3Client
+from tests.support.gns3_admin import AdminClient
 
 # The administrator of the shared test server lets users reach the loopback stubs (the default
 # policy, public https only, is tested on a server of its own: test_security_secrets.py).
@@ -39,14 +39,14 @@ def gns3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GNS3Server
 
 
 @pytest.fixture
-async def gns3_client(gns3_server: GNS3ServerProcess) -> AsyncIterator[GNS3Client]:
+async def gns3_client(gns3_server: GNS3ServerProcess) -> AsyncIterator[AdminClient]:
     """A client logged in as admin (it logs in on first use)."""
     async with gns3_server.client() as client:
         yield client
 
 
 @pytest.fixture
-async def gns3_project(gns3_client: GNS3Client, request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any]]:
+async def gns3_project(gns3_client: AdminClient, request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any]]:
     """A fresh, open project, deleted afterwards."""
     project = await gns3_client.create_project(f"test-{request.node.name}"[:80])
     try:
@@ -56,7 +56,7 @@ async def gns3_project(gns3_client: GNS3Client, request: pytest.FixtureRequest) 
 
 
 @pytest.fixture
-async def small_lab(gns3_client: GNS3Client, gns3_project: dict[str, Any]) -> dict[str, Any]:
+async def small_lab(gns3_client: AdminClient, gns3_project: dict[str, Any]) -> dict[str, Any]:
     """``gns3_project`` with 2 VPCS PCs and 2 QEMU routers, 4 links (see gns3_labs)."""
     await build_lab(gns3_client, gns3_project["project_id"], 4)
     return gns3_project

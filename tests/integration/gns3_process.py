@@ -35,7 +35,7 @@ from joserfc import jwt
 from joserfc.jwk import OctKey
 from processes import free_port
 
-from gns3server.agent.gns3_copilot.gns3_client.client import GNS3Client
+from tests.support.gns3_admin import AdminClient
 
 ADMIN_USERNAME = "admin"
 ADMIN_PASSWORD = "admin"
@@ -218,16 +218,16 @@ class GNS3ServerProcess:
         except OSError as exc:
             return f"(no log: {exc})"
 
-    def client(self, **kwargs: Any) -> GNS3Client:
+    def client(self, **kwargs: Any) -> AdminClient:
         """A client for this server, logged in as admin unless ``token=`` is given."""
         if "token" not in kwargs:
             kwargs.setdefault("username", self.username)
             kwargs.setdefault("password", self.password)
-        return GNS3Client(self.base_url, **kwargs)
+        return AdminClient(self.base_url, **kwargs)
 
     async def token(self, username: str | None = None, password: str | None = None) -> str:
         """A fresh bearer token (admin's by default)."""
-        async with GNS3Client(self.base_url) as client:
+        async with AdminClient(self.base_url) as client:
             return await client.login(username or self.username, password or self.password)
 
     def __enter__(self) -> GNS3ServerProcess:

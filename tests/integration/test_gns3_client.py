@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from gns3_process import GNS3ServerProcess, sign_token
 
+from tests.support.gns3_admin import AdminClient
 from gns3server.agent.gns3_copilot.gns3_client import (
     GNS3AuthenticationError,
     GNS3Client,
@@ -32,7 +33,7 @@ async def _vpcs_template(client: GNS3Client) -> str:
 
 
 async def test_version_login_and_projects(gns3_server: GNS3ServerProcess, gns3_project: dict[str, Any]) -> None:
-    async with GNS3Client(gns3_server.base_url + "/v3/") as client:
+    async with AdminClient(gns3_server.base_url + "/v3/") as client:
         assert client.base_url == gns3_server.base_url
         assert (await client.version())["version"] == gns3_server.version
         token = await client.login(gns3_server.username, gns3_server.password)
@@ -50,7 +51,7 @@ async def test_given_token_is_used(gns3_server: GNS3ServerProcess, gns3_project:
 
 
 async def test_wrong_password(gns3_server: GNS3ServerProcess) -> None:
-    async with GNS3Client(gns3_server.base_url) as client:
+    async with AdminClient(gns3_server.base_url) as client:
         with pytest.raises(GNS3AuthenticationError) as caught:
             await client.login(gns3_server.username, "not-the-password")
     assert caught.value.status == 401
@@ -90,7 +91,7 @@ async def test_refused_token_with_credentials_logs_in_again(gns3_server: GNS3Ser
         assert client.token != "revoked-token"
 
 
-async def test_unknown_project(gns3_client: GNS3Client) -> None:
+async def test_unknown_project(gns3_client: AdminClient) -> None:
     with pytest.raises(GNS3NotFoundError) as caught:
         await gns3_client.project(UNKNOWN_PROJECT)
     assert caught.value.status == 404
@@ -101,7 +102,7 @@ async def test_unknown_project(gns3_client: GNS3Client) -> None:
 
 
 async def test_permission_denied_for_unprivileged_user(
-    gns3_server: GNS3ServerProcess, gns3_client: GNS3Client, gns3_project: dict[str, Any]
+    gns3_server: GNS3ServerProcess, gns3_client: AdminClient, gns3_project: dict[str, Any]
 ) -> None:
     user = await gns3_client.request("POST", "/access/users", json={
         "username": "viewer", "password": "viewer-password-1", "email": "viewer@example.com"})
@@ -115,7 +116,7 @@ async def test_permission_denied_for_unprivileged_user(
         await gns3_client.request("DELETE", f"/access/users/{user['user_id']}")
 
 
-async def test_nodes_links_by_port_name_and_conflicts(gns3_client: GNS3Client, gns3_project: dict[str, Any]) -> None:
+async def test_nodes_links_by_port_name_and_conflicts(gns3_client: AdminClient, gns3_project: dict[str, Any]) -> None:
     pid = gns3_project["project_id"]
     vpcs = await _vpcs_template(gns3_client)
     pc1, pc2, pc3 = await asyncio.gather(
@@ -141,7 +142,7 @@ async def test_nodes_links_by_port_name_and_conflicts(gns3_client: GNS3Client, g
         await gns3_client.create_link(pid, "Host3", "e0", "Host9", "e0", nodes=nodes)
 
 
-async def test_node_actions(gns3_client: GNS3Client, gns3_project: dict[str, Any]) -> None:
+async def test_node_actions(gns3_client: AdminClient, gns3_project: dict[str, Any]) -> None:
     pid = gns3_project["project_id"]
     node = await gns3_client.create_node(pid, name="PC1", node_type="vpcs")
     nid = node["node_id"]
@@ -163,7 +164,7 @@ async def test_node_actions(gns3_client: GNS3Client, gns3_project: dict[str, Any
         await gns3_client.node_action(pid, "explode", nid)  # type: ignore[arg-type]
 
 
-async def test_open_project_and_templates(gns3_client: GNS3Client, gns3_project: dict[str, Any]) -> None:
+async def test_open_project_and_templates(gns3_client: AdminClient, gns3_project: dict[str, Any]) -> None:
     pid = gns3_project["project_id"]
     await gns3_client.close_project(pid)
     assert (await gns3_client.project(pid))["status"] == "closed"
@@ -200,7 +201,7 @@ async def test_slow_server_times_out() -> None:
     stub = await asyncio.start_server(never_answer, "127.0.0.1", 0)
     port = stub.sockets[0].getsockname()[1]
     try:
-        async with GNS3Client(f"http://127.0.0.1:{port}", timeout=0.5) as client:
+        async with AdminClient(f"http://127.0.0.1:{port}", timeout=0.5) as client:
             with pytest.raises(GNS3TimeoutError) as caught:
                 await client.version()
         assert accepted.is_set()

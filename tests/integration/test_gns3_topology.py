@@ -11,7 +11,8 @@ from gns3_labs import ROUTER_ADAPTERS, build_lab, lab_plan
 
 from gns3server.agent.gns3_copilot.agent.context.topology import TOPOLOGY_LEVELS, render_topology
 from gns3server.agent.gns3_copilot.agent.context_manager import count_tokens
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client, Topology, fetch_topology
+from gns3server.agent.gns3_copilot.gns3_client import Topology, fetch_topology
+from tests.support.gns3_admin import AdminClient
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +72,7 @@ def _assert_rendering_keeps_essentials(text: str, nodes: list[dict[str, Any]], l
     assert not text.lstrip().startswith(("{", "["))
 
 
-async def test_topology_matches_rest(gns3_client: GNS3Client, small_lab: dict[str, Any]) -> None:
+async def test_topology_matches_rest(gns3_client: AdminClient, small_lab: dict[str, Any]) -> None:
     pid = small_lab["project_id"]
     topology = await fetch_topology(gns3_client, pid)
     project = await gns3_client.project(pid)
@@ -88,7 +89,7 @@ async def test_topology_matches_rest(gns3_client: GNS3Client, small_lab: dict[st
     assert sorted(lk["text"] for lk in as_dict["links"]) == sorted(_rest_link_texts(nodes, links))
 
 
-async def test_renderings_at_each_level(gns3_client: GNS3Client, small_lab: dict[str, Any]) -> None:
+async def test_renderings_at_each_level(gns3_client: AdminClient, small_lab: dict[str, Any]) -> None:
     topology = await fetch_topology(gns3_client, small_lab["project_id"])
     nodes, links = list(topology.rest_nodes), list(topology.rest_links)
     link_texts = _rest_link_texts(nodes, links)  # type: ignore[arg-type]
@@ -105,7 +106,7 @@ async def test_renderings_at_each_level(gns3_client: GNS3Client, small_lab: dict
     assert sizes == sorted(sizes, reverse=True), sizes
 
 
-async def test_closed_project_is_reported_not_opened(gns3_client: GNS3Client, small_lab: dict[str, Any]) -> None:
+async def test_closed_project_is_reported_not_opened(gns3_client: AdminClient, small_lab: dict[str, Any]) -> None:
     pid = small_lab["project_id"]
     await gns3_client.close_project(pid)
     topology = await fetch_topology(gns3_client, pid)
@@ -126,7 +127,7 @@ async def big_lab(gns3_server: Any) -> AsyncIterator[tuple[str, list[dict[str, A
             await client.delete_project(project["project_id"])
 
 
-async def test_200_nodes_300_links(gns3_client: GNS3Client, big_lab: tuple[str, Any, Any]) -> None:
+async def test_200_nodes_300_links(gns3_client: AdminClient, big_lab: tuple[str, Any, Any]) -> None:
     pid, created_nodes, created_links = big_lab
     assert len(created_nodes) == 200 and len(created_links) == 300
     topology = await fetch_topology(gns3_client, pid)
@@ -138,7 +139,7 @@ async def test_200_nodes_300_links(gns3_client: GNS3Client, big_lab: tuple[str, 
     _assert_matches_rest(topology, project, nodes, links)
 
 
-async def test_200_node_renderings_fit_the_target(gns3_client: GNS3Client, big_lab: tuple[str, Any, Any]) -> None:
+async def test_200_node_renderings_fit_the_target(gns3_client: AdminClient, big_lab: tuple[str, Any, Any]) -> None:
     pid = big_lab[0]
     topology = await fetch_topology(gns3_client, pid)
     rest = topology.as_rest()

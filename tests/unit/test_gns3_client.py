@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import logging
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ import pytest
 from aiohttp import web
 
 from gns3server.agent.gns3_copilot.gns3_client import (
+    GNS3Connection,
     GNS3APIError,
     GNS3AuthenticationError,
     GNS3Client,
@@ -30,12 +30,12 @@ from gns3server.agent.gns3_copilot.gns3_client import (
     GNS3NotFoundError,
     GNS3PermissionError,
     GNS3ServerError,
-    Topology,
     fetch_rest_topology,
     fetch_topology,
 )
 from gns3server.agent.gns3_copilot.tools import GNS3TopologyTool
 from gns3server.agent.gns3_copilot.tools.errors import ToolError, model_message
+from tests.support.gns3_admin import AdminClient
 
 PID = "5a1c3f0e-8d2b-4c6a-9e7f-0123456789ab"
 
@@ -55,6 +55,7 @@ class Stub:
     calls: list[tuple[str, str, str | None]] = field(default_factory=list)
     valid_tokens: set[str] = field(default_factory=set)
     logins: int = 0
+    peers: set[Any] = field(default_factory=set)
 
     def answer(self, method: str, path: str, status: int, body: Any, content_type: str = "application/json") -> None:
         text = body if isinstance(body, str) else json.dumps(body)
@@ -62,6 +63,7 @@ class Stub:
 
     async def handle(self, request: web.Request) -> web.Response:
         auth = request.headers.get("Authorization")
+        self.peers.add(request.transport.get_extra_info("peername") if request.transport else None)
         self.calls.append((request.method, request.path, auth))
         if request.path == "/v3/access/users/authenticate":
             self.logins += 1
@@ -137,7 +139,7 @@ async def test_bodies_that_are_not_json(stub: Stub) -> None:
 async def test_refused_token_is_replaced_by_one_login(stub: Stub) -> None:
     stub.answer("GET", "/v3/projects", 200, [])
     stub.valid_tokens.add("never-used")  # the stub now checks tokens
-    async with GNS3Client(stub.base_url, token="revoked", username="admin", password="admin") as client:
+    async with AdminClient(stub.base_url, token="revoked", username="admin", password="admin") as client:
         assert await client.projects() == []
     assert stub.logins == 1
     assert [c[:2] for c in stub.calls] == [
@@ -146,7 +148,7 @@ async def test_refused_token_is_replaced_by_one_login(stub: Stub) -> None:
 
 async def test_expired_token_many_calls_one_login(stub: Stub) -> None:
     stub.answer("GET", "/v3/projects", 200, [])
-    async with GNS3Client(stub.base_url, token=_jwt(time.time() - 1), username="admin", password="admin") as client:
+    async with AdminClient(stub.base_url, token=_jwt(time.time() - 1), username="admin", password="admin") as client:
         await asyncio.gather(*(client.projects() for _ in range(20)))
     assert stub.logins == 1
 
@@ -159,7 +161,7 @@ async def test_expired_token_without_credentials_is_not_sent(stub: Stub) -> None
 
 
 async def test_wrong_password_raises(stub: Stub) -> None:
-    async with GNS3Client(stub.base_url) as client:
+    async with AdminClient(stub.base_url) as client:
         with pytest.raises(GNS3AuthenticationError, match="unsuccessful"):
             await client.login("admin", "nope")
         with pytest.raises(GNS3AuthenticationError, match="no GNS3 token"):
@@ -167,24 +169,36 @@ async def test_wrong_password_raises(stub: Stub) -> None:
     assert [c[1] for c in stub.calls] == ["/v3/access/users/authenticate"]
 
 
-async def test_injected_session_factory_is_used_and_closed(stub: Stub) -> None:
-    stub.answer("GET", "/v3/version", 200, {"version": "3.0.6"})
-    sessions: list[aiohttp.ClientSession] = []
+async def test_a_borrowed_session_is_used_and_left_open(stub: Stub) -> None:
+    stub.answer("GET", "/v3/projects", 200, [])
+    async with aiohttp.ClientSession(headers={"X-Test": "injected"}) as session:
+        async with GNS3Client(stub.base_url, token="t", session=session) as client:
+            assert await client.projects() == []
+        assert not session.closed  # the owner closes it, not each client
+        async with GNS3Client(stub.base_url, token="u", session=session) as client:
+            assert await client.projects() == []
+    assert [c[2] for c in stub.calls] == ["Bearer t", "Bearer u"]
 
-    def factory() -> aiohttp.ClientSession:
-        session = aiohttp.ClientSession(headers={"X-Test": "injected"})
-        sessions.append(session)
-        return session
 
-    async with GNS3Client(stub.base_url, session_factory=factory) as client:
-        assert await client.version() == {"version": "3.0.6"}
-    assert len(sessions) == 1 and sessions[0].closed
+async def test_one_connection_many_users_per_request_tokens(stub: Stub) -> None:
+    """One pool for the server; each client sends its own user's token, connections are reused."""
+    stub.answer("GET", "/v3/projects", 200, [])
+    async with GNS3Connection(stub.base_url, limit=2) as connection:
+        for token in ("alice", "bob", "alice"):
+            async with connection.client(token) as client:
+                assert await client.projects() == []
+        await asyncio.gather(*(connection.client(f"u{i}").projects() for i in range(6)))
+    assert [c[2] for c in stub.calls[:3]] == ["Bearer alice", "Bearer bob", "Bearer alice"]
+    assert sorted(c[2] or "" for c in stub.calls[3:]) == [f"Bearer u{i}" for i in range(6)]
+    assert len(stub.peers) <= 2  # at most `limit` connections, reused across users
+    with pytest.raises(RuntimeError, match="not open"):
+        connection.client("late")
 
 
 async def test_client_must_be_entered() -> None:
     client = GNS3Client("http://127.0.0.1:9", token="t")
     with pytest.raises(RuntimeError, match="async with"):
-        await client.version()
+        await client.projects()
     async with client:
         with pytest.raises(RuntimeError, match="already open"):
             await client.__aenter__()
@@ -194,11 +208,11 @@ async def test_refused_connection_names_the_url() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, never listening: connections are refused
-        async with GNS3Client(f"http://127.0.0.1:{port}") as client:
+        async with GNS3Client(f"http://127.0.0.1:{port}", token="t") as client:
             with pytest.raises(GNS3ConnectionError) as caught:
-                await client.version()
-    assert caught.value.url == f"http://127.0.0.1:{port}/v3/version"
-    assert f"http://127.0.0.1:{port}/v3/version" in str(caught.value)
+                await client.projects()
+    assert caught.value.url == f"http://127.0.0.1:{port}/v3/projects"
+    assert f"http://127.0.0.1:{port}/v3/projects" in str(caught.value)
     assert isinstance(caught.value.__cause__, aiohttp.ClientConnectionError)
 
 
@@ -221,24 +235,6 @@ async def test_link_ports_by_name_short_name_or_case(stub: Stub) -> None:
         with pytest.raises(GNS3NotFoundError, match=r"no node 'PC2'"):
             await client.create_link(PID, "R1", "f0/0", "PC2", "e0", nodes=nodes)
     assert len([c for c in stub.calls if c[1].endswith("/links")]) == 4
-
-
-def test_topology_reports_unresolved_endpoints(caplog: pytest.LogCaptureFixture) -> None:
-    nodes = [{"node_id": "n1", "name": "PC1", "node_type": "vpcs", "status": "stopped",
-              "ports": [{"name": "Ethernet0", "short_name": "e0", "adapter_number": 0, "port_number": 0}]}]
-    links = [
-        {"link_id": "a", "nodes": [{"node_id": "n1", "adapter_number": 0, "port_number": 0},
-                                   {"node_id": "deadbeef-gone", "adapter_number": 1, "port_number": 0}]},
-        {"link_id": "b", "nodes": [{"node_id": "n1", "adapter_number": 3, "port_number": 0}]},
-    ]
-    with caplog.at_level(logging.WARNING):
-        topology = Topology.from_rest({"project_id": PID, "name": "p", "status": "opened"}, nodes, links)
-    assert [link.text for link in topology.links] == ["PC1 a3/p0 <-> ?", "PC1 e0 <-> ?deadbeef a1/p0"]
-    assert len(topology.unresolved_links) == 2
-    assert topology.to_dict()["unresolved_links"] == ["PC1 a3/p0 <-> ?", "PC1 e0 <-> ?deadbeef a1/p0"]
-    assert topology.node("PC1").ports[0].peer.label() == "?deadbeef a1/p0"  # type: ignore[union-attr]
-    assert "2 link endpoint(s) not resolved" in caplog.text
-    assert topology.as_rest()["links"] == links
 
 
 async def test_tool_lets_a_bug_through_as_a_bug() -> None:

@@ -1,7 +1,9 @@
-"""render_topology: the compact, level-reduced text of a REST-shaped topology (pure)."""
+"""The topology model (``gns3_client/topology.py``) and its compact, level-reduced text
+(``agent/context/topology.py``): one resolver names link ends for both (pure)."""
 
 from __future__ import annotations
 
+import logging
 import random
 from typing import Any
 
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gns3server.agent.gns3_copilot.agent.context.topology import TOPOLOGY_LEVELS, render_topology
+from gns3server.agent.gns3_copilot.gns3_client.topology import Topology
 
 PID = "5a1c3f0e-8d2b-4c6a-9e7f-0123456789ab"
 
@@ -208,3 +211,54 @@ def test_every_level_keeps_names_consoles_and_every_link(topology: dict[str, Any
 def test_levels_never_grow(topology: dict[str, Any]) -> None:
     sizes = [len(render_topology(topology, level)) for level in range(TOPOLOGY_LEVELS)]
     assert sizes == sorted(sizes, reverse=True)
+
+
+# -- one resolver: the model and the text name every link end alike ----------------
+
+def _rendered_links(topology: dict[str, Any]) -> list[str]:
+    lines = render_topology(topology, 2).splitlines()
+    return lines[len(lines) - len(topology["links"]):] if topology["links"] else []
+
+
+def _model_links(topology: dict[str, Any]) -> list[str]:
+    built = Topology.from_rest(topology, topology["nodes"], topology["links"])
+    return sorted(link.text for link in built.links)
+
+
+def test_topology_reports_unresolved_endpoints(caplog: pytest.LogCaptureFixture) -> None:
+    nodes = [{"node_id": "n1", "name": "PC1", "node_type": "vpcs", "status": "stopped",
+              "ports": [{"name": "Ethernet0", "short_name": "e0", "adapter_number": 0, "port_number": 0}]}]
+    links = [
+        {"link_id": "a", "nodes": [{"node_id": "n1", "adapter_number": 0, "port_number": 0},
+                                   {"node_id": "deadbeef-gone", "adapter_number": 1, "port_number": 0}]},
+        {"link_id": "b", "nodes": [{"node_id": "n1", "adapter_number": 3, "port_number": 0}]},
+    ]
+    with caplog.at_level(logging.WARNING):
+        topology = Topology.from_rest({"project_id": PID, "name": "p", "status": "opened"}, nodes, links)
+    assert [link.text for link in topology.links] == ["PC1 a3/p0 <-> ?", "PC1 e0 <-> ?deadbeef a1/p0"]
+    assert len(topology.unresolved_links) == 2
+    assert topology.to_dict()["unresolved_links"] == ["PC1 a3/p0 <-> ?", "PC1 e0 <-> ?deadbeef a1/p0"]
+    assert topology.node("PC1").ports[0].peer.label() == "?deadbeef a1/p0"  # type: ignore[union-attr]
+    assert "2 link endpoint(s) not resolved" in caplog.text
+    assert topology.as_rest()["links"] == links
+    assert _rendered_links(topology.as_rest()) == ["PC1 a3/p0 <-> ?", "PC1 e0 <-> ?deadbeef a1/p0"]
+
+
+def test_odd_ends_are_named_alike_by_the_model_and_the_text() -> None:
+    """A nameless node, a port with no names, a port the node does not have, an unknown node."""
+    nodes = [
+        _node("a1b2c3d4-0000", "", "vpcs", 1, 5001),
+        _node("r1", "R1", "qemu", 2, 5002),
+    ]
+    nodes[1]["ports"][1] = {"adapter_number": 1, "port_number": 0}
+    links = [_link("l1", ("a1b2c3d4-0000", 0), ("r1", 1)), _link("l2", ("r1", 7), ("0badc0de-99", 2))]
+    topology = {"project_id": PID, "name": "odd", "status": "opened", "nodes": nodes, "links": links}
+    expected = ["?a1b2c3d4 e0 <-> R1 a1/p0", "R1 a7/p0 <-> ?0badc0de a2/p0"]
+    assert sorted(_rendered_links(topology)) == expected
+    assert _model_links(topology) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(topologies())
+def test_model_and_text_name_every_link_alike(topology: dict[str, Any]) -> None:
+    assert sorted(_rendered_links(topology)) == _model_links(topology)

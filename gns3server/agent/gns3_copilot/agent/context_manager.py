@@ -16,7 +16,9 @@ Before every LLM call, :func:`create_pre_model_hook`'s hook builds the request:
 
 Tokens are counted as the provider receives them (framing, roles, tool calls),
 with tiktoken encodings loaded offline. This module and ``context/`` are pure and
-synchronous: no I/O, nothing imported from the rest of the copilot. See
+synchronous: no I/O; from the rest of the copilot they import only the topology
+model's link-end resolver (``gns3_client/topology.py``), so that the prompt and
+the topology tool name links alike. See
 ``docs/context-window-management.md``.
 """
 

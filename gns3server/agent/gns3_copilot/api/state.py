@@ -1,9 +1,8 @@
 """The copilot's server-wide state: settings, storage, the service and LLM configs.
 
-One :class:`CopilotState` is opened by the launcher's startup hook and kept on
-``app.state.copilot``; routes reach it through a dependency. It is closed on
-shutdown: runs are cancelled (each saves what it had), then the databases and
-the HTTP connection pool are closed. When the server is asked to exit, runs are
+One :class:`CopilotState` is built by the copilot's lifespan (``lifecycle.py``,
+which opens and closes the parts it holds) and kept on ``app.state.copilot``;
+routes reach it through a dependency. When the server is asked to exit, runs are
 cancelled at once (:meth:`CopilotState.begin_shutdown`) so that open event
 streams end with ``abort``/``done`` instead of holding the server up.
 """
@@ -16,9 +15,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import aiohttp
-from fastapi import FastAPI
-
 from ..agent.context.tokenizer import warm_up
 from ..agent.model_factory import (
     create_base_model_with_tools,
@@ -27,22 +23,17 @@ from ..agent.model_factory import (
     validate_llm_config,
 )
 from ..agent.prompts import PromptSet, load_prompts
-from ..console import AuditLog, DeviceLocks, load_policy
-from ..gns3_client.client import GNS3Client
+from ..gns3_client.client import GNS3Client, GNS3Connection
 from ..service.copilot import CopilotService, User
-from ..service.storage import Storage, open_sqlite_storage
+from ..service.storage import Storage
 from ..tools.toolset import ConsoleServices, build_tools
-from .crypto import SecretBox, load_or_create_key
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_store import LLMConfigRecord, LLMConfigStore
 from .model_configs31 import SERVER_DEFAULT_ID, default_record, named_record
-from .permissions import HostPermissions
 from .settings import CopilotSettings
 
 log = logging.getLogger(__name__)
 
-# Requests from this server to itself (project checks, tools, topology) share one pool.
-CONNECTION_LIMIT = 200
 # GNS3 3.1 clients send mode "text"; it stands for this server's default mode.
 COMPAT_MODES = frozenset({"text"})
 # An LLM config's ``copilot_mode`` (GNS3 3.1's names, or ours) as the agent's mode.
@@ -55,14 +46,18 @@ CONFIG_MODES = {
 
 
 class CopilotState:
-    """Everything the copilot routes need, for the lifetime of one server process."""
+    """Everything the copilot routes need, for the lifetime of one server process.
+
+    It owns none of the parts it is given (the lifespan closes them); it stops the
+    runs it started (:meth:`stop_runs`).
+    """
 
     def __init__(
         self,
         settings: CopilotSettings,
         storage: Storage,
         llm_configs: LLMConfigStore,
-        connector: aiohttp.TCPConnector,
+        gns3: GNS3Connection,
         console: ConsoleServices,
         prompts: PromptSet | None = None,
     ) -> None:
@@ -70,7 +65,7 @@ class CopilotState:
         self.storage = storage
         self.llm_configs = llm_configs
         self.console = console
-        self._connector = connector
+        self._gns3 = gns3
         self._loop = asyncio.get_running_loop()
         self._closing: asyncio.Task[None] | None = None
         # Tokenizer files load in a worker thread now, not on the first user's first call.
@@ -88,34 +83,6 @@ class CopilotState:
             prompts=prompts,
         )
 
-    @classmethod
-    async def open(cls, settings: CopilotSettings, app: FastAPI) -> CopilotState:
-        """Open storage and services; ``app`` is gns3-server's, whose RBAC the tools ask."""
-        key = await asyncio.to_thread(load_or_create_key, settings.secrets_dir)
-        storage = await open_sqlite_storage(settings.data_dir)
-        try:
-            llm_configs = await LLMConfigStore.open(settings.data_dir, SecretBox(key))
-        except BaseException:
-            await storage.close()
-            raise
-        connector = aiohttp.TCPConnector(limit=CONNECTION_LIMIT, ssl=settings.verify_tls)
-        policy = await asyncio.to_thread(load_policy, settings.console_policy)
-        prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
-        console = ConsoleServices(
-            policy=policy, locks=DeviceLocks(), audit=await AuditLog.open(settings.data_dir),
-            permissions=HostPermissions(app).for_user,
-        )
-        state = cls(settings, storage, llm_configs, connector, console, prompts)
-        default = settings.default_llm_config
-        log.info(
-            "Copilot started: data in %s, GNS3 API at %s, modes %s, server default LLM %s",
-            settings.data_dir,
-            settings.server_url,
-            ", ".join(settings.modes),
-            f"{default['provider']}/{default['model']}" if default else "none",
-        )
-        return state
-
     async def reload_prompts(self) -> PromptSet:
         """Read the prompt files again (administrators' edits) and use them from the next run on.
 
@@ -131,11 +98,8 @@ class CopilotState:
         return self._closing is not None
 
     def gns3_client(self, token: str) -> GNS3Client:
-        """A client of this server acting as the user whose token it is."""
-        return GNS3Client(self.settings.server_url, token=token, session_factory=self._session)
-
-    def _session(self) -> aiohttp.ClientSession:
-        return aiohttp.ClientSession(connector=self._connector, connector_owner=False)
+        """A client of this server acting as the user whose token it is, over the one shared pool."""
+        return self._gns3.client(token)
 
     def mode(self, requested: str | None, llm_config: Mapping[str, Any] | None = None) -> str:
         """The mode a request runs in. When it names none (or 3.1's ``text``): the LLM config's
@@ -203,22 +167,12 @@ class CopilotState:
         """Cancel every run now (callable from a signal handler); streams then end by themselves."""
         self._loop.call_soon_threadsafe(self._start_closing)
 
-    def _start_closing(self) -> None:
+    def _start_closing(self) -> asyncio.Task[None]:
         if self._closing is None:
             log.info("Server exiting: cancelling copilot runs")
             self._closing = self._loop.create_task(self.service.close())
+        return self._closing
 
-    async def close(self) -> None:
-        """Cancel runs (each saves its state), then close storage and connections."""
-        self._start_closing()
-        assert self._closing is not None
-        try:
-            await self._closing
-        finally:
-            try:
-                await self.llm_configs.close()
-                await self.console.audit.close()
-                await self.storage.close()
-            finally:
-                await self._connector.close()
-        log.info("Copilot stopped")
+    async def stop_runs(self) -> None:
+        """Cancel every run and wait until each has saved its state (idempotent)."""
+        await self._start_closing()

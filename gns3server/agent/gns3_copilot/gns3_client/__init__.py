@@ -3,7 +3,7 @@
 No LangChain here: the tools in ``gns3_copilot.tools`` wrap this package.
 """
 
-from .client import NODE_ACTIONS, GNS3Client, NodeAction, SessionFactory
+from .client import NODE_ACTIONS, GNS3Client, GNS3Connection, NodeAction
 from .exceptions import (
     GNS3APIError,
     GNS3AuthenticationError,
@@ -21,7 +21,7 @@ __all__ = [
     "GNS3Client",
     "NodeAction",
     "NODE_ACTIONS",
-    "SessionFactory",
+    "GNS3Connection",
     "GNS3Error",
     "GNS3ConnectionError",
     "GNS3TimeoutError",

@@ -1,23 +1,23 @@
 """Async client for the GNS3 v3 REST API.
 
-:class:`GNS3Client` holds the policy (base URL, authentication, timeouts, error
-translation, re-login) over one ``aiohttp.ClientSession`` that only does I/O.
-Use it as an async context manager::
+:class:`GNS3Client` holds the policy (base URL, the user's token, timeouts, error
+translation) over an ``aiohttp.ClientSession`` that only does I/O. A server opens
+one :class:`GNS3Connection` for its whole life (one session, one connection pool)
+and hands out a cheap client per user and operation, each sending that user's
+token with every request, so GNS3's own access control applies::
 
-    async with GNS3Client("http://127.0.0.1:3080", token=user_token) as client:
-        nodes, links = await client.nodes_and_links(project_id)
+    async with GNS3Connection("http://127.0.0.1:3080") as connection:
+        async with connection.client(user_token) as client:
+            nodes, links = await client.nodes_and_links(project_id)
 
-Authentication is either a bearer token given by the caller (the copilot acts
-with the requesting user's token, so GNS3's own access control applies) or a
-username/password pair, in which case the client logs in on first use and again
-when the token expires or is refused.
+A client made without a session (``GNS3Client(url, token=...)``) opens its own
+when entered and closes it on exit: for scripts and tests.
 
 GNS3 3.0 does not check the ``exp`` claim of its own tokens (its JWT decoding
 skips claim validation), so the client checks it before sending: an expired token
-raises :class:`GNS3AuthenticationError` (or triggers a re-login when credentials
-are known) instead of acting on a stale login.
+raises :class:`GNS3AuthenticationError` instead of acting on a stale login.
 
-Tests inject the transport with ``session_factory`` rather than patching.
+Tests inject the transport by passing ``session`` rather than patching.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import json as _json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
@@ -47,12 +47,10 @@ from .exceptions import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GNS3Client", "NodeAction", "NODE_ACTIONS", "SessionFactory", "gather_cancelling"]
+__all__ = ["NODE_ACTIONS", "GNS3Client", "GNS3Connection", "NodeAction", "gather_cancelling"]
 
 NodeAction = Literal["start", "stop", "suspend", "reload"]
 NODE_ACTIONS: tuple[NodeAction, ...] = ("start", "stop", "suspend", "reload")
-
-SessionFactory = Callable[[], aiohttp.ClientSession]
 
 T = TypeVar("T")
 
@@ -144,13 +142,37 @@ def _find_endpoint(nodes: Sequence[Mapping[str, Any]], node_ref: str, port_ref: 
     raise GNS3NotFoundError(f"node {node.get('name')!r} has no port {port_ref!r} (ports: {available})")
 
 
-class GNS3Client:
-    """A GNS3 v3 API client bound to one server and one identity.
+class _HoldsSession:
+    """Something holding an ``aiohttp.ClientSession``: ``async with`` ends with :meth:`close`."""
+
+    _session: aiohttp.ClientSession | None
+
+    async def close(self) -> None:
+        """Close the session (idempotent); requests fail from then on."""
+        await self._release()
+
+    async def _release(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+class GNS3Client(_HoldsSession):
+    """A GNS3 v3 API client bound to one server and one user's bearer token.
 
     ``base_url`` is the server root (``http://host:3080``; a trailing ``/v3`` is
     accepted). ``timeout`` bounds every call as a whole, ``connect_timeout`` the TCP
-    connection. ``session_factory`` builds the ``aiohttp.ClientSession`` when the
-    client is entered (the client owns and closes it).
+    connection. With ``session`` the client borrows that ``aiohttp.ClientSession``
+    (a :class:`GNS3Connection`'s) and never closes it; without, it opens its own
+    when entered and closes it on exit.
     """
 
     def __init__(
@@ -158,23 +180,16 @@ class GNS3Client:
         base_url: str,
         *,
         token: str | None = None,
-        username: str | None = None,
-        password: str | None = None,
         timeout: float = 30.0,
         connect_timeout: float | None = 10.0,
-        session_factory: SessionFactory | None = None,
+        session: aiohttp.ClientSession | None = None,
     ) -> None:
-        root = base_url.rstrip("/")
-        root = root.removesuffix("/v3")
-        self._base_url = root
+        self._base_url = base_url.rstrip("/").removesuffix("/v3")
         self._token = token
-        self._username = username
-        self._password = password
         self._timeout_seconds = timeout
         self._timeout = aiohttp.ClientTimeout(total=timeout, connect=connect_timeout)
-        self._session_factory: SessionFactory = session_factory or aiohttp.ClientSession
-        self._session: aiohttp.ClientSession | None = None
-        self._login_lock = asyncio.Lock()
+        self._borrowed = session is not None
+        self._session: aiohttp.ClientSession | None = session
 
     def __repr__(self) -> str:
         return f"<GNS3Client {self._base_url}>"
@@ -186,28 +201,21 @@ class GNS3Client:
 
     @property
     def token(self) -> str | None:
-        """The bearer token in use (after :meth:`login`, the one GNS3 issued)."""
+        """The bearer token sent with every authenticated request."""
         return self._token
 
     async def __aenter__(self) -> Self:
-        if self._session is not None:
-            raise RuntimeError("GNS3Client is already open")
-        self._session = self._session_factory()
+        if not self._borrowed:
+            if self._session is not None:
+                raise RuntimeError("GNS3Client is already open")
+            self._session = aiohttp.ClientSession()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
     async def close(self) -> None:
-        """Close the HTTP session (idempotent)."""
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        """Close the HTTP session if this client opened it (idempotent); a borrowed one stays open."""
+        if self._borrowed:
+            return
+        await self._release()
 
     # -- transport boundary -------------------------------------------------
 
@@ -240,6 +248,24 @@ class GNS3Client:
         log.debug("%s %s -> %s in %.1f ms", method, url, status, (time.perf_counter() - started) * 1000)
         return status, text, reason
 
+    def url(self, path: str) -> str:
+        """The full URL of API path ``path`` (``/projects`` -> ``http://host:port/v3/projects``)."""
+        return f"{self._base_url}/v3{path}"
+
+    @staticmethod
+    def decode(status: int, text: str, reason: str | None, method: str, url: str) -> Any:
+        """GNS3's answer as JSON (None when empty), or the GNS3Error its status means."""
+        if status >= 400:
+            raise error_for_status(status, _gns3_message(text, reason), method=method, url=url)
+        if not text:
+            return None
+        try:
+            return _json.loads(text)
+        except ValueError as exc:
+            raise GNS3ServerError(
+                "GNS3 sent a body that is not JSON", status=status, method=method, url=url
+            ) from exc
+
     async def request(
         self,
         method: str,
@@ -253,81 +279,27 @@ class GNS3Client:
         The public low-level entry point: the typed methods below use it, and so may
         callers needing a route the client does not wrap yet.
         """
-        url = f"{self._base_url}/v3{path}"
-        token = await self._valid_token(method, url) if authenticated else None
+        url = self.url(path)
+        token = self._valid_token(method, url) if authenticated else None
         status, text, reason = await self._send(method, url, json, token)
-        if status == 401 and token is not None and self._has_credentials():
-            # The token may have been revoked or the secret rotated: log in once more.
-            log.info("GNS3 refused the token for %s %s, logging in again", method, url)
-            token = await self._relogin(stale=token)
-            status, text, reason = await self._send(method, url, json, token)
-        if status >= 400:
-            raise error_for_status(status, _gns3_message(text, reason), method=method, url=url)
-        if not text:
-            return None
-        try:
-            return _json.loads(text)
-        except ValueError as exc:
-            raise GNS3ServerError(
-                "GNS3 sent a body that is not JSON", status=status, method=method, url=url
-            ) from exc
+        return self.decode(status, text, reason, method, url)
 
     # -- authentication -----------------------------------------------------
 
-    def _has_credentials(self) -> bool:
-        return self._username is not None and self._password is not None
-
-    async def _valid_token(self, method: str, url: str) -> str:
+    def _valid_token(self, method: str, url: str) -> str:
+        """The token to send; GNS3AuthenticationError when there is none or it has expired."""
         token = self._token
-        if token is not None:
-            expiry = token_expiry(token)
-            if expiry is None or expiry > time.time():
-                return token
-        if self._has_credentials():
-            return await self._relogin(stale=token)
         if token is None:
+            raise GNS3AuthenticationError("no GNS3 token to act with", method=method, url=url)
+        expiry = token_expiry(token)
+        if expiry is not None and expiry <= time.time():
+            expired_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expiry))
             raise GNS3AuthenticationError(
-                "no GNS3 token and no credentials to log in with", method=method, url=url
+                f"the GNS3 token expired at {expired_at}; log in to GNS3 again", method=method, url=url
             )
-        expired_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(token_expiry(token) or 0))
-        raise GNS3AuthenticationError(
-            f"the GNS3 token expired at {expired_at}; log in to GNS3 again", method=method, url=url
-        )
-
-    async def _relogin(self, stale: str | None) -> str:
-        """Log in unless another task already replaced ``stale`` (one login for many calls)."""
-        async with self._login_lock:
-            if self._token is not None and self._token != stale:
-                return self._token
-            return await self.login()
-
-    async def login(self, username: str | None = None, password: str | None = None) -> str:
-        """Authenticate with a username and password; keep and return the token.
-
-        Credentials that worked are remembered so that the client can log in
-        again when the token expires; refused ones are not.
-        """
-        username = self._username if username is None else username
-        password = self._password if password is None else password
-        if username is None or password is None:
-            raise GNS3AuthenticationError("login needs a username and a password")
-        body = await self.request(
-            "POST",
-            "/access/users/authenticate",
-            json={"username": username, "password": password},
-            authenticated=False,
-        )
-        token = body.get("access_token") if isinstance(body, dict) else None
-        if not isinstance(token, str) or not token:
-            raise GNS3ServerError("GNS3 login answer has no access_token")
-        self._username, self._password, self._token = username, password, token
         return token
 
-    # -- server, projects, templates -----------------------------------------
-
-    async def version(self) -> dict[str, Any]:
-        """The server version (needs no authentication)."""
-        return await self.request("GET", "/version", authenticated=False)
+    # -- projects and templates ---------------------------------------------
 
     async def projects(self) -> list[dict[str, Any]]:
         """Projects visible to the user."""
@@ -336,22 +308,6 @@ class GNS3Client:
     async def project(self, project_id: str) -> dict[str, Any]:
         """One project (raises :class:`GNS3NotFoundError` if unknown)."""
         return await self.request("GET", f"/projects/{_check_id(project_id, 'project')}")
-
-    async def open_project(self, project_id: str) -> dict[str, Any]:
-        """Open a project (loading its nodes); returns it with its new status."""
-        return await self.request("POST", f"/projects/{_check_id(project_id, 'project')}/open")
-
-    async def close_project(self, project_id: str) -> None:
-        """Close a project."""
-        await self.request("POST", f"/projects/{_check_id(project_id, 'project')}/close")
-
-    async def create_project(self, name: str, **fields: Any) -> dict[str, Any]:
-        """Create (and open) a project."""
-        return await self.request("POST", "/projects", json={"name": name, **fields})
-
-    async def delete_project(self, project_id: str) -> None:
-        """Delete a project and its files."""
-        await self.request("DELETE", f"/projects/{_check_id(project_id, 'project')}")
 
     async def notifications(self, project_id: str, *, read_timeout: float = 30.0) -> AsyncIterator[dict[str, Any]]:
         """The project's notification stream (one JSON object per line, a ``ping`` every few seconds).
@@ -362,7 +318,7 @@ class GNS3Client:
         if self._session is None:
             raise RuntimeError("use 'async with GNS3Client(...)' before making requests")
         url = f"{self._base_url}/v3/projects/{_check_id(project_id, 'project')}/notifications"
-        token = await self._valid_token("GET", url)
+        token = self._valid_token("GET", url)
         timeout = aiohttp.ClientTimeout(total=None, connect=self._timeout.connect, sock_read=read_timeout)
         try:
             async with self._session.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout) as response:
@@ -386,11 +342,6 @@ class GNS3Client:
     async def nodes(self, project_id: str) -> list[dict[str, Any]]:
         """Nodes of a project, as GNS3 returns them."""
         return await self.request("GET", f"/projects/{_check_id(project_id, 'project')}/nodes")
-
-    async def node(self, project_id: str, node_id: str) -> dict[str, Any]:
-        """One node of a project."""
-        pid, nid = _check_id(project_id, "project"), _check_id(node_id, "node")
-        return await self.request("GET", f"/projects/{pid}/nodes/{nid}")
 
     async def links(self, project_id: str) -> list[dict[str, Any]]:
         """Links of a project, as GNS3 returns them."""
@@ -489,3 +440,32 @@ class GNS3Client:
             "POST", f"/projects/{_check_id(project_id, 'project')}/links", json={"nodes": endpoints}
         )
 
+
+
+class GNS3Connection(_HoldsSession):
+    """One server's HTTP connection pool, open for the server's whole life.
+
+    One ``aiohttp.ClientSession`` (keep-alive connections reused by every user and
+    every operation); :meth:`client` gives a per-user :class:`GNS3Client` over it
+    that costs no session of its own. ``limit`` caps the simultaneous connections.
+    """
+
+    def __init__(self, base_url: str, *, limit: int = 100, verify_tls: bool = True, timeout: float = 30.0) -> None:
+        self._base_url = base_url
+        self._limit = limit
+        self._verify_tls = verify_tls
+        self._timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Self:
+        if self._session is not None:
+            raise RuntimeError("GNS3Connection is already open")
+        connector = aiohttp.TCPConnector(limit=self._limit, ssl=self._verify_tls)  # True: verified with the default context
+        self._session = aiohttp.ClientSession(connector=connector)
+        return self
+
+    def client(self, token: str) -> GNS3Client:
+        """A client acting as the user whose token this is (entering and leaving it costs nothing)."""
+        if self._session is None:
+            raise RuntimeError("the GNS3 connection is not open")
+        return GNS3Client(self._base_url, token=token, timeout=self._timeout, session=self._session)

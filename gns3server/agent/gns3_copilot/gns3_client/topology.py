@@ -9,6 +9,11 @@ endpoint that names an unknown node or port is kept and reported
 The REST data the topology was built from stays available as
 :meth:`Topology.as_rest` (``{"project_id", "name", "status", "nodes", "links"}``),
 which is what the context manager's compact rendering takes.
+
+:func:`resolve_endpoint` is the one place where a REST link end becomes a label
+like ``PC1 e0``: the topology built here and the context manager's text rendering
+(``agent/context/topology.py``) both use it, so the model reads the same names
+in the system prompt and in the topology tool's answer.
 """
 
 from __future__ import annotations
@@ -22,7 +27,10 @@ from .client import GNS3Client, gather_cancelling
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Endpoint", "Port", "Node", "Link", "Topology", "fetch_rest_topology", "fetch_topology"]
+__all__ = [
+    "Endpoint", "Link", "Node", "Port", "Topology", "fetch_rest_topology", "fetch_topology", "node_label",
+    "port_label", "resolve_endpoint",
+]
 
 
 @dataclass(frozen=True)
@@ -205,37 +213,40 @@ async def _fetch(client: GNS3Client, project_id: str) -> list[Any]:
 
 
 def _num(value: int | None) -> str:
-    return "?" if value is None else str(value)
+    return "?" if value is None or value == "" else str(value)
 
 
-def _port_label(port: Mapping[str, Any]) -> str | None:
+def node_label(node: Mapping[str, Any]) -> str:
+    """A node's name; ``?<node_id[:8]>`` when it has none."""
+    name = node.get("name")
+    return str(name) if name not in (None, "") else f"?{str(node.get('node_id') or '')[:8]}"
+
+
+def port_label(port: Mapping[str, Any]) -> str | None:
+    """A port's short name (``e0``), else its name; None when it has neither."""
     label = port.get("short_name") or port.get("name")
-    return str(label) if label is not None else None
+    return str(label) if label not in (None, "") else None
+
+
+def resolve_endpoint(end: Mapping[str, Any], nodes_by_id: Mapping[Any, Mapping[str, Any]]) -> Endpoint:
+    """A REST link end (``node_id``, ``adapter_number``, ``port_number``) with its node's and port's names."""
+    node_id, adapter, number = end.get("node_id"), end.get("adapter_number"), end.get("port_number")
+    node = nodes_by_id.get(node_id)
+    if node is None:
+        return Endpoint(node_id=str(node_id or ""), adapter_number=adapter, port_number=number)
+    port = next(
+        (p for p in node.get("ports") or []
+         if p.get("adapter_number") == adapter and p.get("port_number") == number),
+        None,
+    )
+    return Endpoint(
+        node_id=str(node_id), adapter_number=adapter, port_number=number, node_name=node_label(node),
+        port_name=port_label(port) if port is not None else None,
+    )
 
 
 def _build_link(link: Mapping[str, Any], nodes_by_id: Mapping[Any, Mapping[str, Any]]) -> Link:
-    endpoints = []
-    for end in link.get("nodes") or []:
-        node_id = str(end.get("node_id", ""))
-        adapter, port_number = end.get("adapter_number"), end.get("port_number")
-        node = nodes_by_id.get(node_id)
-        port_name = None
-        if node is not None:
-            port = next(
-                (p for p in node.get("ports") or []
-                 if p.get("adapter_number") == adapter and p.get("port_number") == port_number),
-                None,
-            )
-            port_name = _port_label(port) if port is not None else None
-        endpoints.append(
-            Endpoint(
-                node_id=node_id,
-                adapter_number=adapter,
-                port_number=port_number,
-                node_name=str(node.get("name", node_id)) if node is not None else None,
-                port_name=port_name,
-            )
-        )
+    endpoints = [resolve_endpoint(end, nodes_by_id) for end in link.get("nodes") or []]
     return Link(
         link_id=str(link.get("link_id", "")),
         endpoints=tuple(endpoints),
@@ -256,7 +267,7 @@ def _build_node(node: Mapping[str, Any], peers: _Peers) -> Node:
         ports.append(
             Port(
                 name=str(port.get("name", "")),
-                short_name=_port_label(port) or "",
+                short_name=port_label(port) or "",
                 adapter_number=adapter,
                 port_number=number,
                 link_type=port.get("link_type"),
@@ -266,7 +277,7 @@ def _build_node(node: Mapping[str, Any], peers: _Peers) -> Node:
         )
     return Node(
         node_id=node_id,
-        name=str(node.get("name", node_id)),
+        name=node_label(node),
         node_type=node.get("node_type"),
         status=node.get("status"),
         console_type=node.get("console_type"),

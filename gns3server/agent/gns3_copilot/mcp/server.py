@@ -1,9 +1,10 @@
 """The MCP endpoint: the SDK's low-level server over streamable HTTP, inside gns3-server.
 
-:class:`MCPEndpoint` is opened by the launcher's start-up hook and closed at
-shutdown. The SDK's session manager needs a task group that lives as long as
-the server; it runs in a task of its own (:meth:`MCPEndpoint.start`), since
-GNS3's start-up and shutdown hooks are separate calls. :class:`MCPRoute` is the
+:class:`MCPEndpoint` is opened by the copilot's lifespan (``api/lifecycle.py``)
+and closed when it ends. The SDK's session manager needs a task group that lives
+as long as the server; it runs in a task of its own (:meth:`MCPEndpoint.start`),
+so that opening and closing the endpoint are plain awaits on the lifespan's exit
+stack. :class:`MCPRoute` is the
 ASGI app mounted at ``/v3/copilot/mcp`` before the server starts: it finds the
 open endpoint on ``app.state`` at request time (503 while there is none).
 
@@ -167,8 +168,12 @@ class MCPEndpoint:
         client_factory: Callable[[str], GNS3Client],
     ) -> MCPEndpoint:
         keys = await MCPKeyStore.open(data_dir)
-        endpoint = cls(keys, lookup, console, client_factory)
-        await endpoint.start()
+        try:
+            endpoint = cls(keys, lookup, console, client_factory)
+            await endpoint.start()
+        except BaseException:
+            await keys.close()  # nothing else is open yet: the sessions' task ended with the error
+            raise
         return endpoint
 
     async def start(self) -> None:

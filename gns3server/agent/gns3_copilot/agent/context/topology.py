@@ -1,7 +1,8 @@
 """Compact text rendering of a GNS3 topology for the system prompt.
 
-Pure and stdlib-only, so that the context manager can import it without pulling
-in the REST client. The input is the REST-shaped dict the topology fetch
+Pure and synchronous: no I/O. Link ends are named by the topology model's
+resolver (:func:`..gns3_client.topology.resolve_endpoint`), the same one that
+builds the topology tool's answer. The input is the REST-shaped dict the topology fetch
 produces: ``{"project_id", "name", "status", "nodes": [...], "links": [...]}``
 with nodes and links exactly as GNS3's REST API returns them.
 
@@ -31,6 +32,8 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from ...gns3_client.topology import node_label, port_label, resolve_endpoint
 
 __all__ = ["FOCUS_LEVELS", "TOPOLOGY_LEVELS", "focus_nodes", "render_focused", "render_topology"]
 
@@ -77,7 +80,7 @@ class _LinkView:
             (end.get("node_id"), end.get("adapter_number"), end.get("port_number"))
             for end in _mappings(link.get("nodes"))
         ]
-        self.labels = [_endpoint_label(end, by_id) for end in self.ends]
+        self.labels = [resolve_endpoint(end, by_id).label() for end in _mappings(link.get("nodes"))]
         text = " <-> ".join(self.labels + ["?"] * (2 - len(self.labels)))
         if link.get("suspend"):
             text += " [suspended]"
@@ -96,9 +99,7 @@ def _mappings(value: Any) -> list[Mapping[str, Any]]:
     return [item for item in value if isinstance(item, Mapping)]
 
 
-def _name(node: Mapping[str, Any]) -> str:
-    name = node.get("name")
-    return str(name) if name not in (None, "") else f"?{str(node.get('node_id', ''))[:8]}"
+_name = node_label
 
 
 def _value(value: Any) -> str:
@@ -127,23 +128,7 @@ def _node_line(node: Mapping[str, Any], *, with_position: bool) -> str:
 
 
 def _label(port: Mapping[str, Any]) -> str:
-    label = port.get("short_name") or port.get("name")
-    return str(label) if label else f"a{_value(port.get('adapter_number'))}/p{_value(port.get('port_number'))}"
-
-
-def _port_label(node: Mapping[str, Any], adapter: Any, number: Any) -> str:
-    for port in _mappings(node.get("ports")):
-        if port.get("adapter_number") == adapter and port.get("port_number") == number:
-            return _label(port)
-    return f"a{_value(adapter)}/p{_value(number)}"
-
-
-def _endpoint_label(end: _PortKey, by_id: Mapping[Any, Mapping[str, Any]]) -> str:
-    node_id, adapter, number = end
-    node = by_id.get(node_id)
-    if node is None:
-        return f"?{str(node_id or '')[:8]} a{_value(adapter)}/p{_value(number)}"
-    return f"{_name(node)} {_port_label(node, adapter, number)}"
+    return port_label(port) or f"a{_value(port.get('adapter_number'))}/p{_value(port.get('port_number'))}"
 
 
 def _peers(links: Sequence[_LinkView]) -> dict[_PortKey, list[str]]:

@@ -1,0 +1,175 @@
+"""The copilot's life inside gns3-server: one lifespan, opened in order, closed in reverse.
+
+:func:`copilot_running` opens every part the copilot holds for the server's
+life (storage, LLM configs, the GNS3 connection pool, the audit log, the runs'
+service, the MCP endpoint), each registered on an ``AsyncExitStack`` as soon as
+it is open. However start-up ends (a bad policy file, a prompt file that cannot
+be used, a database that cannot be opened) and however the server stops, what
+opened is closed, in reverse order, and nothing else.
+
+:func:`install_lifespan` runs it inside gns3-server's own lifespan (GNS3's
+start-up first: the copilot reads users from GNS3's database; the copilot stops
+first: runs end and save while GNS3's controller and database are still up).
+
+Why the exit signals: uvicorn waits for open responses to finish before it runs
+the lifespan's shutdown, and a chat stream stays open as long as its run. So,
+while the copilot runs, SIGINT/SIGTERM first cancel the runs and end MCP sessions
+(their streams then end by themselves), then go on to the handler that was there
+before (uvicorn's). The handler is installed by the lifespan and removed by it;
+no class is patched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+    contextmanager,
+)
+from types import FrameType
+from typing import Any
+
+from fastapi import FastAPI
+
+from ..agent.prompts import load_prompts
+from ..console import AuditLog, DeviceLocks, load_policy
+from ..gns3_client.client import GNS3Connection
+from ..mcp.auth import UserLookup, gns3_user_lookup
+from ..mcp.server import ENDPOINT_STATE, MCPEndpoint
+from ..service.storage import open_sqlite_storage
+from ..tools.toolset import ConsoleServices
+from .crypto import SecretBox, load_or_create_key
+from .llm_store import LLMConfigStore
+from .permissions import HostPermissions
+from .settings import CopilotSettings, SettingsError, settings_from_gns3
+from .state import CopilotState
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CONNECTION_LIMIT", "EXIT_SIGNALS", "copilot_running", "exit_signals", "install_lifespan"]
+
+# Requests from this server to itself (project checks, tools, topology) share one pool.
+CONNECTION_LIMIT = 200
+EXIT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+Lifespan = Callable[[Any], AbstractAsyncContextManager[Any]]
+
+
+@asynccontextmanager
+async def copilot_running(
+    settings: CopilotSettings, app: FastAPI, lookup: UserLookup
+) -> AsyncIterator[tuple[CopilotState, MCPEndpoint]]:
+    """Open the copilot's parts in order and yield the state and the MCP endpoint.
+
+    ``app`` is gns3-server's (whose RBAC the tools ask), ``lookup`` reads GNS3's
+    users (for MCP keys). On leaving, or when a step fails, every part that opened
+    is closed in reverse order: runs are cancelled (each saves what it had) before
+    the databases close.
+    """
+    async with AsyncExitStack() as stack:
+        key = await asyncio.to_thread(load_or_create_key, settings.secrets_dir)
+        storage = await open_sqlite_storage(settings.data_dir)
+        stack.push_async_callback(storage.close)
+        llm_configs = await LLMConfigStore.open(settings.data_dir, SecretBox(key))
+        stack.push_async_callback(llm_configs.close)
+        gns3 = await stack.enter_async_context(
+            GNS3Connection(settings.server_url, limit=CONNECTION_LIMIT, verify_tls=settings.verify_tls)
+        )
+        audit = await AuditLog.open(settings.data_dir)  # a file the copilot cannot use stops the start
+        stack.push_async_callback(audit.close)
+        policy = await asyncio.to_thread(load_policy, settings.console_policy)
+        console = ConsoleServices(
+            policy=policy, locks=DeviceLocks(), audit=audit, permissions=HostPermissions(app).for_user
+        )
+        prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
+        state = CopilotState(settings, storage, llm_configs, gns3, console, prompts)
+        stack.push_async_callback(state.stop_runs)
+        mcp = await MCPEndpoint.open(settings.data_dir, lookup, console, state.gns3_client)
+        stack.push_async_callback(mcp.close)
+        default = settings.default_llm_config
+        log.info(
+            "Copilot started: data in %s, GNS3 API at %s, modes %s, server default LLM %s",
+            settings.data_dir,
+            settings.server_url,
+            ", ".join(settings.modes),
+            f"{default['provider']}/{default['model']}" if default else "none",
+        )
+        yield state, mcp
+    log.info("Copilot stopped")
+
+
+@contextmanager
+def exit_signals(on_exit: Callable[[], None], signals: tuple[signal.Signals, ...] = EXIT_SIGNALS) -> Iterator[None]:
+    """While inside, ``signals`` call ``on_exit`` first, then whatever handled them before.
+
+    ``on_exit`` runs in a signal handler: it must only schedule work (e.g. with
+    ``loop.call_soon_threadsafe``). Outside the main thread, where Python cannot
+    take signals, this does nothing (uvicorn does the same).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        on_exit()
+        before = previous.get(signum)
+        if callable(before):
+            before(signum, frame)
+        elif before == signal.SIG_DFL:  # nobody else handled it: what it would have done
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+
+    for sig in signals:
+        previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for signum, before in previous.items():
+            if signal.getsignal(signum) is handler:  # left alone if someone replaced it since
+                signal.signal(signum, before if before is not None else signal.SIG_DFL)
+
+
+@asynccontextmanager
+async def _copilot_lifespan(app: FastAPI) -> AsyncIterator[None]:
+    try:
+        settings = await asyncio.to_thread(settings_from_gns3)
+    except SettingsError as exc:
+        log.critical("Cannot start the copilot: %s", exc)
+        raise
+    lookup = gns3_user_lookup(app.state._db_engine)  # GNS3's own start-up opened its database
+    async with copilot_running(settings, app, lookup) as (state, mcp):
+        app.state.copilot = state
+        setattr(app.state, ENDPOINT_STATE, mcp)
+
+        def begin_exit() -> None:
+            try:
+                state.begin_shutdown()  # runs cancelled now: their streams end with abort/done
+                mcp.begin_shutdown()  # no new MCP requests; sessions end
+            except RuntimeError:  # a second signal after uvicorn forced the exit: the loop is gone
+                log.debug("exit signal after the event loop closed")
+
+        try:
+            with exit_signals(begin_exit):
+                yield
+        finally:
+            app.state.copilot = None  # new requests get 503 while the parts close
+            setattr(app.state, ENDPOINT_STATE, None)
+
+
+def install_lifespan(app: FastAPI) -> None:
+    """Run the copilot inside ``app``'s lifespan: after GNS3's start-up, stopped before GNS3's shutdown."""
+    host: Lifespan = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(asgi_app: Any) -> AsyncIterator[Any]:
+        async with host(asgi_app) as host_state, _copilot_lifespan(app):
+            yield host_state
+
+    app.router.lifespan_context = lifespan
