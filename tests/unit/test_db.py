@@ -27,7 +27,7 @@ from gns3server.agent.gns3_copilot.api import llm_store
 from gns3server.agent.gns3_copilot.api.crypto import SecretBox
 from gns3server.agent.gns3_copilot.api.llm_store import LLMConfigStore
 from gns3server.agent.gns3_copilot.api.settings import load_settings
-from gns3server.agent.gns3_copilot.api.state import CopilotState
+from gns3server.agent.gns3_copilot.api.lifecycle import copilot_running
 from gns3server.agent.gns3_copilot.console import audit as audit_module
 from gns3server.agent.gns3_copilot.console.audit import AuditLog, Who
 from gns3server.agent.gns3_copilot.db import (
@@ -394,19 +394,18 @@ async def test_checkpoint_tables_without_what_pruning_reads_stop_the_start(tmp_p
         await open_sqlite_storage(tmp_path)
 
 
-async def test_the_server_state_closes_every_database_thread(tmp_path: Path) -> None:
+async def test_the_running_copilot_closes_every_database_thread(tmp_path: Path) -> None:
     settings = load_settings({}, gns3_config_dir=tmp_path, gns3_secrets_dir=None, host="127.0.0.1", port=3080,
                              ssl=False)
+
+    async def no_user(kind: str, value: str) -> None:
+        return None
+
     before = copilot_threads()
     with no_thread_left():
-        state = await CopilotState.open(settings, FastAPI())
-        keys = await MCPKeyStore.open(settings.data_dir)
-        try:
+        async with copilot_running(settings, FastAPI(), no_user) as (state, mcp):
             await state.storage.sessions.create("alice", "p1", "hello")
             await state.llm_configs.list("alice")
             await state.console.audit.record(Who("alice", "s1", "p1"), "R1", "show version", "ok")
-            await keys.create("alice", "laptop", "full")
+            assert mcp.running
             assert len(copilot_threads() - before) == 4  # one per file
-        finally:
-            await keys.close()
-            await state.close()
