@@ -93,6 +93,10 @@ class WindowResult:
     seconds_per_turn: list[float] = field(default_factory=list)
 
 
+async def _superadmin(privilege: str, path: str) -> str:
+    return "allowed"  # the run's user is GNS3's admin (superadmin): GNS3 allows everything
+
+
 def is_tool_result(message: dict[str, Any]) -> bool:
     """A tool result sent as a user message (for a server whose template drops role ``tool``)."""
     return str(message.get("content") or "").startswith(TOOL_RESULT_HEADER.split("{", 1)[0])
@@ -108,9 +112,9 @@ def naive_room(config: dict[str, Any], tools: list[Any], counter: TokenCounter) 
 async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_id: str, work: Path) -> WindowResult:
     result = WindowResult(window)
     n_ctx = window * 1024
+    console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(work / f"audit-{window}"), lambda user_id: _superadmin)
     llama = await asyncio.to_thread(LlamaServer.start, n_ctx=n_ctx)
     storage = await open_sqlite_storage(work / f"copilot-{window}")
-    console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(work / f"audit-{window}"))
     service = CopilotService(
         storage,
         tools_factory=lambda context: build_tools(context, console),
@@ -123,7 +127,9 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
     try:
         async with RecordingProxy(llama.root_url) as proxy:
             config = {"model": MODEL_ALIAS, "base_url": proxy.base_url, "context_limit": window,
-                      "temperature": 0, "timeout": 900, "max_retries": 0}
+                      "temperature": 0, "timeout": 900, "max_retries": 0,
+                      # Issue 12's running summary off: its requests have no report of their own.
+                      "context_summary": False}
             reports: list[dict[str, Any]] = []
             session_id = None
             for question in QUESTIONS[:turns]:
