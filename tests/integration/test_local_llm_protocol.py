@@ -9,9 +9,11 @@ against a real gns3-server with real tools. The real llama-cpp server is driven 
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
 from tests.support.openai_stub import OpenAIStub, cut_stream, empty_stream, reply, server_error, tool_call
 from tests.support.streams import collect, text_of
 
@@ -181,3 +183,50 @@ async def test_a_call_repeated_with_success_gets_an_answer_without_tools(copilot
     assert seen[-1]["status"] == "completed" and text_of(seen) == "The lab is empty."
     assert [e["status"] for e in seen if e["type"] == "tool_end"] == ["success"] * 3
     assert ["tools" in r for r in stub.requests] == [True, True, True, False]
+
+
+async def test_junk_arguments_are_cut_in_later_requests_and_in_the_stored_history(copilot, stub, admin, gns3_project):
+    junk = "{" + "x, " * 600  # 1,801 characters that are not JSON, as SmolLM2 produced at 2K
+    # Unstreamed, as llama-cpp-python answers tool calls: the junk stays unparsed (a stream's lenient
+    # parser would have made it {}), so the call is an invalid one answered with an error.
+    stub.enqueue(empty_stream(), reply(tool_calls=[tool_call("gns3_topology", junk)]), "Sorry.", "Still here.")
+    record, stream = await copilot.chat(admin, gns3_project["project_id"], "look", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed"
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "and now?", llm_config=llm(stub), session_id=record.session_id)
+    assert (await collect(stream))[-1]["status"] == "completed"
+    for body in stub.requests[2:]:  # every request after the call: the arguments cut, with the marker
+        [assistant] = [m for m in body["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+        arguments = assistant["tool_calls"][0]["function"]["arguments"]
+        assert len(arguments) < 400 and "[arguments of 1801 characters cut" in arguments, arguments
+        assert junk not in json.dumps(body)
+    stored = [m for m in await copilot.messages(admin, record.session_id) if isinstance(m, AIMessage) and m.invalid_tool_calls]
+    assert stored and all("characters cut" in c["args"] for m in stored for c in m.invalid_tool_calls)
+    assert all(junk not in json.dumps(m.additional_kwargs) for m in stored)
+
+
+async def test_tool_results_go_as_user_messages_to_a_server_whose_template_drops_them(tmp_path, gns3_server, admin, gns3_project):
+    async with OpenAIStub(drops_tool_results=True) as dropping:
+        storage, service = await _service(tmp_path, gns3_server)
+        try:
+            for question in ("what is here?", "and now?"):
+                dropping.enqueue(reply(tool_calls=[tool_call("gns3_topology", {})]), "Empty lab.")
+                _, stream = await service.chat(admin, gns3_project["project_id"], question, llm_config=llm(dropping))
+                assert (await collect(stream))[-1]["status"] == "completed"
+        finally:
+            await service.close()
+            await storage.close()
+        assert len(dropping.probes) == 2  # measured once for this server and model, not per run
+        after_call = dropping.requests[1]
+        assert not any(m["role"] == "tool" for m in after_call["messages"])
+        result = after_call["messages"][-1]
+        assert result["role"] == "user" and result["content"].startswith("[Result of the tool gns3_topology]\n")
+        assert '"nodes"' in result["content"]
+
+
+async def test_tool_results_stay_tool_messages_for_a_server_that_renders_them(copilot, stub, admin, gns3_project):
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_topology", {})]), "Empty lab.")
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "what is here?", llm_config=llm(stub))
+    assert (await collect(stream))[-1]["status"] == "completed"
+    assert len(stub.probes) == 2
+    assert stub.requests[1]["messages"][-1]["role"] == "tool"

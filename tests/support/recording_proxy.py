@@ -9,6 +9,7 @@ recorded request really is (:func:`real_prompt_tokens`: the same body, unstreame
         config = {"base_url": proxy.base_url, ...}
         ...
         proxy.chat_requests  # JSON bodies of every POST /v1/chat/completions
+        proxy.model_requests  # the same without the copilot's template probes (agent/tool_results.py)
 """
 
 from __future__ import annotations
@@ -19,9 +20,20 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-__all__ = ["RecordingProxy", "real_prompt_tokens"]
+from gns3server.agent.gns3_copilot.agent.tool_results import PROBE_CALL_ID
+
+__all__ = ["RecordingProxy", "is_probe", "real_prompt_tokens"]
 
 _HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "keep-alive"})
+
+
+def is_probe(body: dict[str, Any]) -> bool:
+    """Whether ``body`` is one of the copilot's probes of how the server renders tool results."""
+    return any(
+        call.get("id") == PROBE_CALL_ID
+        for message in body.get("messages") or ()
+        for call in message.get("tool_calls") or ()
+    )
 
 
 class RecordingProxy:
@@ -37,6 +49,11 @@ class RecordingProxy:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def model_requests(self) -> list[dict[str, Any]]:
+        """The chat requests that asked the model something (the template probes left out)."""
+        return [body for body in self.chat_requests if not is_probe(body)]
 
     async def start(self) -> RecordingProxy:
         # A fresh upstream connection per request: llama-cpp-python's server drops a kept-alive

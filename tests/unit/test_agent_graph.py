@@ -11,7 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
+from gns3server.agent.gns3_copilot.agent.context_manager import clamp_token_scale, create_pre_model_hook
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import (
     STEP_LIMIT_MESSAGE,
     AgentSettings,
@@ -266,3 +266,17 @@ async def test_conversation_continues_across_runs():
     _, state = await run(graph, "two")
     assert [m.content for m in state["messages"]] == ["one", "first answer", "two", "second answer"]
     assert [m.type for m in model.calls[1]] == ["system", "human", "ai", "human"]
+
+
+async def test_an_answer_asked_without_tools_is_calibrated_against_the_estimate_without_them():
+    """Tools the request did not carry are not counted (issue 15): llama-cpp-python's function-calling
+    format answers empty once tools are offered; the text then comes from a request without them."""
+    model = ScriptedChatModel()
+    usage = {"input_tokens": 100, "output_tokens": 3, "total_tokens": 103}
+    model.enqueue(AIMessage(""), AIMessage("a text answer", usage_metadata=usage))
+    seen, state = await run(make_graph(model))
+    [report] = [e["report"] for e in seen if e["type"] == "context"]
+    assert report["tools_tokens"] > 0 and state["messages"][-1].content == "a text answer"
+    without_tools = report["total_tokens"] - report["tools_tokens"]
+    assert state["token_scale"] == pytest.approx(clamp_token_scale(100 / without_tools))
+    assert state["token_scale"] != pytest.approx(clamp_token_scale(100 / report["total_tokens"]))

@@ -54,6 +54,8 @@ from .llm_errors import LLMEmptyAnswerError, LLMStreamCutError
 from .loop_guard import repeated_failure_answer, repeats_a_call
 from .server_traits import ServerTraits
 from .summary_writer import SummaryWriter
+from .tool_call_args import EXCERPT_CHARS, cut_arguments, cut_tool_call_arguments
+from .tool_results import tool_results_as_user
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +175,11 @@ class AgentSettings:
     # endpoint; used when a reply reports no usage (None: no such source).
     measure_scale: Callable[[list[BaseMessage]], Awaitable[float | None]] | None = None
     tool_errors: ToolErrorPolicy = field(default_factory=ToolErrorPolicy)
+    # Whether the server's chat template renders tool results (None: cannot tell); asked
+    # once per server, the first time a request carries one. None: never asked.
+    probe_tool_results: Callable[[], Awaitable[bool | None]] | None = None
+    # Answered tool calls whose arguments are longer (characters) are cut in the history.
+    max_argument_chars: int | None = None
 
 
 def _stringify(result: Any) -> str:
@@ -435,20 +442,36 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             raise LLMEmptyAnswerError(EMPTY_ANSWER_MESSAGE)
         return response, with_tools
 
+    async def sendable(prepared: list[BaseMessage]) -> list[BaseMessage]:
+        """``prepared`` in a form the server renders whole: tool results as user messages
+        for a server whose chat template drops them (measured the first time it matters)."""
+        if settings.probe_tool_results is None or not any(isinstance(m, ToolMessage) for m in prepared):
+            return prepared
+        if traits.tool_results is None:
+            kept = await settings.probe_tool_results()
+            traits.tool_results = "unknown" if kept is None else "kept" if kept else "dropped"
+        return tool_results_as_user(prepared) if traits.tool_results == "dropped" else prepared
+
     async def llm_call(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
         messages = state["messages"]
+        # Junk arguments of answered calls must not fill every later request: cut, and stored cut.
+        cut = cut_tool_call_arguments(messages, settings.max_argument_chars) if settings.max_argument_chars else []
+        if cut:
+            logger.warning("Cut the arguments of %d earlier tool call message(s): too long for this window", len(cut))
+            replaced = {m.id: m for m in cut}
+            messages = [replaced.get(m.id, m) if isinstance(m, AIMessage) else m for m in messages]
         calls = state.get("llm_calls", 0)
         writer = get_stream_writer()
         if calls >= settings.max_llm_calls:
             logger.warning("Run stopped after %d LLM calls (limit reached)", calls)
             text = STEP_LIMIT_MESSAGE.format(n=calls)
             writer(events.content(text))  # the user sees it live, not only in the history
-            return {"messages": [AIMessage(content=text)]}
+            return {"messages": [*cut, AIMessage(content=text)]}
         stop = repeated_failure_answer(messages)
         if stop is not None:
             logger.warning("Run stopped: the model repeated the same failing tool call")
             writer(events.content(stop))
-            return {"messages": [AIMessage(content=stop)]}
+            return {"messages": [*cut, AIMessage(content=stop)]}
         # The same call made again and again: this time the model answers from what it has.
         offer_tools = not repeats_a_call(messages)
         if not offer_tools:
@@ -478,6 +501,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
                 start_summary(thread_id, messages, summary, window, report)
             logger.info("Messages prepared: %d → %d", len(messages), len(prepared))
             writer(events.context(report))
+            prepared = await sendable(prepared)
             try:
                 response, tools_sent = await call_model(prepared, config, offer_tools)
                 break
@@ -504,7 +528,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             scale = clamp_token_scale(smoothed_scale(learned, samples, observed))
             samples += 1
         return {
-            "messages": [response],
+            "messages": [*cut, response],
             "context_report": report,
             "token_scale": scale,
             "token_scale_samples": samples,
@@ -589,7 +613,10 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         for bad in last.invalid_tool_calls:
             answers.append(
                 ToolMessage(
-                    content=f"Error: the arguments of {bad.get('name')} are not valid JSON: {bad.get('error') or bad.get('args')}",
+                    content=(
+                        f"Error: the arguments of {bad.get('name')} are not valid JSON: "
+                        f"{cut_arguments(str(bad.get('error') or bad.get('args') or ''), EXCERPT_CHARS)}"
+                    ),
                     tool_call_id=bad.get("id") or "",
                     name=bad.get("name") or None,
                     status="error",

@@ -308,6 +308,10 @@ def create_chat_model(llm_config: Mapping[str, Any], *, stream: bool = True) -> 
         if provider == "openai" and "base_url" in config:
             from .openai_compat import CompatibleChatOpenAI  # imports langchain_openai
 
+            # langchain-openai ends a stream silent for 120 s whatever the timeout; a local server
+            # on a CPU can take longer than that to read a long prompt before its first token.
+            if "stream_chunk_timeout" in CompatibleChatOpenAI.model_fields:
+                kwargs["stream_chunk_timeout"] = config["timeout"]
             return CompatibleChatOpenAI(model=config["model"], **kwargs)
         return init_chat_model(config["model"], model_provider=provider, **kwargs)
     except Exception as exc:  # any constructor failure is a config problem

@@ -5,6 +5,7 @@ Some OpenAI-compatible servers cannot stream a tool call: llama-cpp-python's
 call with HTTP 200 and an empty body. The agent then repeats the call unstreamed
 and records it here, so the next calls to that server (this run's and later
 runs') go unstreamed at once instead of paying for an empty attempt each time.
+Likewise whether its chat template renders tool results at all.
 
 One :class:`ServerTraitsMemory` lives in the service (no module-level state); it
 is keyed by what identifies a server and model, never by the API key.
@@ -31,6 +32,9 @@ class ServerTraits:
     streams_tool_calls: bool = True
     # Which tokenizer endpoint answers ("llama-cpp-python", "llama.cpp"), "none", or None: not tried yet.
     tokenizer: str | None = None
+    # Whether its chat template renders tool results ("kept", "dropped"), "unknown" (it reports
+    # no prompt counts), or None: not measured yet (agent/tool_results.py).
+    tool_results: str | None = None
 
 
 class ServerTraitsMemory:

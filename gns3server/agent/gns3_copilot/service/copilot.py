@@ -50,6 +50,8 @@ from ..agent.server_tokens import ServerTokenizer
 from ..agent.server_traits import ServerTraitsMemory
 from ..agent.small_window import fit_to_window
 from ..agent.summary_writer import SummaryWriter
+from ..agent.tool_call_args import argument_limit
+from ..agent.tool_results import PROBE_TIMEOUT, template_keeps_tool_results
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
@@ -556,12 +558,18 @@ class CopilotService:
             return prepared
 
         traits = self._server_traits.for_config(llm_config)
-        measure_scale = None
+        measure_scale = probe_tool_results = None
         if llm_config.get("base_url") and llm_config.get("provider", "openai") == "openai":
             tokenizer = ServerTokenizer(llm_config["base_url"], llm_config.get("api_key"), encoding, traits)
 
             async def measure_scale(prepared: list[BaseMessage]) -> float | None:
                 return await tokenizer.scale(prepared, fit.tools)
+
+            async def probe_tool_results() -> bool | None:
+                return await template_keeps_tool_results(
+                    llm_config["base_url"], llm_config.get("api_key"), llm_config["model"],
+                    float(llm_config.get("timeout") or PROBE_TIMEOUT),
+                )
 
         async def summarize(request: list[BaseMessage]) -> Any:
             # The same model without tools; building it imports the provider SDK: off the loop.
@@ -579,6 +587,8 @@ class CopilotService:
             ),
             traits=traits,
             measure_scale=measure_scale,
+            probe_tool_results=probe_tool_results,
+            max_argument_chars=argument_limit(int(llm_config["context_limit"]) * 1000),
             pre_model_hook=hook,
             load_topology=load_topology,
             is_context_length_error=self._is_context_length_error,

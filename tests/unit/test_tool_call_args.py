@@ -1,0 +1,66 @@
+"""Junk tool-call arguments cut in the history (issue 15: 1,801 characters of junk pushed a 2K request over)."""
+
+from __future__ import annotations
+
+import json
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from gns3server.agent.gns3_copilot.agent.tool_call_args import (
+    CUT_KEY,
+    EXCERPT_CHARS,
+    argument_limit,
+    cut_arguments,
+    cut_tool_call_arguments,
+)
+
+JUNK = "{" + "x, " * 600  # 1,801 characters that are not JSON
+
+
+def test_the_limit_scales_with_the_window_with_a_floor():
+    assert argument_limit(2000) == 1000
+    assert argument_limit(8000) == 4000
+    assert argument_limit(128_000) == 64_000
+
+
+def test_short_arguments_and_plain_messages_are_left_alone():
+    messages = [
+        HumanMessage("hi", id="h"),
+        AIMessage("", id="a", tool_calls=[{"name": "gns3_show_commands", "args": {"commands": ["show ip int br"]}, "id": "c"}]),
+        AIMessage("just text", id="b"),
+    ]
+    assert cut_tool_call_arguments(messages, 1000) == []
+
+
+def test_unparsable_junk_keeps_an_excerpt_and_a_marker_and_the_same_id():
+    message = AIMessage(
+        "", id="a1",
+        invalid_tool_calls=[{"name": "gns3_topology", "args": JUNK, "id": "c1", "error": None, "type": "invalid_tool_call"}],
+        additional_kwargs={"tool_calls": [{"id": "c1", "function": {"name": "gns3_topology", "arguments": JUNK}}]},
+    )
+    [cut] = cut_tool_call_arguments([message], 1000)
+    assert cut.id == "a1"
+    args = cut.invalid_tool_calls[0]["args"]
+    assert args.startswith(JUNK[:EXCERPT_CHARS]) and "[arguments of 1801 characters cut" in args
+    assert len(args) < 400
+    assert "tool_calls" not in cut.additional_kwargs  # the raw copy is not stored either
+    assert message.invalid_tool_calls[0]["args"] == JUNK  # the original is not modified
+
+
+def test_huge_parsable_arguments_are_replaced_by_a_marker():
+    big = {"commands": ["show running-config"] * 200}
+    message = AIMessage("", id="a2", tool_calls=[{"name": "gns3_show_commands", "args": big, "id": "c2"}])
+    [cut] = cut_tool_call_arguments([message], 1000)
+    call = cut.tool_calls[0]
+    assert call["id"] == "c2" and call["name"] == "gns3_show_commands"
+    assert set(call["args"]) == {CUT_KEY} and f"of {len(json.dumps(big))} characters cut" in call["args"][CUT_KEY]
+
+
+def test_messages_without_an_id_are_not_returned():
+    message = AIMessage("", invalid_tool_calls=[{"name": "t", "args": JUNK, "id": "c", "error": None, "type": "invalid_tool_call"}])
+    assert cut_tool_call_arguments([message], 1000) == []
+
+
+def test_cut_arguments_keeps_text_within_the_limit():
+    assert cut_arguments("short", 10) == "short"
+    assert cut_arguments("y" * 50, 10) == "y" * 10 + " [arguments of 50 characters cut: longer than the 10 characters kept for this window]"

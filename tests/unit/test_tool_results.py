@@ -1,0 +1,50 @@
+"""Tool results for servers whose chat template drops them (issue 15).
+
+The probe runs against the OpenAI-compatible stub playing both kinds of server; the
+real llama-cpp-python server is exercised by tests/integration/test_local_llm_server.py.
+"""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from tests.support.openai_stub import OpenAIStub
+
+from gns3server.agent.gns3_copilot.agent.tool_results import (
+    PROBE_CALL_ID,
+    template_keeps_tool_results,
+    tool_results_as_user,
+)
+
+CALL = {"name": "gns3_topology", "args": {}, "id": "c1"}
+
+
+def test_tool_results_become_user_messages_naming_the_tool_and_the_rest_is_unchanged():
+    messages = [
+        SystemMessage("You are a copilot."),
+        HumanMessage("what is here?"),
+        AIMessage("", tool_calls=[CALL]),
+        ToolMessage('{"nodes": ["R1"]}', tool_call_id="c1", name="gns3_topology"),
+    ]
+    sent = tool_results_as_user(messages)
+    assert sent[:3] == messages[:3]
+    assert isinstance(sent[3], HumanMessage)
+    assert sent[3].content == '[Result of the tool gns3_topology]\n{"nodes": ["R1"]}'
+    assert isinstance(messages[3], ToolMessage)  # the history itself is not changed
+
+
+async def test_the_probe_tells_a_template_that_drops_tool_results_from_one_that_keeps_them():
+    async with OpenAIStub(drops_tool_results=True) as dropping:
+        assert await template_keeps_tool_results(dropping.base_url, None, "m") is False
+        assert len(dropping.probes) == 2 and not dropping.requests
+        assert all(p["max_tokens"] == 1 and p["stream"] is False and "tools" not in p for p in dropping.probes)
+        assert dropping.probes[0]["messages"][1]["tool_calls"][0]["id"] == PROBE_CALL_ID
+    async with OpenAIStub() as keeping:
+        assert await template_keeps_tool_results(keeping.base_url, None, "m") is True
+
+
+async def test_the_probe_cannot_tell_when_the_server_fails_or_is_not_there():
+    async with OpenAIStub(api_key="right") as refusing:  # 401 to the probe's missing key
+        assert await template_keeps_tool_results(refusing.base_url, None, "m") is None
+    async with OpenAIStub() as stub:
+        url = stub.base_url
+    assert await template_keeps_tool_results(url, None, "m", timeout=5) is None  # nothing listens any more
