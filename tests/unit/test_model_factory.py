@@ -20,6 +20,7 @@ from pydantic import SecretStr
 from gns3server.agent.gns3_copilot.agent import model_factory
 from gns3server.agent.gns3_copilot.agent.context.tokenizer import ENCODING_SPECS
 from gns3server.agent.gns3_copilot.agent.context_manager import CONTEXT_STRATEGY_RATIOS, resolve_budget
+from gns3server.agent.gns3_copilot.agent.llm_errors import LLMTimeoutError, provider_error
 from gns3server.agent.gns3_copilot.agent.model_factory import (
     LLMConfigError,
     create_base_model_with_tools,
@@ -530,10 +531,13 @@ async def test_timeout_when_the_server_hangs(stub: OpenAIStub) -> None:
 async def test_timeout_in_the_middle_of_a_stream(stub: OpenAIStub) -> None:
     stub.enqueue(reply("partial answer that never ends", hold_after=2))
     received: list[str] = []
-    with pytest.raises(openai.APITimeoutError):
+    # The config's timeout bounds the silence between chunks (langchain-openai's chunk timeout, a
+    # TimeoutError) as well as the HTTP read (openai's APITimeoutError): either is llm_timeout.
+    with pytest.raises((openai.APITimeoutError, TimeoutError)) as info:
         async for chunk in create_chat_model(_config(stub, timeout=0.3)).astream("hi"):
             received.append(str(chunk.content))
     assert "".join(received) == "partial "  # the two 4-character chunks sent before the hold
+    assert isinstance(provider_error(info.value), LLMTimeoutError)
 
 
 async def test_context_length_rejection_is_recognised(stub: OpenAIStub) -> None:
