@@ -178,15 +178,9 @@ async def test_a_revert_that_cannot_reach_the_device_is_a_409_and_the_fault_stay
 # ------------------------------------------------------------------------------------------ links
 
 
-async def link_state(api: API, project_id: str, link_id: str) -> tuple[bool, dict[str, Any]]:
-    status, link = await api.get(f"/v3/projects/{project_id}/links/{link_id}")
-    assert status == 200, link
-    return link["suspend"], link["filters"]
-
-
-async def test_link_faults_are_injected_and_reverted_as_gns3_reads_them(users, stub, admin):
-    teacher, student = await users("link_teacher"), await users("link_student")
-    await teacher.use_llm(stub)
+@pytest.fixture
+async def linked_pcs(admin: API) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """A project of its own with PC1 e0 linked to PC2 e0: (project id, the link as GNS3 made it)."""
     status, made = await admin.post("/v3/projects", {"name": f"links-{uuid.uuid4().hex[:8]}"})
     assert status == 201, made
     pid = made["project_id"]
@@ -195,98 +189,93 @@ async def test_link_faults_are_injected_and_reverted_as_gns3_reads_them(users, s
         ends = [{"node_id": n["node_id"], "adapter_number": 0, "port_number": 0} for n in (pc1, pc2)]
         status, link = await admin.post(f"/v3/projects/{pid}/links", {"nodes": ends})
         assert status == 201, link
-        link_id = link["link_id"]
-        # The lab as the teacher left it: the link already corrupts 5% of packets.
-        status, body = await admin.put(f"/v3/projects/{pid}/links/{link_id}", {"filters": {"corrupt": [5]}})
-        assert status == 200, body
-        original = await link_state(admin, pid, link_id)
-        assert original == (False, {"corrupt": [5]})
-
-        lossy = {"node_a": "PC1", "node_b": "PC2", "filters": {"packet_loss": [30], "delay": [200]}}
-        cut = {"node_a": "pc2", "node_b": "PC1", "suspend": True}
-        stub.enqueue(reply(tool_calls=[tool_call("gns3_update_link", lossy)]),
-                     reply(tool_calls=[tool_call("gns3_update_link", cut)]), "A fault was injected.")
-        status, result = await teacher.post(f"{COPILOT}/projects/{pid}/chat/inject",
-                                            {"message": "Inject link fault(s)", "stream": False})
-        assert status == 200 and result["content"] == "A fault was injected.", result  # no approval: as node tools
-        assert await link_state(admin, pid, link_id) == (True, {"packet_loss": [30], "delay": [200, 0]})
-
-        loss_fault, cut_fault = await faults(teacher, pid)
-        assert loss_fault["undo"] == {"tool": "gns3_update_link", "args": {"link_id": link_id, "filters": {"corrupt": [5]}}}
-        assert cut_fault["undo"] == {"tool": "gns3_update_link", "args": {"link_id": link_id, "suspend": False}}
-        assert await faults(student, pid) == []
-
-        # Each fault reverts what it changed only, in any order.
-        status, body = await teacher.post(f"{COPILOT}/projects/{pid}/faults/{loss_fault['fault_id']}/revert")
-        assert status == 200 and body["reverted_at"], body
-        assert await link_state(admin, pid, link_id) == (True, {"corrupt": [5]})
-        status, body = await teacher.post(f"{COPILOT}/projects/{pid}/faults/{cut_fault['fault_id']}/revert")
-        assert status == 200, body
-        assert await link_state(admin, pid, link_id) == original
-
-        status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={result['session_id']}")
-        assert [(e["device"], e["command"], e["outcome"]) for e in reversed(entries)] == [
-            ("link PC1 e0 <-> PC2 e0", "filters delay=200/0, packet_loss=30", "ok"),
-            ("link PC1 e0 <-> PC2 e0", "suspend", "ok"),
-            ("link PC1 e0 <-> PC2 e0", "filters corrupt=5", "ok"),
-            ("link PC1 e0 <-> PC2 e0", "resume", "ok"),
-        ]
+        yield pid, link
     finally:
         await admin.delete(f"/v3/projects/{pid}")
 
 
-async def test_the_link_tool_refuses_bad_filters_and_unknown_links(users, stub, admin):
-    status, made = await admin.post("/v3/projects", {"name": f"links-bad-{uuid.uuid4().hex[:8]}"})
-    assert status == 201, made
-    pid = made["project_id"]
-    try:
-        pc1, pc2 = await add_vpcs_node(admin, pid, "PC1"), await add_vpcs_node(admin, pid, "PC2")
-        ends = [{"node_id": n["node_id"], "adapter_number": 0, "port_number": 0} for n in (pc1, pc2)]
-        status, link = await admin.post(f"/v3/projects/{pid}/links", {"nodes": ends})
-        assert status == 201, link
-        await admin.use_llm(stub)
-        calls = [
-            tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2", "filters": {"packet_loss": [300]}}),
-            tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC9", "suspend": True}),
-            tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2"}),
-            tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2", "filters": {"jitter": [5]}}),
-        ]
-        stub.enqueue(reply(tool_calls=calls), "Nothing changed.")
-        result = await admin.chat(pid, "Break the link", mode="lab_automation")
-        assert result["status"] == "completed", result
-        outputs = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "tool"]
-        assert "filters: Value error, packet_loss: 300 is out of range (0 to 100)" in outputs[0], outputs
-        assert "no node named 'PC9'" in outputs[1], outputs
-        assert "give suspend, filters or both" in outputs[2], outputs
-        assert "unknown filter 'jitter'" in outputs[3], outputs
-        assert await link_state(admin, pid, link["link_id"]) == (False, {})
-    finally:
-        await admin.delete(f"/v3/projects/{pid}")
+async def link_state(api: API, project_id: str, link_id: str) -> tuple[bool, dict[str, Any]]:
+    status, link = await api.get(f"/v3/projects/{project_id}/links/{link_id}")
+    assert status == 200, link
+    return link["suspend"], link["filters"]
 
 
-async def test_gns3_decides_who_may_change_a_link(admin, gns3_server, stub):
+async def test_link_faults_are_injected_and_reverted_as_gns3_reads_them(users, stub, admin, linked_pcs):
+    teacher, student = await users("link_teacher"), await users("link_student")
+    await teacher.use_llm(stub)
+    pid, link = linked_pcs
+    link_id = link["link_id"]
+    # The lab as the teacher left it: the link already corrupts 5% of packets.
+    status, body = await admin.put(f"/v3/projects/{pid}/links/{link_id}", {"filters": {"corrupt": [5]}})
+    assert status == 200, body
+    original = await link_state(admin, pid, link_id)
+    assert original == (False, {"corrupt": [5]})
+
+    lossy = {"node_a": "PC1", "node_b": "PC2", "filters": {"packet_loss": [30], "delay": [200]}}
+    cut = {"node_a": "pc2", "node_b": "PC1", "suspend": True}
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_update_link", lossy)]),
+                 reply(tool_calls=[tool_call("gns3_update_link", cut)]), "A fault was injected.")
+    status, result = await teacher.post(f"{COPILOT}/projects/{pid}/chat/inject",
+                                        {"message": "Inject link fault(s)", "stream": False})
+    assert status == 200 and result["content"] == "A fault was injected.", result  # no approval: as node tools
+    assert await link_state(admin, pid, link_id) == (True, {"packet_loss": [30], "delay": [200, 0]})
+
+    loss_fault, cut_fault = await faults(teacher, pid)
+    assert loss_fault["undo"] == {"tool": "gns3_update_link", "args": {"link_id": link_id, "filters": {"corrupt": [5]}}}
+    assert cut_fault["undo"] == {"tool": "gns3_update_link", "args": {"link_id": link_id, "suspend": False}}
+    assert await faults(student, pid) == []
+
+    # Each fault reverts what it changed only, in any order.
+    status, body = await teacher.post(f"{COPILOT}/projects/{pid}/faults/{loss_fault['fault_id']}/revert")
+    assert status == 200 and body["reverted_at"], body
+    assert await link_state(admin, pid, link_id) == (True, {"corrupt": [5]})
+    status, body = await teacher.post(f"{COPILOT}/projects/{pid}/faults/{cut_fault['fault_id']}/revert")
+    assert status == 200, body
+    assert await link_state(admin, pid, link_id) == original
+
+    status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={result['session_id']}")
+    assert [(e["device"], e["command"], e["outcome"]) for e in reversed(entries)] == [
+        ("link PC1 e0 <-> PC2 e0", "filters delay=200/0, packet_loss=30", "ok"),
+        ("link PC1 e0 <-> PC2 e0", "suspend", "ok"),
+        ("link PC1 e0 <-> PC2 e0", "filters corrupt=5", "ok"),
+        ("link PC1 e0 <-> PC2 e0", "resume", "ok"),
+    ]
+
+
+async def test_the_link_tool_refuses_bad_filters_and_unknown_links(users, stub, admin, linked_pcs):
+    pid, link = linked_pcs
+    await admin.use_llm(stub)
+    calls = [
+        tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2", "filters": {"packet_loss": [300]}}),
+        tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC9", "suspend": True}),
+        tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2"}),
+        tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2", "filters": {"jitter": [5]}}),
+    ]
+    stub.enqueue(reply(tool_calls=calls), "Nothing changed.")
+    result = await admin.chat(pid, "Break the link", mode="lab_automation")
+    assert result["status"] == "completed", result
+    outputs = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "tool"]
+    assert "filters: Value error, packet_loss: 300 is out of range (0 to 100)" in outputs[0], outputs
+    assert "no node named 'PC9'" in outputs[1], outputs
+    assert "give suspend, filters or both" in outputs[2], outputs
+    assert "unknown filter 'jitter'" in outputs[3], outputs
+    assert await link_state(admin, pid, link["link_id"]) == (False, {})
+
+
+async def test_gns3_decides_who_may_change_a_link(admin, gns3_server, stub, linked_pcs):
     """An Auditor (no Link.Modify): GNS3's own route refuses, so does the tool, plainly, audited; nothing changes."""
-    status, made = await admin.post("/v3/projects", {"name": f"links-rbac-{uuid.uuid4().hex[:8]}"})
-    assert status == 201, made
-    pid = made["project_id"]
-    try:
-        pc1, pc2 = await add_vpcs_node(admin, pid, "PC1"), await add_vpcs_node(admin, pid, "PC2")
-        ends = [{"node_id": n["node_id"], "adapter_number": 0, "port_number": 0} for n in (pc1, pc2)]
-        status, link = await admin.post(f"/v3/projects/{pid}/links", {"nodes": ends})
-        assert status == 201, link
-        auditor = await person(admin, gns3_server, "link-auditor", "Auditor", "/projects")
-        await auditor.api.use_llm(stub)
-        status, _ = await auditor.api.put(f"/v3/projects/{pid}/links/{link['link_id']}", {"suspend": True})
-        assert status == 403  # GNS3's own answer
-        stub.enqueue(reply(tool_calls=[tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2", "suspend": True})]),
-                     "I cannot.")
-        result = await auditor.api.chat(pid, "Suspend the link", mode="lab_automation")
-        assert result["status"] == "completed", result
-        told = stub.requests[-1]["messages"][-1]
-        assert told["role"] == "tool" and "you lack Link.Modify on link PC1 e0 <-> PC2 e0" in told["content"], told
-        assert await link_state(admin, pid, link["link_id"]) == (False, {})
-        status, entries = await admin.get(f"{COPILOT}/console/audit?project_id={pid}&username={auditor.username}")
-        assert [(e["device"], e["command"], e["outcome"]) for e in entries] == [
-            ("link PC1 e0 <-> PC2 e0", "suspend", "denied")]
-    finally:
-        await admin.delete(f"/v3/projects/{pid}")
+    pid, link = linked_pcs
+    auditor = await person(admin, gns3_server, "link-auditor", "Auditor", "/projects")
+    await auditor.api.use_llm(stub)
+    status, _ = await auditor.api.put(f"/v3/projects/{pid}/links/{link['link_id']}", {"suspend": True})
+    assert status == 403  # GNS3's own answer
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_update_link", {"node_a": "PC1", "node_b": "PC2", "suspend": True})]),
+                 "I cannot.")
+    result = await auditor.api.chat(pid, "Suspend the link", mode="lab_automation")
+    assert result["status"] == "completed", result
+    told = stub.requests[-1]["messages"][-1]
+    assert told["role"] == "tool" and "you lack Link.Modify on link PC1 e0 <-> PC2 e0" in told["content"], told
+    assert await link_state(admin, pid, link["link_id"]) == (False, {})
+    status, entries = await admin.get(f"{COPILOT}/console/audit?project_id={pid}&username={auditor.username}")
+    assert [(e["device"], e["command"], e["outcome"]) for e in entries] == [
+        ("link PC1 e0 <-> PC2 e0", "suspend", "denied")]
