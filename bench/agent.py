@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
@@ -36,10 +36,10 @@ from loop_stalls import loop_stalls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter  # noqa: E402
-from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User  # noqa: E402
-from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage  # noqa: E402
-from tests.support.scripted_model import ScriptedChatModel  # noqa: E402
+from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
+from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
+from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
+from tests.support.scripted_model import ScriptedChatModel
 
 LLM = {"context_limit": 128, "context_strategy": "balanced", "model": "bench"}
 USER = User("u-bench", "bench", "token")
@@ -76,10 +76,10 @@ class FreshCounters(MutableMapping[str, TokenCounter]):
 
 
 class NullClient:
-    async def __aenter__(self) -> NullClient:
+    async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         return None
 
 

@@ -45,10 +45,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from context import PROMPT, TOOLS, TOPOLOGY, conversation, text_of  # noqa: E402
+from context import PROMPT, TOOLS, TOPOLOGY, conversation, text_of
 
-from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter, message_key  # noqa: E402
-from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook  # noqa: E402
+from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter, message_key
+from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
 
 NO_CAP = {"tool_output_share": 1.0}
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -96,9 +96,7 @@ def request_points(messages: list[BaseMessage], per: str) -> list[int]:
     """Where a request is sent: at every user message, or (``per="call"``) also after each tool round."""
     points = []
     for i, m in enumerate(messages):
-        if isinstance(m, HumanMessage):
-            points.append(i)
-        elif per == "call" and isinstance(m, ToolMessage) and (i + 1 == len(messages) or not isinstance(messages[i + 1], ToolMessage)):
+        if isinstance(m, HumanMessage) or per == "call" and isinstance(m, ToolMessage) and (i + 1 == len(messages) or not isinstance(messages[i + 1], ToolMessage)):
             points.append(i)
     return points
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gns3server.agent.gns3_copilot.console import load_policy  # noqa: E402
-from gns3server.agent.gns3_copilot.console.grammar.patterns import Pattern, Repeat, Word  # noqa: E402
-from gns3server.agent.gns3_copilot.console.policy import _ANALYZERS  # noqa: E402
+from gns3server.agent.gns3_copilot.console import load_policy
+from gns3server.agent.gns3_copilot.console.grammar.patterns import Pattern, Repeat, Word
+from gns3server.agent.gns3_copilot.console.policy import _ANALYZERS
 
 LINES: list[tuple[str, str, str]] = [
     ("show (IOS)", "ios", "show ip interface brief | include up"),

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Self
 
 import aiohttp
 import psutil
@@ -45,11 +45,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 sys.path.insert(0, str(ROOT))  # tests.support
 
-from gns3_labs import build_lab  # noqa: E402
-from gns3_process import GNS3ServerProcess  # noqa: E402
+from gns3_labs import build_lab
+from gns3_process import GNS3ServerProcess
 
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client, GNS3Connection  # noqa: E402
-from gns3server.agent.gns3_copilot.tools import GNS3TopologyTool  # noqa: E402
+from gns3server.agent.gns3_copilot.gns3_client import GNS3Client, GNS3Connection
+from gns3server.agent.gns3_copilot.tools import GNS3TopologyTool
 
 ClientFactory = Callable[[], GNS3Client]
 
@@ -167,7 +167,7 @@ class _OwnSessionClient(GNS3Client):
         super().__init__(base_url, token=token)
         self._counter = counter
 
-    async def __aenter__(self) -> _OwnSessionClient:
+    async def __aenter__(self) -> Self:
         self._session = aiohttp.ClientSession(trace_configs=[self._counter.trace])
         return self
 
@@ -184,7 +184,7 @@ class _ConnectorClient(_OwnSessionClient):
         super().__init__(base_url, token, counter)
         self._connector = connector
 
-    async def __aenter__(self) -> _ConnectorClient:
+    async def __aenter__(self) -> Self:
         self._session = aiohttp.ClientSession(
             connector=self._connector, connector_owner=False, trace_configs=[self._counter.trace])
         return self

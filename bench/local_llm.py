@@ -39,24 +39,24 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 sys.path.insert(0, str(ROOT))
 
-from gns3_process import GNS3ServerProcess  # noqa: E402
-from tests.support.llama_server import MODEL_ALIAS, LlamaServer  # noqa: E402
-from tests.support.recording_proxy import RecordingProxy, real_prompt_tokens  # noqa: E402
+from gns3_process import GNS3ServerProcess
 
-from gns3server.agent.gns3_copilot.agent.context.calibration import answer_tokens, capped_budget  # noqa: E402
-from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter  # noqa: E402
-from gns3server.agent.gns3_copilot.agent.context_manager import resolve_budget  # noqa: E402
-from gns3server.agent.gns3_copilot.agent.model_factory import (  # noqa: E402
+from gns3server.agent.gns3_copilot.agent.context.calibration import answer_tokens, capped_budget
+from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
+from gns3server.agent.gns3_copilot.agent.context_manager import resolve_budget
+from gns3server.agent.gns3_copilot.agent.model_factory import (
     create_base_model_with_tools,
     is_context_length_error,
 )
-from gns3server.agent.gns3_copilot.agent.prompts import system_prompt_for  # noqa: E402
-from gns3server.agent.gns3_copilot.agent.tool_results import TOOL_RESULT_HEADER  # noqa: E402
-from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy  # noqa: E402
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client  # noqa: E402
-from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User  # noqa: E402
-from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage  # noqa: E402
-from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools  # noqa: E402
+from gns3server.agent.gns3_copilot.agent.prompts import system_prompt_for
+from gns3server.agent.gns3_copilot.agent.tool_results import TOOL_RESULT_HEADER
+from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
+from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
+from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
+from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
+from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools
+from tests.support.llama_server import MODEL_ALIAS, LlamaServer
+from tests.support.recording_proxy import RecordingProxy, real_prompt_tokens
 
 QUESTIONS = (
     "Hello! My lab is called Alpha.",

@@ -43,8 +43,8 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))  # tests.support
 
-from gns3_process import GNS3ServerProcess  # noqa: E402
-from server import percentile, write_section  # noqa: E402  (bench/server.py's helpers)
+from gns3_process import GNS3ServerProcess
+from server import percentile, write_section
 
 SECTION = "## MCP endpoint (bench/mcp_endpoint.py)"
 MCP = "/v3/copilot/mcp"
@@ -79,7 +79,7 @@ async def measure(run: Run, pid: int, body: Callable[[Run], Awaitable[None]]) ->
             run.peak_rss = max(run.peak_rss, process.memory_info().rss)
             try:
                 await asyncio.wait_for(stop.wait(), 0.02)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     sampler = asyncio.create_task(sample_rss())

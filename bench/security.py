@@ -28,8 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gns3server.agent.gns3_copilot.api.middleware import BodySizeLimitMiddleware  # noqa: E402
-from gns3server.agent.gns3_copilot.redaction import SECRETS, install_log_scrubber  # noqa: E402
+from gns3server.agent.gns3_copilot.api.middleware import BodySizeLimitMiddleware
+from gns3server.agent.gns3_copilot.redaction import SECRETS, install_log_scrubber
 
 CHUNK = 64 * 1024
 BODY_BYTES = 20 * 1024 * 1024

@@ -45,8 +45,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 sys.path.insert(0, str(ROOT))
 
-from gns3_process import GNS3ServerProcess  # noqa: E402
-from tests.support.openai_stub import OpenAIStub, reply  # noqa: E402
+from gns3_process import GNS3ServerProcess
+
+from tests.support.openai_stub import OpenAIStub, reply
 
 API_KEY = "sk-bench-0123456789abcdef"
 ANSWER = ("All four nodes are up. PC1 reaches R1 on e0, R1 and R2 share the 10.0.12.0/30 link, "
@@ -142,7 +143,7 @@ async def measure(name: str, pid: int | None, jobs: list[Callable[[], Awaitable[
             peak = max(peak, process.memory_info().rss) if process else 0
             try:
                 await asyncio.wait_for(stop.wait(), 0.02)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     sampler = asyncio.create_task(sample_rss())
@@ -207,7 +208,7 @@ def write_section(body: str, heading: str = SECTION) -> None:
     path = ROOT / "docs" / "performance.md"
     text = path.read_text()
     section = f"{heading}\n\n{body}\n"
-    pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
+    pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
     if pattern.search(text):
         text = pattern.sub(lambda _: section + "\n", text).rstrip("\n") + "\n"
     else:

@@ -36,13 +36,13 @@ from urllib.parse import urlparse
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 
-from gns3_labs import build_lab  # noqa: E402
-from gns3_process import GNS3ServerProcess  # noqa: E402
+from gns3_labs import build_lab
+from gns3_process import GNS3ServerProcess
 
-from gns3server.agent.gns3_copilot.agent.context.topology import TOPOLOGY_LEVELS, render_topology  # noqa: E402
-from gns3server.agent.gns3_copilot.agent.context_manager import count_tokens  # noqa: E402
-from gns3server.agent.gns3_copilot.gns3_client import fetch_topology  # noqa: E402
-from tests.support.gns3_admin import AdminClient  # noqa: E402
+from gns3server.agent.gns3_copilot.agent.context.topology import TOPOLOGY_LEVELS, render_topology
+from gns3server.agent.gns3_copilot.agent.context_manager import count_tokens
+from gns3server.agent.gns3_copilot.gns3_client import fetch_topology
+from tests.support.gns3_admin import AdminClient
 
 
 def inventory_baseline(rest: dict[str, Any], base_url: str) -> str:
@@ -126,10 +126,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200])
     parser.add_argument("--runs", type=int, default=7, help="fetches per lab (median reported)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-topology-") as root:
-        with GNS3ServerProcess.start(Path(root)) as server:
-            print(f"gns3-server {server.version} at {server.base_url}", file=sys.stderr)
-            rows = asyncio.run(run(server, args.sizes, args.runs))
+    with tempfile.TemporaryDirectory(prefix="bench-topology-") as root, GNS3ServerProcess.start(Path(root)) as server:
+        print(f"gns3-server {server.version} at {server.base_url}", file=sys.stderr)
+        rows = asyncio.run(run(server, args.sizes, args.runs))
     print(table(rows))
 
 

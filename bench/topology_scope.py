@@ -25,11 +25,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 
-from gns3_labs import lab_plan  # noqa: E402
+from gns3_labs import lab_plan
 
-from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter  # noqa: E402
-from gns3server.agent.gns3_copilot.agent.context.injection import TOPOLOGY_SHARE, fit_topology  # noqa: E402
-from gns3server.agent.gns3_copilot.agent.context.topology import render_topology  # noqa: E402
+from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
+from gns3server.agent.gns3_copilot.agent.context.injection import TOPOLOGY_SHARE, fit_topology
+from gns3server.agent.gns3_copilot.agent.context.topology import render_topology
 
 QUESTION = "Why can PC17 not ping R42?"
 ASKED = ("PC17", "R42")

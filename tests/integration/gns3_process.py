@@ -24,12 +24,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from datetime import datetime, timedelta, timezone
-from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from joserfc import jwt
 from joserfc.jwk import OctKey
@@ -93,7 +93,7 @@ def write_config(
 
 def sign_token(secret_key: str, username: str = ADMIN_USERNAME, *, expires_in: timedelta) -> str:
     """A JWT shaped like GNS3's own (HS256, ``sub`` and ``exp``), signed with ``secret_key``."""
-    claims = {"sub": username, "exp": datetime.now(timezone.utc) + expires_in}
+    claims = {"sub": username, "exp": datetime.now(UTC) + expires_in}
     return jwt.encode({"alg": "HS256"}, claims, OctKey.import_key(secret_key))
 
 
@@ -230,7 +230,7 @@ class GNS3ServerProcess:
         async with AdminClient(self.base_url) as client:
             return await client.login(username or self.username, password or self.password)
 
-    def __enter__(self) -> GNS3ServerProcess:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

@@ -12,6 +12,14 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+
+from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
+from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
+from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
+from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
+from gns3server.agent.gns3_copilot.service.errors import SessionBusyError
+from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
+from gns3server.agent.gns3_copilot.tools.toolset import build_tools
 from tests.support.openai_stub import (
     OpenAIStub,
     context_length_exceeded,
@@ -22,14 +30,6 @@ from tests.support.openai_stub import (
     tool_call,
 )
 from tests.support.streams import collect, text_of
-
-from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
-from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
-from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
-from gns3server.agent.gns3_copilot.service.errors import SessionBusyError
-from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
-from gns3server.agent.gns3_copilot.tools.toolset import build_tools
 
 pytestmark = pytest.mark.integration
 
@@ -114,7 +114,7 @@ async def test_multi_turn_conversation_with_real_tools(copilot, stub, admin, gns
     assert {n["name"] for n in nodes} == {"PC1", "PC8", "PC9"}
     by_id = {n["node_id"]: n["name"] for n in nodes}
     assert [{by_id[e["node_id"]] for e in link["nodes"]} for link in links] == [{"PC8", "PC9"}]
-    start = [e for e in seen if e["type"] == "tool_end" and e["name"] == "gns3_node_action"][0]
+    start = next(e for e in seen if e["type"] == "tool_end" and e["name"] == "gns3_node_action")
     assert '"failed": 1' in start["output"] and '"status": "error"' in start["output"]
     start_result = stub.requests[-1]["messages"][-1]
     assert start_result["role"] == "tool" and "error" in start_result["content"]

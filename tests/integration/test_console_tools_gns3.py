@@ -23,10 +23,10 @@ async def test_tools_read_consoles_from_gns3_and_report_stopped_nodes(gns3_serve
     node = await gns3_client.create_node_from_template(project_id, await vpcs_template_id(gns3_client), name="PC1")
     token = await gns3_server.token()
     audit = AuditLog(tmp_path)
-    common = dict(
-        client_factory=lambda: GNS3Client(gns3_server.base_url, token=token), project_id=project_id,
-        policy=load_policy(), locks=DeviceLocks(), audit=audit, authorize=allow_all, user="admin", session_id="s1",
-    )
+    common = {
+        "client_factory": lambda: GNS3Client(gns3_server.base_url, token=token), "project_id": project_id,
+        "policy": load_policy(), "locks": DeviceLocks(), "audit": audit, "authorize": allow_all, "user": "admin", "session_id": "s1",
+    }
     show, config = ShowCommandsTool(**common), ConfigCommandsTool(**common)
     try:
         # Stopped in GNS3 and nothing serves its console: reported, and audited as not run.

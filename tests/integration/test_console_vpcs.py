@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 
 import pytest
-from pydantic import ValidationError
 from langchain_core.tools import ToolException
+from pydantic import ValidationError
 from vpcs_process import VPCSProcess
 
 from gns3server.agent.gns3_copilot.console import VPCS, Device, DeviceLocks, Who, run_commands
@@ -44,7 +44,7 @@ def pc(vpcs: VPCSProcess, name: str = "PC1") -> Device:
 
 async def test_show_config_show(vpcs, policy, audit):
     locks = DeviceLocks()
-    kw: dict[str, Any] = dict(policy=policy, locks=locks, audit=audit, who=WHO, timeout=15)
+    kw: dict[str, Any] = {"policy": policy, "locks": locks, "audit": audit, "who": WHO, "timeout": 15}
     before = await run_commands(pc(vpcs), ["show ip"], mode="show", **kw)
     assert before.status == "ok", before
     assert "NAME        : VPCS[1]" in before.results[0].output
@@ -78,7 +78,7 @@ async def test_blocked_commands_never_reach_the_device(vpcs, policy, audit, tmp_
     # the GNS3 host's shell. (IOS's "rel" is VPCS's harmless "relay"; the policy
     # judges each device in its own CLI's terms.)
     marker = tmp_path / "host-shell-ran"
-    kw: dict[str, Any] = dict(policy=policy, locks=DeviceLocks(), audit=audit, who=WHO, timeout=15)
+    kw: dict[str, Any] = {"policy": policy, "locks": DeviceLocks(), "audit": audit, "who": WHO, "timeout": 15}
     for commands, mode in [
         (["set pcname HACKED", "q"], "config"),
         (["set pcname HACKED"], "show"),
@@ -98,7 +98,7 @@ async def test_blocked_commands_never_reach_the_device(vpcs, policy, audit, tmp_
 
 async def test_concurrent_runs_on_one_device_do_not_interleave(vpcs, vpcs2, policy, audit):
     locks = DeviceLocks()
-    kw: dict[str, Any] = dict(policy=policy, locks=locks, audit=audit, who=WHO, timeout=20)
+    kw: dict[str, Any] = {"policy": policy, "locks": locks, "audit": audit, "who": WHO, "timeout": 20}
     results = await asyncio.gather(
         run_commands(pc(vpcs), ["ip 10.0.0.2/24", "show ip"], mode="config", **kw),
         run_commands(pc(vpcs), ["show ip", "show ip"], mode="show", **kw),
@@ -127,7 +127,7 @@ class FakeNodesClient:
     def __init__(self, nodes: list[dict[str, Any]]) -> None:
         self._nodes = nodes
 
-    async def __aenter__(self) -> FakeNodesClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -155,10 +155,10 @@ async def test_console_tools(vpcs, vpcs2, policy, audit):
         checked.append((privilege, path))
         return "denied" if path in denied_paths else "allowed"
 
-    common: dict[str, Any] = dict(
-        client_factory=lambda: FakeNodesClient(nodes), project_id="project-1", policy=policy, locks=DeviceLocks(),
-        audit=audit, authorize=authorize, user="alice", session_id="session-1", timeout=20,
-    )
+    common: dict[str, Any] = {
+        "client_factory": lambda: FakeNodesClient(nodes), "project_id": "project-1", "policy": policy, "locks": DeviceLocks(),
+        "audit": audit, "authorize": authorize, "user": "alice", "session_id": "session-1", "timeout": 20,
+    }
     show, config = ShowCommandsTool(**common), ConfigCommandsTool(**common)
     assert show.metadata == {"read_only": True} and config.metadata == {"needs_confirmation": True}
     with pytest.raises(ToolException, match="asynchronous"):

@@ -15,13 +15,22 @@ from typing import Any
 
 import pytest
 from gns3_process import GNS3ServerProcess
+
 # The API client and its fixtures live with the API tests; reused here as they are.
 from test_copilot_api import (  # noqa: F401
-    API, SECRET, admin, answer, http, kinds, project, sessions_path, stub,
+    API,
+    SECRET,
+    admin,
+    answer,
+    http,
+    kinds,
+    project,
+    sessions_path,
+    stub,
 )
-from tests.support.openai_stub import OpenAIStub, fault, reply
 
 from gns3server.agent.gns3_copilot.agent.context.summary import SUMMARY_HEADING
+from tests.support.openai_stub import OpenAIStub, fault, reply
 
 pytestmark = pytest.mark.integration
 
@@ -100,8 +109,8 @@ async def test_a_held_summary_does_not_delay_the_question_and_lands_in_the_next_
     stub.release()  # the summary comes back after the run: stored with the session
     preview = await stored_summary(admin, project, session_id)
     assert preview["summary_text"] == NOTES and preview["summarized_turns"] >= 1
-    status, history = await admin.get(sessions_path(project, session_id, "/history"))
-    assert [m["content"] for m in history["messages"]][0] == "hi, PC1 cannot ping PC2"  # history keeps all
+    _status, history = await admin.get(sessions_path(project, session_id, "/history"))
+    assert next(m["content"] for m in history["messages"]) == "hi, PC1 cannot ping PC2"  # history keeps all
 
     # The next request carries it on its new question; all the previous request sent (the system
     # message included) is repeated unchanged, so the summary's landing costs the cache nothing.

@@ -24,10 +24,10 @@ from typing import Any
 import aiohttp
 import pytest
 from gns3_process import GNS3ServerProcess
-from tests.support.openai_stub import OpenAIStub, fault, reply, tool_call
 from vpcs_process import VPCSProcess
 
 from gns3server.agent.gns3_copilot.api.schemas import MAX_MESSAGE_CHARS
+from tests.support.openai_stub import OpenAIStub, fault, reply, tool_call
 
 pytestmark = pytest.mark.integration
 
@@ -399,6 +399,7 @@ async def test_a_client_that_disconnects_cancels_its_run(admin, admin_llm, stub,
     await stub.wait_for_disconnects(1)
     assert (await settled(admin, project, session_id))["runs"] == 1
     status, history = await admin.get(sessions_path(project, session_id, "/history"))
+    assert status == 200, history
     assert [(m["role"], m["content"]) for m in history["messages"]][-1] == ("assistant", "Partial")
     assert len(stub.requests) == 1  # the held reply was never released, nothing else was asked
 
@@ -417,7 +418,7 @@ async def test_a_client_that_disconnects_cancels_its_run(admin, admin_llm, stub,
         await plain
     await stub.wait_for_disconnects(2)
     assert (await settled(admin, project, session_id))["runs"] == 3
-    status, history = await admin.get(sessions_path(project, session_id, "/history"))
+    _status, history = await admin.get(sessions_path(project, session_id, "/history"))
     assert history["messages"][-1] == {**history["messages"][-1], "role": "user", "content": "Plain, then leave"}
     assert len(stub.requests) == asked + 1
 
@@ -433,7 +434,7 @@ async def test_context_report_without_calling_the_llm(admin, admin_llm, stub, pr
     status, teaching = await admin.get(sessions_path(project, session_id, "/context?mode=teaching"))
     assert status == 200 and teaching["tools_tokens"] < report["tools_tokens"]
     assert len(stub.requests) == calls
-    status, body = await admin.get(sessions_path(project, session_id, f"/context?llm_config_id={uuid.uuid4()}"))
+    status, _body = await admin.get(sessions_path(project, session_id, f"/context?llm_config_id={uuid.uuid4()}"))
     assert status == 404
 
 
@@ -464,9 +465,9 @@ async def test_a_session_is_only_reachable_in_its_own_project(admin, admin_llm, 
     session_id = (await admin.chat(project, "Here"))["session_id"]
     status, other = await admin.post("/v3/projects", {"name": f"copilot-other-{uuid.uuid4().hex[:8]}"})
     try:
-        status, body = await admin.get(sessions_path(other["project_id"], session_id, "/history"))
+        status, _body = await admin.get(sessions_path(other["project_id"], session_id, "/history"))
         assert status == 404
-        status, body = await admin.post(chat_path(other["project_id"]), {"message": "x", "session_id": session_id})
+        status, _body = await admin.post(chat_path(other["project_id"]), {"message": "x", "session_id": session_id})
         assert status == 404
     finally:
         await admin.delete(f"/v3/projects/{other['project_id']}")

@@ -21,16 +21,28 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-# The API client and its fixtures live with the API tests; reused here as they are.
-from test_copilot_api import (  # noqa: F401
-    COPILOT, API, SECRET, add_vpcs_node, admin, admin_llm, chat_path, http, project, sessions_path, stub, users,
-)
 from conftest import COPILOT_SETTINGS
 from gns3_process import GNS3ServerProcess
-from tests.support.openai_stub import OpenAIStub, reply, tool_call
+
+# The API client and its fixtures live with the API tests; reused here as they are.
+from test_copilot_api import (  # noqa: F401
+    API,
+    COPILOT,
+    SECRET,
+    add_vpcs_node,
+    admin,
+    admin_llm,
+    chat_path,
+    http,
+    project,
+    sessions_path,
+    stub,
+    users,
+)
 from vpcs_process import VPCSProcess
 
 from gns3server.agent.gns3_copilot.console import AuditLog, Who
+from tests.support.openai_stub import OpenAIStub, reply, tool_call
 
 pytestmark = pytest.mark.integration
 
@@ -167,7 +179,7 @@ async def test_a_stopped_device_without_a_console_is_reported_stopped(admin, adm
         events = await sse.rest()
     (end,) = [e for e in events if e["type"] == "tool_end"]
     assert "VPCS[1]" in end["output"] and "PC2 is stopped; start it first" in end["output"]
-    status, entries = await admin.get(f"{COPILOT}/console/audit?project_id={project}")
+    _status, entries = await admin.get(f"{COPILOT}/console/audit?project_id={project}")
     assert sorted((e["device"], e["outcome"]) for e in entries) == [("PC1", "ok"), ("PC2", "not_run")]
 
 

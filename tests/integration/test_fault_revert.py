@@ -28,10 +28,10 @@ from test_copilot_api import (  # noqa: F401  (fixtures)
     users,
 )
 from test_permissions_gns3 import person
-from tests.support.openai_stub import reply, tool_call
 from vpcs_process import VPCSProcess
 
 from gns3server.agent.gns3_copilot.console import VPCS, AuditLog, Device, DeviceLocks, Who, load_policy, run_commands
+from tests.support.openai_stub import reply, tool_call
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from gns3_process import GNS3ServerProcess, sign_token
 
-from tests.support.gns3_admin import AdminClient
 from gns3server.agent.gns3_copilot.gns3_client import (
     GNS3AuthenticationError,
     GNS3Client,
@@ -21,6 +20,7 @@ from gns3server.agent.gns3_copilot.gns3_client import (
     GNS3PermissionError,
     GNS3TimeoutError,
 )
+from tests.support.gns3_admin import AdminClient
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
-from tests.support.openai_stub import OpenAIStub, cut_stream, empty_stream, reply, server_error, tool_call
-from tests.support.streams import collect, text_of
 
 from gns3server.agent.gns3_copilot.agent.loop_guard import REPEATED_FAILURE_LIMIT
 from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
@@ -23,6 +21,8 @@ from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
 from gns3server.agent.gns3_copilot.tools.toolset import build_tools
+from tests.support.openai_stub import OpenAIStub, cut_stream, empty_stream, reply, server_error, tool_call
+from tests.support.streams import collect, text_of
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +67,7 @@ def llm(stub: OpenAIStub, **extra: Any) -> dict[str, Any]:
 async def test_requests_carry_tool_choice_max_tokens_and_string_content(copilot, stub, admin, gns3_project):
     # The topology tool needs no argument: the run knows its project; junk is ignored.
     stub.enqueue(reply(tool_calls=[tool_call("gns3_topology", {"project_id": "not-a-uuid"})]), "Empty lab.")
-    record, stream = await copilot.chat(admin, gns3_project["project_id"], "what is here?", llm_config=llm(stub))
+    _record, stream = await copilot.chat(admin, gns3_project["project_id"], "what is here?", llm_config=llm(stub))
     seen = await collect(stream)
     assert seen[-1]["status"] == "completed" and text_of(seen) == "Empty lab."
     end = next(e for e in seen if e["type"] == "tool_end")

@@ -17,9 +17,6 @@ import statistics
 from typing import Any
 
 import pytest
-from tests.support.llama_server import MODEL_ALIAS, LlamaServer
-from tests.support.recording_proxy import RecordingProxy, real_prompt_tokens
-from tests.support.streams import collect, text_of
 
 from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
@@ -27,6 +24,9 @@ from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
 from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, build_tools
+from tests.support.llama_server import MODEL_ALIAS, LlamaServer
+from tests.support.recording_proxy import RecordingProxy, real_prompt_tokens
+from tests.support.streams import collect, text_of
 
 pytestmark = pytest.mark.integration
 
@@ -102,8 +102,8 @@ async def _turn(copilot, admin, project_id, message, config, session_id=None):
 async def test_turns_complete_fit_the_window_and_keep_earlier_turns_at_2k(llama, proxy, copilot, admin, gns3_project):
     config = local_llm(proxy)
     project_id = gns3_project["project_id"]
-    record, first = await _turn(copilot, admin, project_id, "Hello! My lab is called Alpha.", config)
-    _, second = await _turn(copilot, admin, project_id, "What is a router?", config, record.session_id)
+    record, _first = await _turn(copilot, admin, project_id, "Hello! My lab is called Alpha.", config)
+    _, _second = await _turn(copilot, admin, project_id, "What is a router?", config, record.session_id)
     _, third = await _turn(copilot, admin, project_id, "What is my lab called?", config, record.session_id)
 
     # Earlier turns are still in the request at 2K (the default mode, all seven tools allowed).

@@ -48,11 +48,13 @@ async def mcp_client(
 ) -> AsyncIterator[ClientSession]:
     """An initialized official MCP client session with ``credential`` as its bearer token."""
     headers = {"Authorization": f"Bearer {credential}"} if credential else {}
-    async with create_mcp_http_client(headers=headers) as http_client:
-        async with streamable_http_client(base_url + MCP, http_client=http_client) as (read, write, _):
-            async with ClientSession(read, write, elicitation_callback=elicitation, message_handler=on_message) as session:
-                await session.initialize()
-                yield session
+    async with (
+        create_mcp_http_client(headers=headers) as http_client,
+        streamable_http_client(base_url + MCP, http_client=http_client) as (read, write, _),
+        ClientSession(read, write, elicitation_callback=elicitation, message_handler=on_message) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 def http_statuses(error: BaseException) -> set[int]:
@@ -161,7 +163,7 @@ async def test_an_mcp_session_only_answers_the_credential_that_opened_it(gns3_se
 
 
 async def test_official_client_lists_and_calls_every_tool(gns3_server, admin, lab, tmp_path):
-    project, vpcs = lab
+    project, _vpcs = lab
     async with mcp_client(gns3_server.base_url, admin.token) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == ALL_TOOLS
@@ -223,7 +225,7 @@ async def test_read_only_keys_get_the_read_only_tools(gns3_server, admin, lab):
         assert result.isError and "read-only" in payload(result)
         result = await client.call_tool("gns3_create_node", {"template": "VPCS", "project_id": project})
         assert result.isError
-    status, nodes = await admin.get(f"/v3/projects/{project}/nodes")
+    _status, nodes = await admin.get(f"/v3/projects/{project}/nodes")
     assert [n["name"] for n in nodes] == ["PC1"]
 
 
@@ -279,7 +281,7 @@ async def test_approval_round_trip_without_elicitation(gns3_server, admin, users
         assert status == 404
         status, decided = await admin.post(f"{MCP}/approvals/{approval_id}", {"approve": True})
         assert status == 200 and decided["state"] == "approved"
-        status, body = await admin.post(f"{MCP}/approvals/{approval_id}", {"approve": False})
+        status, _body = await admin.post(f"{MCP}/approvals/{approval_id}", {"approve": False})
         assert status == 409
 
         # Bound to the exact call: other commands with this id are refused and do not use it up.
@@ -407,9 +409,9 @@ async def test_topology_resource_notifies_subscribers_and_prompts_fill_in(gns3_s
     updated = asyncio.Event()
 
     async def on_message(message: Any) -> None:
-        if isinstance(message, types.ServerNotification) and isinstance(message.root, types.ResourceUpdatedNotification):
-            if str(message.root.params.uri) == uri:
-                updated.set()
+        if (isinstance(message, types.ServerNotification) and isinstance(message.root, types.ResourceUpdatedNotification)
+                and str(message.root.params.uri) == uri):
+            updated.set()
 
     async with mcp_client(gns3_server.base_url, admin.token, on_message=on_message) as client:
         assert client.get_server_capabilities().resources.subscribe is True
@@ -494,7 +496,7 @@ async def test_open_mcp_sessions_do_not_hold_the_exit_up_and_keys_survive_a_rest
 
         # The client's connection ends with the server; whatever the client raises for that, the
         # checks are made outside (an assertion raised inside would be swallowed by the raises()).
-        with pytest.raises(BaseException) as ended:  # noqa: B017
+        with pytest.raises(BaseException) as ended:
             await use_until_stopped()
         assert not isinstance(ended.value, AssertionError)
         assert not seen["before"].isError

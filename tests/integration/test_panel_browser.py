@@ -26,11 +26,12 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
+from vpcs_process import VPCSProcess
+
 from tests.browser.chromium import start_chromium, visible, wait_for
 from tests.browser.panel import Panel
 from tests.browser.rest import Rest
 from tests.support.openai_stub import OpenAIStub, reply, server_error, tool_call
-from vpcs_process import VPCSProcess
 
 pytestmark = pytest.mark.integration
 
@@ -123,7 +124,7 @@ def panel(driver: WebDriver, gns3_server: Any, stub: OpenAIStub) -> Iterator[Pan
               if e.get("level") == "SEVERE" and e.get("source") == "javascript"]
     assert not errors, f"JavaScript errors in the panel: {errors}"
     # Every held reply is released once (stopped runs' too), so the next test's holds count from zero.
-    outstanding = int(stub._holds - stub._released)  # noqa: SLF001 (our own test double)
+    outstanding = int(stub._holds - stub._released)
     if outstanding > 0:
         stub.release(outstanding)
     assert stub.pending == 0, "the test left scripted LLM replies unused"

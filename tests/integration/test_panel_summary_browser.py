@@ -10,10 +10,20 @@ from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
+
 # The browser, the server user, the stub and the panel fixtures live with the panel tests.
 from test_panel_browser import (  # noqa: F401
-    COPILOT, admin_rest, driver, panel, project, signed_in, stub, user_rest, with_llm,
+    COPILOT,
+    admin_rest,
+    driver,
+    panel,
+    project,
+    signed_in,
+    stub,
+    user_rest,
+    with_llm,
 )
+
 from tests.browser.chromium import visible, wait_for
 from tests.browser.panel import Panel
 from tests.browser.rest import Rest

@@ -24,10 +24,19 @@ from typing import Any
 
 import pytest
 from test_copilot_api import (  # noqa: F401
-    API, COPILOT, SECRET, add_vpcs_node, admin, chat_path, http, sessions_path, stub,
+    API,
+    COPILOT,
+    SECRET,
+    add_vpcs_node,
+    admin,
+    chat_path,
+    http,
+    sessions_path,
+    stub,
 )
-from tests.support.openai_stub import OpenAIStub, reply, tool_call
 from vpcs_process import VPCSProcess
+
+from tests.support.openai_stub import OpenAIStub, reply, tool_call
 
 pytestmark = pytest.mark.integration
 
@@ -92,7 +101,7 @@ async def person(admin: API, gns3_server, name: str, role: str, path: str) -> Pe
 
 async def gns3_verdict(api: API, method: str, path: str, body: Any = None) -> str:
     """What GNS3's own route answers this user: "refused" (401/403) or "allowed" (anything else)."""
-    status, answer = await api.call(method, path, body)
+    status, _answer = await api.call(method, path, body)
     return "refused" if status in REFUSED else "allowed"
 
 
@@ -173,7 +182,7 @@ async def test_the_auditor_role_reads_but_never_reaches_a_console(admin, gns3_se
         ("PC1", "show ip", "denied"), ("PC1", "ip 10.66.66.66/24", "denied"), ("PC1", "stop", "denied"),
         ("this project", "create node from VPCS", "denied"), ("this project", "link PC1 e0 <-> PC2 e0", "denied"),
     ]
-    status, entries = await admin.get(f"{COPILOT}/console/audit?project_id={lab.project_id}&outcome=denied&limit=5")
+    _status, entries = await admin.get(f"{COPILOT}/console/audit?project_id={lab.project_id}&outcome=denied&limit=5")
     config_entry = next(e for e in entries if e["command"] == "ip 10.66.66.66/24")
     assert config_entry["approval_id"] and config_entry["approval_digest"].startswith("sha256:")
     assert config_entry["approved_by"] == auditor.username and config_entry["approved_at"] > 0

@@ -23,12 +23,13 @@ from typing import Any
 import aiohttp
 import pytest
 from gns3_process import GNS3ServerProcess
+
 # The API client and its helpers live with the API tests; reused here as they are.
-from test_copilot_api import COPILOT, API, chat_path, kinds
-from tests.support.openai_stub import OpenAIStub
+from test_copilot_api import API, COPILOT, chat_path, kinds
 
 from gns3server.agent.gns3_copilot.api.middleware import MAX_BODY_BYTES, path_matches
 from gns3server.agent.gns3_copilot.api.routes import OUR_PATHS
+from tests.support.openai_stub import OpenAIStub
 
 pytestmark = [pytest.mark.integration, pytest.mark.security]
 
@@ -118,7 +119,7 @@ async def test_a_provider_error_quoting_the_key_reaches_no_log_stream_or_file(se
             assert stub.received[-1].headers["Authorization"] == f"Bearer {canary}"
             status, sessions = await admin.get(f"{COPILOT}/projects/{project}/chat/sessions")
             for session in sessions:
-                status, history = await admin.get(f"{COPILOT}/projects/{project}/chat/sessions/{session['session_id']}/history")
+                status, _history = await admin.get(f"{COPILOT}/projects/{project}/chat/sessions/{session['session_id']}/history")
                 assert status == 200
     # The failure was logged with its traceback, and LangGraph stored the node's error:
     # what is checked below is really there, only without the key.

@@ -18,6 +18,8 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from conftest import COPILOT_SETTINGS
+from gns3_process import GNS3ServerProcess
 from test_copilot_api import (  # noqa: F401  (fixtures)
     API,
     COPILOT,
@@ -30,8 +32,7 @@ from test_copilot_api import (  # noqa: F401  (fixtures)
     stub,
     users,
 )
-from conftest import COPILOT_SETTINGS
-from gns3_process import GNS3ServerProcess
+
 from tests.support.openai_stub import OpenAIStub, reply, tool_call
 
 pytestmark = pytest.mark.integration
@@ -166,7 +167,7 @@ async def test_pinned_sessions_are_listed_first(admin, stub, project):
     assert status == 200 and unpinned["pinned"] is False
     status, listed = await admin.get(sessions_path(project))
     assert order(listed) == ids[::-1]
-    status, body = await admin.put(sessions_path(project, str(uuid.uuid4()), "/pin"))
+    status, _body = await admin.put(sessions_path(project, str(uuid.uuid4()), "/pin"))
     assert status == 404
 
 

@@ -21,6 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
+
 from tests.browser.chromium import start_chromium, visible, wait_for
 from tests.browser.rest import Rest
 from tests.browser.webui31 import WebUIProxy, webui31_dir

@@ -24,7 +24,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 __all__ = ["LlamaNotInstalledError", "LlamaServer", "find_llama"]
 
@@ -142,7 +142,7 @@ class LlamaServer:
                 self.process.wait(timeout=timeout)
         self.log_path.unlink(missing_ok=True)
 
-    def __enter__(self) -> LlamaServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

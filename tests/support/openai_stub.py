@@ -51,7 +51,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -338,7 +338,7 @@ class OpenAIStub:
             await self._runner.cleanup()
             self._runner = None
 
-    async def __aenter__(self) -> OpenAIStub:
+    async def __aenter__(self) -> Self:
         return await self.start()
 
     async def __aexit__(self, *exc_info: object) -> None:

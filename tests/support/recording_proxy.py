@@ -15,7 +15,7 @@ recorded request really is (:func:`real_prompt_tokens`: the same body, unstreame
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Self
 
 import aiohttp
 from aiohttp import web
@@ -76,7 +76,7 @@ class RecordingProxy:
         if self._session is not None:
             await self._session.close()
 
-    async def __aenter__(self) -> RecordingProxy:
+    async def __aenter__(self) -> Self:
         return await self.start()
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -106,9 +106,11 @@ async def real_prompt_tokens(root_url: str, body: dict[str, Any]) -> int:
     """The server's own prompt count for ``body`` (re-sent unstreamed with a 1-token reply)."""
     probe = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
     probe.update(stream=False, max_tokens=1)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=900)) as session:
-        async with session.post(root_url.rstrip("/") + "/v1/chat/completions", json=probe) as answer:
-            data = await answer.json()
-            if answer.status != 200:
-                raise RuntimeError(f"the model server refused the recorded request: HTTP {answer.status} {data}")
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=900)) as session,
+        session.post(root_url.rstrip("/") + "/v1/chat/completions", json=probe) as answer,
+    ):
+        data = await answer.json()
+        if answer.status != 200:
+            raise RuntimeError(f"the model server refused the recorded request: HTTP {answer.status} {data}")
     return int(data["usage"]["prompt_tokens"])

@@ -133,7 +133,7 @@ async def test_tool_failures_become_error_results(caplog):
         ),
         "I could not do it.",
     )
-    seen, state = await run(make_graph(model))
+    _seen, state = await run(make_graph(model))
     results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
     assert set(results) == {"u", "v", "c", "d"}
     assert all(m.status == "error" for m in results.values())
@@ -196,7 +196,7 @@ def _probe_graph(model, probe, **policy):
 async def test_teaching_mode_binds_and_allows_read_only_tools_only():
     model = ScriptedChatModel()
     model.enqueue(AIMessage("", tool_calls=[call("start_node", {"node": "PC1"}, "a")]), "Sorry.")
-    seen, state = await run(make_graph(model, mode="teaching"))
+    _seen, state = await run(make_graph(model, mode="teaching"))
     assert [t.name for t in model.bound_tools[0]] == ["show_nodes"]
     result = next(m for m in state["messages"] if isinstance(m, ToolMessage))
     assert result.status == "error" and "not allowed in teaching mode" in result.content
@@ -210,7 +210,7 @@ def test_unknown_mode_is_rejected():
 async def test_runaway_loop_ends_politely():
     model = ScriptedChatModel()
     model.enqueue(*[AIMessage("", tool_calls=[call("show_nodes", {"project_id": "p"}, f"c{i}")]) for i in range(3)])
-    seen, state = await run(make_graph(model, max_llm_calls=3))
+    _seen, state = await run(make_graph(model, max_llm_calls=3))
     assert state["messages"][-1].content == STEP_LIMIT_MESSAGE.format(n=3)
     assert len(model.calls) == 3 and model.pending == 0
 

@@ -57,15 +57,14 @@ def test_smoothing_takes_the_first_observation_then_averages_geometrically():
 
 def test_smoothing_damps_the_swings_seen_with_a_local_server():
     # The factor alternated 0.75 / 1.5 from call to call; smoothed it stays near their geometric mean.
-    scale, samples = None, 0
-    for observed in [0.75, 1.5] * 10:
+    scale = None
+    for samples, observed in enumerate([0.75, 1.5] * 10):
         scale = smoothed_scale(scale, samples, observed)
-        samples += 1
     assert 0.9 < scale < 1.25
 
 
 def test_a_small_factor_cannot_give_the_prompt_the_reply_room():
-    hook = create_pre_model_hook("sys {{topology_info}}", lambda s: None, lambda: {"context_limit": 2}, lambda: [])
+    hook = create_pre_model_hook("sys {{topology_info}}", lambda s: None, lambda: {"context_limit": 2}, list)
     report = hook({"messages": [HumanMessage("hi")], "token_scale": 0.75})["context_report"]
     assert report["answer_tokens"] == 256
     assert report["budget"] == min(int(1500 / 0.75), 2000 - 256) == 1744

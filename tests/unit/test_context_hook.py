@@ -71,9 +71,9 @@ def test_strategies_and_default():
 
 def test_missing_context_limit():
     with pytest.raises(ValueError, match="^context_limit is required in LLM config$"):
-        create_pre_model_hook(PROMPT, lambda s: None, lambda: {}, lambda: [])({"messages": []})
+        create_pre_model_hook(PROMPT, lambda s: None, dict, list)({"messages": []})
     with pytest.raises(ValueError, match="^context_limit is required in LLM config$"):
-        create_pre_model_hook(PROMPT, lambda s: None, lambda: None, lambda: [])({"messages": []})
+        create_pre_model_hook(PROMPT, lambda s: None, lambda: None, list)({"messages": []})
 
 
 @pytest.mark.parametrize("bad", [0, -1, "128", 1.5, True, None, [128]])
@@ -89,7 +89,7 @@ def test_invalid_strategy_names_the_allowed_ones(bad):
 
 
 def test_strategy_defaults_to_balanced_when_absent():
-    hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: {"context_limit": 4}, lambda: [])
+    hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: {"context_limit": 4}, list)
     assert hook({"messages": [HumanMessage("hi")]})["context_report"]["budget"] == 3000
 
 
@@ -359,7 +359,7 @@ def test_token_scale_tightens_the_budget_within_bounds(scale, expected):
 def test_shared_counters_outlive_a_hook():
     counters = {}
     msgs = [HumanMessage("hello")]
-    create_pre_model_hook(PROMPT, lambda s: None, lambda: {"context_limit": 4}, lambda: [], counters=counters)({"messages": msgs})
+    create_pre_model_hook(PROMPT, lambda s: None, lambda: {"context_limit": 4}, list, counters=counters)({"messages": msgs})
     assert set(counters) == {"cl100k_base"} and counters["cl100k_base"]._cache
 
 

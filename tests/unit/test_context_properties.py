@@ -154,7 +154,7 @@ def heavy_current_turns(draw):
 @given(history=heavy_current_turns(), limit=st.integers(1, 24), strategy=st.sampled_from(sorted(CONTEXT_STRATEGY_RATIOS)))
 def test_giant_items_are_cut_not_lost(history, limit, strategy):
     config = {"context_limit": limit, "context_strategy": strategy}
-    hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, lambda: [])
+    hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, list)
     snapshot = copy.deepcopy(history)
     out = hook({"messages": history})
     assert history == snapshot

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import tiktoken
-import tiktoken_ext.openai_public as openai_public
+from tiktoken_ext import openai_public
 
 from gns3server.agent.gns3_copilot.agent.context import tokenizer
 from gns3server.agent.gns3_copilot.agent.context.tokenizer import (

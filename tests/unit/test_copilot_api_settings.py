@@ -13,6 +13,7 @@ import pytest
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import MODES
 from gns3server.agent.gns3_copilot.api.crypto import KEY_FILE_NAME, SecretBox, load_or_create_key
 from gns3server.agent.gns3_copilot.api.errors import StoredKeyUnreadableError
+from gns3server.agent.gns3_copilot.api.schemas import Mode
 from gns3server.agent.gns3_copilot.api.settings import (
     SettingsError,
     environment_values,
@@ -20,7 +21,6 @@ from gns3server.agent.gns3_copilot.api.settings import (
     local_server_url,
     read_copilot_section,
 )
-from gns3server.agent.gns3_copilot.api.schemas import Mode
 from gns3server.agent.gns3_copilot.api.sse import encode, wire_event
 from gns3server.agent.gns3_copilot.api.state import COMPAT_MODES
 

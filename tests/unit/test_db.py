@@ -25,9 +25,9 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from gns3server.agent.gns3_copilot.api import llm_store
 from gns3server.agent.gns3_copilot.api.crypto import SecretBox
+from gns3server.agent.gns3_copilot.api.lifecycle import copilot_running
 from gns3server.agent.gns3_copilot.api.llm_store import LLMConfigStore
 from gns3server.agent.gns3_copilot.api.settings import load_settings
-from gns3server.agent.gns3_copilot.api.lifecycle import copilot_running
 from gns3server.agent.gns3_copilot.console import audit as audit_module
 from gns3server.agent.gns3_copilot.console.audit import AuditLog, Who
 from gns3server.agent.gns3_copilot.db import (

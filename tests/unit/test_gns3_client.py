@@ -20,11 +20,11 @@ import pytest
 from aiohttp import web
 
 from gns3server.agent.gns3_copilot.gns3_client import (
-    GNS3Connection,
     GNS3APIError,
     GNS3AuthenticationError,
     GNS3Client,
     GNS3ConflictError,
+    GNS3Connection,
     GNS3ConnectionError,
     GNS3Error,
     GNS3NotFoundError,

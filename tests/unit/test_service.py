@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-from typing import Any
+from typing import Self
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
@@ -17,6 +17,7 @@ from gns3server.agent.gns3_copilot.service.errors import (
     ConfirmationPendingError,
     NoPendingConfirmationError,
     NoRunningRunError,
+    ServiceClosingError,
     SessionBusyError,
     SessionNotFoundError,
 )
@@ -63,10 +64,10 @@ class FakeClient:
     def __init__(self, token: str) -> None:
         self.token = token
 
-    async def __aenter__(self) -> FakeClient:
+    async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         return None
 
 
@@ -135,6 +136,19 @@ async def test_second_request_on_a_running_session_is_busy(storage, model):
     seen = await consumer
     assert seen[-1]["status"] == "completed"
     await next_run_completes(service, model, record.session_id, "second")
+
+
+async def test_no_run_starts_once_the_service_is_closing(storage, model):
+    """A request that got past the door while the server began to stop is refused, not left running."""
+    service = make_service(storage, model)
+    model.enqueue("answered")
+    record, stream = await service.chat(ALICE, "p1", "before", llm_config=LLM)
+    assert (await collect(stream))[-1]["status"] == "completed"
+    await service.close()
+    with pytest.raises(ServiceClosingError):
+        await service.chat(ALICE, "p1", "too late", session_id=record.session_id, llm_config=LLM)
+    assert not service.is_running(record.session_id)
+    assert model.pending == 0 and len(model.calls) == 1
 
 
 async def test_abort_mid_answer_keeps_partial_text_and_a_valid_history(storage, model):
@@ -232,7 +246,7 @@ async def test_tools_act_with_the_requesting_users_token(storage, model):
 async def test_leaving_the_stream_cancels_the_run(storage, model):
     service = make_service(storage, model)
     gate = asyncio.Event()
-    (held,) = model.enqueue(ScriptedResponse("never finished", gate=gate, gate_after=1))
+    (_held,) = model.enqueue(ScriptedResponse("never finished", gate=gate, gate_after=1))
     record, stream = await service.chat(ALICE, "p1", "hi", llm_config=LLM)
     async for event in stream:
         if event["type"] == "content":
@@ -424,7 +438,7 @@ async def test_invalid_mode_is_rejected_before_anything_is_stored(storage, model
 async def test_quiet_runs_send_heartbeats(storage, model):
     service = make_service(storage, model, heartbeat_seconds=0.01)
     gate = asyncio.Event()
-    (held,) = model.enqueue(ScriptedResponse("late", gate=gate))
+    (_held,) = model.enqueue(ScriptedResponse("late", gate=gate))
     _, stream = await service.chat(ALICE, "p1", "hi", llm_config=LLM)
     seen = []
     async for event in stream:

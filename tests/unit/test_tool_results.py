@@ -7,13 +7,13 @@ real llama-cpp-python server is exercised by tests/integration/test_local_llm_se
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from tests.support.openai_stub import OpenAIStub
 
 from gns3server.agent.gns3_copilot.agent.tool_results import (
     PROBE_CALL_ID,
     template_keeps_tool_results,
     tool_results_as_user,
 )
+from tests.support.openai_stub import OpenAIStub
 
 CALL = {"name": "gns3_topology", "args": {}, "id": "c1"}
 

@@ -14,7 +14,7 @@ from gns3server.agent.gns3_copilot.agent.context.topology import focus_nodes, re
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from topology_scope import kept, neighbours, rest_lab  # noqa: E402
+from topology_scope import kept, neighbours, rest_lab
 
 LAB = rest_lab(200)
 
@@ -58,7 +58,7 @@ def test_big_lab_gets_the_focused_rendering_only_when_the_question_names_nodes()
 
 def test_hook_focuses_on_what_the_conversation_says_not_on_tool_outputs():
     config = {"context_limit": 8}
-    hook = create_pre_model_hook("Lab:\n{{topology_info}}", lambda s: LAB, lambda: config, lambda: [])
+    hook = create_pre_model_hook("Lab:\n{{topology_info}}", lambda s: LAB, lambda: config, list)
     listing = ToolMessage(" ".join(n["name"] for n in LAB["nodes"]), tool_call_id="c1", name="gns3_topology")
     messages = [
         HumanMessage("What is in my lab?"),

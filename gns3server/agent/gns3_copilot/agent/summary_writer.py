@@ -50,6 +50,7 @@ class SummaryWriter:
         self._landed: dict[str, Landed] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: dict[str, set[asyncio.Task[None]]] = {}
+        self._closed = False
 
     def writing(self, session_id: str) -> bool:
         """A summary of this session is being written now."""
@@ -72,6 +73,8 @@ class SummaryWriter:
         ``store`` persists a landed summary (True: stored or already there; False: keep it
         for the next run to take).
         """
+        if self._closed:  # the server is stopping: the turns cut now wait for the next cut after a restart
+            return False
         if self.writing(session_id):
             log.info("A summary of this conversation is still being written; the turns cut now wait for the next cut")
             return False
@@ -142,7 +145,7 @@ class SummaryWriter:
 
     def after_run(self, session_id: str) -> None:
         """A run of the session ended: store what landed during it (in the background, tracked)."""
-        if session_id in self._landed:
+        if session_id in self._landed and not self._closed:
             self._track(session_id, self.settle(session_id))
 
     async def cancel(self, session_id: str) -> None:
@@ -156,7 +159,11 @@ class SummaryWriter:
         self._locks.pop(session_id, None)
 
     async def close(self) -> None:
-        """The server stops (runs already ended): store what landed, cancel the calls still out."""
+        """The server stops (runs already ended): store what landed, cancel the calls still out.
+
+        Nothing starts afterwards (a run that slipped in late neither starts nor stores a summary).
+        """
+        self._closed = True
         for session_id in list(self._landed):
             await self.settle(session_id)
         tasks = [task for tasks in self._tasks.values() for task in tasks]

@@ -64,6 +64,7 @@ from .errors import (
     ConfirmationPendingError,
     NoPendingConfirmationError,
     NoRunningRunError,
+    ServiceClosingError,
     SessionBusyError,
     SessionKindError,
     SessionNotFoundError,
@@ -244,6 +245,7 @@ class CopilotService:
         self._bind_tools_unstreamed = bind_tools_unstreamed
         self._server_traits = ServerTraitsMemory()  # which servers cannot stream tool calls (issue 15)
         self._runs: dict[str, _Run] = {}
+        self._closed = False
         # Running summaries written beside the runs (issue 12): one writer per session at a time.
         self._summaries = SummaryWriter(self.is_running)
         self._counters: MutableMapping[str, TokenCounter] = {}
@@ -454,6 +456,8 @@ class CopilotService:
     def _start(
         self, record: SessionRecord, user: User, start: Any, llm_config: dict[str, Any], mode: str
     ) -> AsyncIterator[Event]:
+        if self._closed:
+            raise ServiceClosingError("The GNS3 server is stopping; try again once it is back")
         if record.session_id in self._runs:
             raise SessionBusyError(f"Session {record.session_id} is busy with another request")
         run = _Run(record.session_id)
@@ -482,7 +486,8 @@ class CopilotService:
 
     async def close(self) -> None:
         """Cancel every run and wait for them to save their state; then store the summaries
-        that came back and cancel those still being written."""
+        that came back and cancel those still being written. No run starts afterwards."""
+        self._closed = True
         await asyncio.gather(*(run.stop() for run in list(self._runs.values())))
         await self._summaries.close()
 

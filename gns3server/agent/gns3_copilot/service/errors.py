@@ -19,6 +19,7 @@ __all__ = [
     "CopilotError",
     "NoPendingConfirmationError",
     "NoRunningRunError",
+    "ServiceClosingError",
     "SessionBusyError",
     "SessionKindError",
     "SessionNotFoundError",
@@ -32,6 +33,14 @@ class SessionNotFoundError(CopilotError):
 
     kind = ErrorKind.NOT_FOUND
     code = "session_not_found"
+
+
+class ServiceClosingError(CopilotError):
+    """The server is stopping: no new run starts (a request that got past the door late)."""
+
+    kind = ErrorKind.UNAVAILABLE
+    code = "copilot_stopping"
+    retryable = True
 
 
 class SessionBusyError(CopilotError):
