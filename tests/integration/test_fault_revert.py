@@ -242,6 +242,37 @@ async def test_link_faults_are_injected_and_reverted_as_gns3_reads_them(users, s
     ]
 
 
+async def test_filter_faults_on_one_link_revert_newest_first_and_once(users, stub, linked_pcs, admin):
+    """A link's filters are replaced whole: the older fault waits for the newer; two reverts at once run one undo."""
+    teacher = await users("filter_teacher")
+    await teacher.use_llm(stub)
+    pid, link = linked_pcs
+    first = {"node_a": "PC1", "node_b": "PC2", "filters": {"packet_loss": [10]}}
+    second = {"node_a": "PC1", "node_b": "PC2", "filters": {"packet_loss": [10], "delay": [300]}}
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_update_link", first)]),
+                 reply(tool_calls=[tool_call("gns3_update_link", second)]), "Two faults.")
+    status, result = await teacher.post(f"{COPILOT}/projects/{pid}/chat/inject",
+                                        {"message": "Inject link fault(s)", "stream": False})
+    assert status == 200, result
+    older, newer = await faults(teacher, pid)
+
+    status, body = await teacher.post(f"{COPILOT}/projects/{pid}/faults/{older['fault_id']}/revert")
+    assert status == 409 and newer["fault_id"] in body["message"], body
+    assert await link_state(admin, pid, link["link_id"]) == (False, {"packet_loss": [10], "delay": [300, 0]})
+
+    revert = f"{COPILOT}/projects/{pid}/faults/{newer['fault_id']}/revert"
+    answers = await asyncio.gather(teacher.post(revert), teacher.post(revert))
+    assert sorted(status for status, _ in answers) == [200, 409], answers
+    assert await link_state(admin, pid, link["link_id"]) == (False, {"packet_loss": [10]})
+    status, body = await teacher.post(f"{COPILOT}/projects/{pid}/faults/{older['fault_id']}/revert")
+    assert status == 200, body
+    assert await link_state(admin, pid, link["link_id"]) == (False, {})
+    status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={result['session_id']}")
+    assert [e["command"] for e in reversed(entries)] == [  # one undo per fault, none twice
+        "filters packet_loss=10", "filters delay=300/0, packet_loss=10", "filters packet_loss=10", "filters none",
+    ], entries
+
+
 async def test_the_link_tool_refuses_bad_filters_and_unknown_links(users, stub, admin, linked_pcs):
     pid, link = linked_pcs
     await admin.use_llm(stub)

@@ -101,6 +101,21 @@ class SQLiteFaultStore:
         row = await self._database.fetchone(f"SELECT {_COLUMNS} FROM copilot_faults WHERE fault_id = ?", (fault_id,))
         return FaultRecord.from_row(row) if row else None
 
+    async def claim_revert(self, fault_id: str) -> bool:
+        """Mark the fault reverted now if nobody has (False: reverted, or being reverted, already).
+
+        Taken before the undo runs, so two requests never both run it; :meth:`release_revert`
+        gives the claim back when the undo failed.
+        """
+        claimed = await self._database.execute(
+            "UPDATE copilot_faults SET reverted_at = ? WHERE fault_id = ? AND reverted_at IS NULL",
+            (time.time(), fault_id),
+        )
+        return claimed == 1
+
+    async def release_revert(self, fault_id: str) -> None:
+        await self._database.execute("UPDATE copilot_faults SET reverted_at = NULL WHERE fault_id = ?", (fault_id,))
+
     async def mark_reverted(self, fault_id: str) -> FaultRecord | None:
         await self._database.execute(
             "UPDATE copilot_faults SET reverted_at = ? WHERE fault_id = ?", (time.time(), fault_id)

@@ -29,6 +29,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException
+from pydantic import ValidationError
 
 from ...agent.gns3_copilot import APPROVAL_KEY
 from ...errors import CopilotError, ErrorKind
@@ -155,7 +156,8 @@ async def list_faults(project_id: ProjectId, user: CurrentUser, state: State) ->
 )
 async def revert_fault(fault_id: str, project_id: ProjectId, user: CurrentUser, state: State) -> Fault:
     """Undo the fault through the tool that made it, as the caller (see the module's docstring)."""
-    record = next((r for r in await _faults(state, project_id, user) if r.fault_id == fault_id), None)
+    records = await _faults(state, project_id, user)
+    record = next((r for r in records if r.fault_id == fault_id), None)
     if record is None:
         raise FaultNotFoundError(f"Fault {fault_id} not found")
     if record.reverted_at is not None:
@@ -166,12 +168,42 @@ async def revert_fault(fault_id: str, project_id: ProjectId, user: CurrentUser, 
             f"Fault {fault_id} ({record.tool}) cannot be undone by the copilot: undo it by hand "
             "(GET .../faults shows what was changed)"
         )
-    await _run_undo(state, user, project_id, record, undo)
+    newer = _newer_filters_fault(records, record, undo)
+    if newer is not None:
+        raise NotRevertibleError(
+            f"Fault {newer.fault_id} changed this link's filters after fault {fault_id}: revert it first "
+            "(reverting this one now would also undo it, and reverting that one later would bring this one back)"
+        )
+    faults = state.storage.faults
+    assert faults is not None
+    if not await faults.claim_revert(fault_id):  # another request is reverting it, or did
+        raise NotRevertibleError(f"Fault {fault_id} was already reverted")
+    try:
+        await _run_undo(state, user, project_id, record, undo)
+    except BaseException:
+        await faults.release_revert(fault_id)
+        raise
     log.info("Fault %s of project %s reverted by %s", fault_id, project_id, user.username)
-    assert state.storage.faults is not None
-    reverted = await state.storage.faults.mark_reverted(fault_id)
+    reverted = await faults.mark_reverted(fault_id)
     assert reverted is not None
     return _view(reverted)
+
+
+def _newer_filters_fault(records: list[FaultRecord], record: FaultRecord, undo: Mapping[str, Any]) -> FaultRecord | None:
+    """A later, unreverted fault that also replaced the filters of the link this undo restores.
+
+    A link's filters are replaced as a whole, so filter faults on one link revert newest first.
+    """
+    args = undo.get("args") or {}
+    if undo.get("tool") != UPDATE_LINK or "filters" not in args:
+        return None
+    for other in records:
+        other_args = (other.undo or {}).get("args") or {}
+        if (other.created_at > record.created_at and other.reverted_at is None
+                and (other.undo or {}).get("tool") == UPDATE_LINK
+                and other_args.get("link_id") == args.get("link_id") and "filters" in other_args):
+            return other
+    return None
 
 
 
@@ -197,6 +229,8 @@ async def _run_undo(
         result = await tool.ainvoke(dict(undo["args"]), config)
     except PermissionRefused as exc:
         raise RevertDeniedError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
+    except ValidationError as exc:  # what GNS3 held before is not something the tool accepts back
+        raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {exc.errors()[0]['msg']}") from exc
     except ToolException as exc:
         raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
     if not isinstance(result, Mapping):
