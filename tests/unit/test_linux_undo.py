@@ -78,6 +78,7 @@ def test_several_interfaces_are_each_read_once():
     "ip link set dev $(reboot) down",
     "ip link set dev eth0:1 down",  # not an interface name
     "ip link set dev averyveryverylongname down",
+    "ip link set dev up down",  # a keyword as an interface name: ambiguous
     "ip -6 addr add 2001:db8::1/64 dev eth0",
     "ip addr add 2001:db8::1/64 dev eth0",
     "ip addr add 10.0.0.300/24 dev eth0",  # values that do not parse

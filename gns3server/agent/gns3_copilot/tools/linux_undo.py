@@ -36,6 +36,9 @@ _ROUTES = "ip -o -4 route show table main"
 _SCOPES = {"global", "link", "host", "site"}
 _ROUTE_PROTOS = {"boot", "static"}  # what ip route add makes (boot) or an administrator marks static
 _FOREVER = "valid_lft forever preferred_lft forever"
+# Words ip(8) reads as keywords: an interface of that name would make a command ambiguous.
+_KEYWORDS = {"dev", "up", "down", "via", "src", "metric", "proto", "scope", "label", "brd", "broadcast",
+             "onlink", "default", "table", "linkdown", "dead", "peer", "secondary", "noprefixroute"}
 
 Restore = Callable[[Sequence[str]], list[str] | None]
 
@@ -234,7 +237,7 @@ def _dotted_or_fail(text: str) -> str:
 
 
 def _interface(text: str) -> str:
-    if not _IFNAME.match(text):
+    if not _IFNAME.match(text) or text in _KEYWORDS:
         raise _Unknown(text)
     return text
 
