@@ -9,7 +9,9 @@ without Docker: one connection at a time, each with a fresh ``bash --norc
 --noprofile -i`` in its own session on a new PTY 80 columns wide, bytes relayed
 both ways until either side closes; then every process of that shell's session is
 killed. The listening socket is bound before :meth:`ShellServer.start` returns, so
-a client may connect at once; the relay runs in a background thread.
+a client may connect at once; the relay runs in a background thread. ``wrapper``
+runs each shell through a command that execs it (e.g. ``nsenter --net=...`` to
+put it in a network namespace of the test's own).
 """
 
 from __future__ import annotations
@@ -54,15 +56,17 @@ class ShellServer:
     _wake_w: int = -1
     _thread: threading.Thread | None = None
     _error: BaseException | None = None
+    wrapper: tuple[str, ...] = ()
 
     @classmethod
-    def start(cls) -> ShellServer:
+    def start(cls, port: int = 0, wrapper: tuple[str, ...] = ()) -> ShellServer:
+        """Listening on ``port`` (a free one if 0): e.g. the console port GNS3 gave a node."""
         bash = shutil.which("bash")
         if bash is None:
             raise RuntimeError("bash is not installed")
-        listener = socket.create_server(("127.0.0.1", 0), backlog=1)
+        listener = socket.create_server(("127.0.0.1", port), backlog=1)
         host, port = listener.getsockname()[:2]
-        server = cls(listener, host, port)
+        server = cls(listener, host, port, wrapper=wrapper)
         server._wake_r, server._wake_w = os.pipe()
         server._thread = threading.Thread(target=server._serve, args=(bash,), name=f"shell-{port}", daemon=True)
         server._thread.start()
@@ -95,7 +99,7 @@ class ShellServer:
         }
         try:
             shell = subprocess.Popen(
-                [bash, "--norc", "--noprofile", "-i"],
+                [*self.wrapper, bash, "--norc", "--noprofile", "-i"],
                 stdin=slave,
                 stdout=slave,
                 stderr=slave,

@@ -80,6 +80,11 @@ def test_driver_for_refuses_unknown(node, override):
         (LINUX, "sh: foo: not found", ["sh: foo: not found"]),
         (LINUX, "bash: foo: command not found", ["bash: foo: command not found"]),
         (LINUX, "eth0: 10.0.0.1", []),
+        (LINUX, "RTNETLINK answers: File exists", ["RTNETLINK answers: File exists"]),
+        (LINUX, "Error: Nexthop has invalid gateway.", ["Error: Nexthop has invalid gateway."]),
+        (LINUX, 'Cannot find device "eth9"', ['Cannot find device "eth9"']),
+        (LINUX, 'Device "eth9" does not exist.', ['Device "eth9" does not exist.']),
+        (LINUX, "3: eth0    inet 10.0.0.1/24 brd 10.0.0.255 scope global eth0", []),
     ],
 )
 def test_error_lines_are_recognised(driver, output, errors):

@@ -333,7 +333,8 @@ class Fault(BaseModel):
     created_at: str
     reverted_at: str | None = None
     revertible: bool = Field(..., description="POST .../revert can undo it (not yet reverted, and the copilot "
-                             "knows how: a node stopped or suspended, a link changed, a VPCS address changed)")
+                             "knows how: a node stopped or suspended, a link changed, a VPCS address changed, a Linux "
+                             "link, address or route changed with iproute2)")
     undo: dict[str, Any] | None = Field(
         None, description="The tool call the revert runs ({tool, args}), as recorded before the change; "
         "null: undo it by hand")

@@ -107,6 +107,10 @@ LINUX = Driver(
         r"No such file or directory",
         r"Permission denied",
         r"^\S+: (?:invalid|unrecognized) option",
+        # iproute2 (ip), whose failures a fault revert must see: "RTNETLINK answers: File exists",
+        # "Error: Nexthop has invalid gateway.", 'Cannot find device "eth9"', 'Device "eth9" does not exist.'
+        r"^(?:RTNETLINK answers|Error): ",
+        r'^(?:Cannot find device "|Device "\S+" does not exist)',
     ),
     # TERM stays what the console set: on a "dumb" terminal bash's readline scrolls
     # a line longer than the screen sideways, so a long command's echo comes back as

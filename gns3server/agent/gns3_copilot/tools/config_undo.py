@@ -9,17 +9,22 @@ revertible: any other command in the batch, or a state that cannot be read
 back exactly (e.g. an address leased by DHCP), leaves the fault to be undone by
 hand, which the revert route says.
 
-Supported: VPCS addresses (``ip ADDRESS[/MASK] [GATEWAY]``, ``ip dns``,
-``ip domain``, ``ip dhcp``, ``clear ip``), read back with ``show ip``. Cisco IOS and Linux
-devices are not (yet): their faults stay "undo it by hand".
+Each CLI family has its planner: VPCS addresses (``ip ADDRESS[/MASK] [GATEWAY]``,
+``ip dns``, ``ip domain``, ``ip dhcp``, ``clear ip``), read back with ``show ip``
+(here); Linux links, IPv4 addresses and routes changed with iproute2 (``ip link
+set``, ``ip addr``, ``ip route``), read back with ``ip -o ... show``
+(``linux_undo``). Cisco IOS devices have none (yet): their faults stay "undo it
+by hand".
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from . import linux_undo
 
 VPCS_SNAPSHOT = ("show ip",)
 _ADDRESS = re.compile(r"^\d{1,3}(\.\d{1,3}){3}(/\d{1,2})?$")
@@ -29,20 +34,30 @@ _DOMAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
 
 @dataclass(frozen=True)
 class UndoPlan:
-    """The read-only commands to run before the change (``snapshot``), or why there are none."""
+    """The read-only commands to run before the change (``snapshot``), or why there are none.
+
+    ``restore`` turns the snapshot's outputs, in order, into the commands that put
+    the device back (None when the answers cannot be restored exactly).
+    """
 
     snapshot: tuple[str, ...] = ()
     reason: str = ""
+    restore: Callable[[Sequence[str]], list[str] | None] | None = None
 
 
 def plan(driver: str, commands: Sequence[str]) -> UndoPlan:
     """Whether a batch of configuration commands can be undone, and what to read first."""
+    if driver == "linux":
+        planned = linux_undo.plan(commands)
+        if isinstance(planned, str):
+            return UndoPlan(reason=planned)
+        return UndoPlan(snapshot=planned[0], restore=planned[1])
     if driver != "vpcs":
         return UndoPlan(reason=f"the copilot cannot undo configuration on {driver} devices")
     for command in commands:
         if not _vpcs_address_command(command):
             return UndoPlan(reason=f"the copilot cannot undo {command.strip()!r}")
-    return UndoPlan(snapshot=VPCS_SNAPSHOT)
+    return UndoPlan(snapshot=VPCS_SNAPSHOT, restore=lambda outputs: vpcs_undo(outputs[0]))
 
 
 def _vpcs_address_command(command: str) -> bool:

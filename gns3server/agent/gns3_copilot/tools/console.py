@@ -46,7 +46,7 @@ from ..console import (
 from ..console.runner import Mode
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
-from .config_undo import plan, vpcs_undo
+from .config_undo import plan
 from .errors import ToolError, tool_error
 from .nodes import PermissionErrors, ProjectTool, _by_name
 from .permissions import NODE_CONSOLE, Authorize, console_path, refusal
@@ -201,10 +201,10 @@ class ConfigCommandsTool(ConsoleTool):
             return await self._run_on(target, commands, "config", who)
         undo_plan = plan(target.driver.name, commands)
         restore: list[str] | None = None
-        if undo_plan.snapshot:  # read what the commands will replace, before they run
+        if undo_plan.snapshot and undo_plan.restore:  # read what the commands will replace, before they run
             read = await self._run_on(target, list(undo_plan.snapshot), "show", who)
             if read["status"] == "ok":
-                restore = vpcs_undo(read["results"][0]["output"])
+                restore = undo_plan.restore([r["output"] for r in read["results"]])
         result = await self._run_on(target, commands, "config", who)
         if restore is not None:
             args: dict[str, Any] = {"device": target.name, "commands": restore}
