@@ -34,9 +34,9 @@ from test_copilot_api import (  # noqa: F401  (fixtures)
     users,
 )
 from test_fault_revert import INJECT, faults
-from tests.support.openai_stub import reply, tool_call
 
 from gns3server.agent.gns3_copilot.console import LINUX, AuditLog, Device, DeviceLocks, Who, load_policy, run_commands
+from tests.support.openai_stub import reply, tool_call
 
 pytestmark = pytest.mark.integration
 
@@ -205,7 +205,7 @@ async def test_an_interface_shut_is_brought_up_with_the_routes_it_lost(users, st
 async def test_a_revert_whose_commands_fail_is_a_409_and_the_fault_stays(users, stub, admin, linux_lab, netns,
                                                                         tmp_path):
     """iproute2's errors count: a revert that cannot put the routes back says so and can be retried."""
-    project_id, shell = linux_lab
+    project_id, _shell = linux_lab
     teacher = await users("linux_teacher3")
     await teacher.use_llm(stub)
     await inject(teacher, stub, project_id, [{"device": "Host1", "driver": "linux",

@@ -206,7 +206,9 @@ class ConfigCommandsTool(ConsoleTool):
             if read["status"] == "ok":
                 restore = undo_plan.restore([r["output"] for r in read["results"]])
         result = await self._run_on(target, commands, "config", who)
-        if restore is not None:
+        if result.get("status") == "blocked":  # refused before anything was sent: nothing to revert
+            result["undo_unknown"] = "nothing was changed"
+        elif restore is not None:
             args: dict[str, Any] = {"device": target.name, "commands": restore}
             if driver is not None:
                 args["driver"] = driver
