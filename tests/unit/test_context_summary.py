@@ -334,3 +334,21 @@ def test_summarize_without_a_writer_is_refused():
         assert "summary_writer" in str(exc)
     else:
         raise AssertionError("a graph that summarises without a writer was built")
+
+
+async def test_a_summary_for_a_one_slot_server_waits_for_the_run_to_end():
+    """llama-cpp-python's server ends the answer it streams when a second request comes: no overlap."""
+    running = {"s1": True}
+    writer = SummaryWriter(lambda session_id: running.get(session_id, False))
+    called = asyncio.Event()
+
+    async def write() -> None:
+        called.set()
+
+    assert writer.start("s1", write, after_run=True)
+    await asyncio.sleep(0)  # one loop turn: the writer's task runs up to where it waits
+    assert writer.writing("s1") and not called.is_set()
+    running["s1"] = False
+    writer.after_run("s1")
+    await writer.wait("s1")
+    assert called.is_set() and not writer.writing("s1")

@@ -9,6 +9,11 @@ in progress. Rules, per session:
 
 - one writer at a time: a cut while a summary is still being written starts no
   second one (its turns are summarised at the next cut, as after a failure);
+- for a model server that serves one request at a time (``after_run``: local
+  OpenAI-compatible servers), the summary call waits until the session's run has
+  ended, so it never overlaps the conversation's own model calls: such a server
+  queues the second request or, as llama-cpp-python's does by default
+  (``interrupt_requests``), ends the answer it is streaming to serve it;
 - a write never outlives its own timeout (the caller bounds ``write``), and
   :meth:`cancel` (a deleted session) and :meth:`close` (the server stopping)
   end every task cleanly: landed summaries are stored first, unfinished calls
@@ -51,6 +56,7 @@ class SummaryWriter:
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: dict[str, set[asyncio.Task[None]]] = {}
         self._closed = False
+        self._run_ended: dict[str, asyncio.Event] = {}
 
     def writing(self, session_id: str) -> bool:
         """A summary of this session is being written now."""
@@ -66,19 +72,22 @@ class SummaryWriter:
         session_id: str,
         write: Callable[[], Awaitable[tuple[Summary, Mapping[str, int]] | None]],
         store: Callable[[Summary], Awaitable[bool]] | None = None,
+        *,
+        after_run: bool = False,
     ) -> bool:
         """Write a summary in the background; False (nothing started) while another is being written.
 
         ``write`` returns the summary and its usage, or None when it failed (it logs why).
         ``store`` persists a landed summary (True: stored or already there; False: keep it
-        for the next run to take).
+        for the next run to take). ``after_run``: call ``write`` only once no run of the
+        session is in progress.
         """
         if self._closed:  # the server is stopping: the turns cut now wait for the next cut after a restart
             return False
         if self.writing(session_id):
             log.info("A summary of this conversation is still being written; the turns cut now wait for the next cut")
             return False
-        task = self._track(session_id, self._write(session_id, write, store))
+        task = self._track(session_id, self._write(session_id, write, store, after_run))
         self._writing[session_id] = task
         return True
 
@@ -87,7 +96,10 @@ class SummaryWriter:
         session_id: str,
         write: Callable[[], Awaitable[tuple[Summary, Mapping[str, int]] | None]],
         store: Callable[[Summary], Awaitable[bool]] | None,
+        after_run: bool,
     ) -> None:
+        while after_run and self._is_running(session_id):  # not beside the conversation's own model calls
+            await self._run_ended.setdefault(session_id, asyncio.Event()).wait()
         result = await write()
         if result is None:
             return
@@ -144,7 +156,10 @@ class SummaryWriter:
                 del self._landed[session_id]
 
     def after_run(self, session_id: str) -> None:
-        """A run of the session ended: store what landed during it (in the background, tracked)."""
+        """A run of the session ended: a summary waiting for that starts; what landed during it is stored."""
+        ended = self._run_ended.pop(session_id, None)
+        if ended is not None:
+            ended.set()
         if session_id in self._landed and not self._closed:
             self._track(session_id, self.settle(session_id))
 
@@ -157,6 +172,7 @@ class SummaryWriter:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._landed.pop(session_id, None)
         self._locks.pop(session_id, None)
+        self._run_ended.pop(session_id, None)
 
     async def close(self) -> None:
         """The server stops (runs already ended): store what landed, cancel the calls still out.

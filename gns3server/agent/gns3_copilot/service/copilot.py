@@ -473,6 +473,7 @@ class CopilotService:
         if not run.finished:
             run.finished = True
             self._runs.pop(run.session_id, None)
+            self._summaries.after_run(run.session_id)
             run.queue.put_nowait(events.abort())
             run.queue.put_nowait(events.done(run.session_id, {}, "aborted"))
 
@@ -564,7 +565,9 @@ class CopilotService:
 
         traits = self._server_traits.for_config(llm_config)
         measure_scale = probe_tool_results = None
-        if llm_config.get("base_url") and llm_config.get("provider", "openai") == "openai":
+        # An OpenAI-compatible server of its own (llama.cpp, Ollama, vLLM...): often one slot.
+        own_server = bool(llm_config.get("base_url")) and llm_config.get("provider", "openai") == "openai"
+        if own_server:
             tokenizer = ServerTokenizer(llm_config["base_url"], llm_config.get("api_key"), encoding, traits)
 
             async def measure_scale(prepared: list[BaseMessage]) -> float | None:
@@ -593,6 +596,7 @@ class CopilotService:
             traits=traits,
             measure_scale=measure_scale,
             probe_tool_results=probe_tool_results,
+            summary_after_run=own_server,
             max_argument_chars=argument_limit(int(llm_config["context_limit"]) * 1000),
             pre_model_hook=hook,
             load_topology=load_topology,
