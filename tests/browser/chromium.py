@@ -8,9 +8,10 @@ nothing here sleeps.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,16 @@ def start_chromium(profile_dir: Path, *, width: int = 1280, height: int = 800) -
     driver.set_page_load_timeout(60)
     driver.set_script_timeout(30)
     return driver
+
+
+@contextlib.contextmanager
+def chromium(profile_dir: Path, *, width: int = 1280, height: int = 800) -> Iterator[WebDriver]:
+    """:func:`start_chromium` for the length of a ``with`` block (a module fixture's browser)."""
+    driver = start_chromium(profile_dir, width=width, height=height)
+    try:
+        yield driver
+    finally:
+        driver.quit()
 
 
 def wait_for(driver: WebDriver, condition: Callable[[WebDriver], Any], message: str = "",

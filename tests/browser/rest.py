@@ -47,3 +47,11 @@ class Rest:
         """A client for ``username`` (a fresh token)."""
         result = self.ok("POST", "/v3/access/users/authenticate", {"username": username, "password": password})
         return Rest(self.base_url, result["access_token"])
+
+    def add_user(self, username: str, password: str, role: str = "User", path: str = "/projects") -> str:
+        """Create a GNS3 user (as this administrator) with GNS3's ``role`` on ``path``; its id."""
+        role_id = next(r["role_id"] for r in self.ok("GET", "/v3/access/roles") if r["name"] == role)
+        user = self.ok("POST", "/v3/access/users", {"username": username, "password": password})
+        self.ok("POST", "/v3/access/acl", {"ace_type": "user", "path": path, "propagate": True,
+                                          "allowed": True, "user_id": user["user_id"], "role_id": role_id})
+        return str(user["user_id"])

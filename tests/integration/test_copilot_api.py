@@ -193,6 +193,20 @@ async def add_vpcs_node(api: API, project_id: str, name: str) -> dict[str, Any]:
     return node
 
 
+@pytest.fixture
+async def lab(admin: API, tmp_path: Path) -> AsyncIterator[tuple[str, VPCSProcess]]:
+    """A project of its own with PC1, whose console port is served by a real VPCS daemon."""
+    status, made = await admin.post("/v3/projects", {"name": f"lab-{uuid.uuid4().hex[:8]}"})
+    assert status == 201, made
+    node = await add_vpcs_node(admin, made["project_id"], "PC1")
+    vpcs = await asyncio.to_thread(VPCSProcess.start, tmp_path, node["console"])
+    try:
+        yield made["project_id"], vpcs
+    finally:
+        await asyncio.to_thread(vpcs.stop)
+        await admin.delete(f"/v3/projects/{made['project_id']}")
+
+
 async def settled(api: API, project_id: str, session_id: str) -> dict[str, Any]:
     """The session once its (already cancelled) run has saved what it had.
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 from conftest import COPILOT_SETTINGS
@@ -34,12 +32,12 @@ from test_copilot_api import (  # noqa: F401
     admin_llm,
     chat_path,
     http,
+    lab,
     project,
     sessions_path,
     stub,
     users,
 )
-from vpcs_process import VPCSProcess
 
 from gns3server.agent.gns3_copilot.console import AuditLog, Who
 from tests.support.openai_stub import OpenAIStub, reply, tool_call
@@ -48,20 +46,6 @@ pytestmark = pytest.mark.integration
 
 CALL = {"device": "PC1", "commands": ["ip 10.0.0.1/24 10.0.0.254"]}
 SHOW = {"devices": ["PC1"], "commands": ["show ip"]}
-
-
-@pytest.fixture
-async def lab(admin: API, tmp_path) -> AsyncIterator[tuple[str, VPCSProcess]]:
-    """A fresh project with PC1, whose console port is served by a real VPCS daemon."""
-    status, project = await admin.post("/v3/projects", {"name": f"confirm-{uuid.uuid4().hex[:8]}"})
-    assert status == 201, project
-    node = await add_vpcs_node(admin, project["project_id"], "PC1")
-    vpcs = await asyncio.to_thread(VPCSProcess.start, tmp_path, node["console"])
-    try:
-        yield project["project_id"], vpcs
-    finally:
-        await asyncio.to_thread(vpcs.stop)
-        await admin.delete(f"/v3/projects/{project['project_id']}")
 
 
 async def wait_for_approval(admin: API, stub: OpenAIStub, project: str) -> str:

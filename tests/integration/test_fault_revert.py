@@ -23,6 +23,7 @@ from test_copilot_api import (  # noqa: F401  (fixtures)
     add_vpcs_node,
     admin,
     http,
+    lab,
     sessions_path,
     stub,
     users,
@@ -61,20 +62,6 @@ def addressing(show_ip: str) -> dict[str, str]:
         if name.strip() in wanted:
             fields[name.strip()] = value.strip()
     return fields
-
-
-@pytest.fixture
-async def lab(admin: API, tmp_path: Path) -> AsyncIterator[tuple[str, VPCSProcess]]:
-    """A project with PC1, whose console is a real VPCS daemon."""
-    status, made = await admin.post("/v3/projects", {"name": f"revert-{uuid.uuid4().hex[:8]}"})
-    assert status == 201, made
-    node = await add_vpcs_node(admin, made["project_id"], "PC1")
-    vpcs = await asyncio.to_thread(VPCSProcess.start, tmp_path, node["console"])
-    try:
-        yield made["project_id"], vpcs
-    finally:
-        await asyncio.to_thread(vpcs.stop)
-        await admin.delete(f"/v3/projects/{made['project_id']}")
 
 
 async def faults(api: API, project_id: str) -> list[dict[str, Any]]:

@@ -24,8 +24,8 @@ import pytest
 from mcp import ClientSession, types
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 from mcp.shared.context import RequestContext
-from test_copilot_api import API, COPILOT, add_vpcs_node, admin, http, users  # noqa: F401
-from vpcs_process import VPCSProcess
+from mcp.shared.exceptions import McpError
+from test_copilot_api import API, COPILOT, add_vpcs_node, admin, http, lab, users  # noqa: F401
 
 pytestmark = pytest.mark.integration
 
@@ -98,20 +98,6 @@ async def audit_entries(admin: API, session: str, project: str) -> list[dict[str
 
 async def audit(admin: API, session: str, project: str) -> list[tuple[str, str, str, str]]:
     return [(e["user"], e["device"], e["command"], e["outcome"]) for e in await audit_entries(admin, session, project)]
-
-
-@pytest.fixture
-async def lab(admin: API, tmp_path) -> AsyncIterator[tuple[str, VPCSProcess]]:
-    """A fresh project with PC1, whose console port is served by a real VPCS daemon."""
-    status, project = await admin.post("/v3/projects", {"name": f"mcp-{uuid.uuid4().hex[:8]}"})
-    assert status == 201, project
-    node = await add_vpcs_node(admin, project["project_id"], "PC1")
-    vpcs = await asyncio.to_thread(VPCSProcess.start, tmp_path, node["console"])
-    try:
-        yield project["project_id"], vpcs
-    finally:
-        await asyncio.to_thread(vpcs.stop)
-        await admin.delete(f"/v3/projects/{project['project_id']}")
 
 
 # ------------------------------------------------------------------ authentication
@@ -351,7 +337,7 @@ async def test_a_user_without_the_gns3_privilege_gets_nothing_more_through_mcp(g
                                ("gns3_create_node", {"template": "VPCS"})]:
                 result = await client.call_tool(tool, {**args, "project_id": project})
                 assert result.isError and payload(result).startswith("GNS3 refused"), (tool, payload(result))
-            with pytest.raises(Exception, match="GNS3|ermission|403"):
+            with pytest.raises(McpError, match="GNS3|ermission|403"):
                 await client.read_resource(f"gns3://projects/{project}/topology")
     status, nodes = await admin.get(f"/v3/projects/{project}/nodes")
     assert [n["name"] for n in nodes] == ["PC1"]
@@ -427,7 +413,7 @@ async def test_topology_resource_notifies_subscribers_and_prompts_fill_in(gns3_s
             await updated.wait()
         (contents,) = (await client.read_resource(uri)).contents
         assert "PC7" in contents.text
-        with pytest.raises(Exception, match="Unknown resource"):
+        with pytest.raises(McpError, match="Unknown resource"):
             await client.read_resource("gns3://projects/nope/topology")
 
         prompts = {p.name for p in (await client.list_prompts()).prompts}
@@ -436,7 +422,7 @@ async def test_topology_resource_notifies_subscribers_and_prompts_fill_in(gns3_s
                                       {"project_id": project, "device_a": "PC1", "device_b": "PC7"})
         text = got.messages[0].content.text
         assert "PC1 cannot reach PC7" in text and project in text
-        with pytest.raises(Exception, match="device_b: required"):
+        with pytest.raises(McpError, match="device_b: required"):
             await client.get_prompt("troubleshoot_connectivity", {"project_id": project, "device_a": "PC1"})
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
-from test_mcp_endpoint import READ_ONLY_TOOLS, http_statuses, mcp_client
+from test_mcp_endpoint import READ_ONLY_TOOLS, mcp_client, refused
 
-from tests.browser.chromium import start_chromium, visible, wait_for
+from tests.browser.chromium import chromium, visible, wait_for
 from tests.browser.panel import Panel
 from tests.browser.rest import Rest
 
@@ -27,11 +27,8 @@ MCP = "/v3/copilot/mcp"
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    browser = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as browser:
         yield browser
-    finally:
-        browser.quit()
 
 
 @pytest.fixture
@@ -84,14 +81,7 @@ def test_the_panel_shows_the_endpoint_and_creates_a_key_that_works_until_revoked
     row.find_element("css selector", "button").click()
     wait_for(panel.driver, lambda d: "revoked" in key_rows(panel).get(key_id, ""), "the key is not shown revoked")
 
-    async def refused() -> set[int]:
-        try:
-            await tools()
-        except BaseException as error:  # noqa: BLE001 (the client's task groups wrap the 401)
-            return http_statuses(error)
-        return set()
-
-    assert asyncio.run(refused()) == {401}
+    assert asyncio.run(refused(gns3_server.base_url, key)) == {401}
     # Reopened, the dialog no longer shows the key itself.
     panel.by_id("settings-cancel").click()
     panel.by_id("settings-button").click()

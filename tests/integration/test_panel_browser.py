@@ -28,7 +28,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 from vpcs_process import VPCSProcess
 
-from tests.browser.chromium import start_chromium, visible, wait_for
+from tests.browser.chromium import chromium, visible, wait_for
 from tests.browser.panel import Panel
 from tests.browser.rest import Rest
 from tests.support.openai_stub import OpenAIStub, reply, server_error, tool_call
@@ -75,13 +75,9 @@ def admin_rest(gns3_server: Any) -> Rest:
 @pytest.fixture(scope="module")
 def user_rest(gns3_server: Any, admin_rest: Rest) -> Iterator[Rest]:
     """A GNS3 user of the panel tests' own, with GNS3's "User" role on every project."""
-    roles = admin_rest.ok("GET", "/v3/access/roles")
-    role_id = next(r["role_id"] for r in roles if r["name"] == "User")
-    user = admin_rest.ok("POST", "/v3/access/users", {"username": USER, "password": PASSWORD})
-    admin_rest.ok("POST", "/v3/access/acl", {"ace_type": "user", "path": "/projects", "propagate": True,
-                                            "allowed": True, "user_id": user["user_id"], "role_id": role_id})
+    user_id = admin_rest.add_user(USER, PASSWORD)
     yield Rest(gns3_server.base_url).login(USER, PASSWORD)
-    admin_rest.call("DELETE", f"/v3/access/users/{user['user_id']}")
+    admin_rest.call("DELETE", f"/v3/access/users/{user_id}")
 
 
 @pytest.fixture(scope="module")
@@ -106,11 +102,8 @@ def stub() -> Iterator[OpenAIStub]:
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    browser = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as browser:
         yield browser
-    finally:
-        browser.quit()
 
 
 @pytest.fixture

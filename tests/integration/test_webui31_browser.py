@@ -22,7 +22,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
-from tests.browser.chromium import start_chromium, visible, wait_for
+from tests.browser.chromium import chromium, visible, wait_for
 from tests.browser.rest import Rest
 from tests.browser.webui31 import WebUIProxy, webui31_dir
 from tests.support.openai_stub import OpenAIStub, reply, tool_call
@@ -52,15 +52,11 @@ def admin_rest(gns3_server: Any) -> Rest:
 @pytest.fixture(scope="module")
 def user_rest(gns3_server: Any, admin_rest: Rest) -> Iterator[Rest]:
     """A GNS3 user (not an administrator) with GNS3's "User" role on every project."""
-    roles = admin_rest.ok("GET", "/v3/access/roles")
-    role_id = next(r["role_id"] for r in roles if r["name"] == "User")
-    user = admin_rest.ok("POST", "/v3/access/users", {"username": USER, "password": PASSWORD})
-    admin_rest.ok("POST", "/v3/access/acl", {"ace_type": "user", "path": "/projects", "propagate": True,
-                                            "allowed": True, "user_id": user["user_id"], "role_id": role_id})
+    user_id = admin_rest.add_user(USER, PASSWORD)
     rest = Rest(gns3_server.base_url).login(USER, PASSWORD)
-    rest.user_id = user["user_id"]  # type: ignore[attr-defined]
+    rest.user_id = user_id  # type: ignore[attr-defined]
     yield rest
-    admin_rest.call("DELETE", f"/v3/access/users/{user['user_id']}")
+    admin_rest.call("DELETE", f"/v3/access/users/{user_id}")
 
 
 @pytest.fixture(scope="module")
@@ -101,11 +97,8 @@ def proxy(webui: Path, gns3_server: Any) -> Iterator[WebUIProxy]:
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    browser = start_chromium(tmp_path_factory.mktemp("chromium-webui31"), width=1600, height=1000)
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium-webui31"), width=1600, height=1000) as browser:
         yield browser
-    finally:
-        browser.quit()
 
 
 # A race of the 3.1 client itself: when a project page loads with the chat window already open

@@ -76,6 +76,8 @@ __all__ = [
 
 FAST_RETRY_AFTER = 0.01
 """Seconds a scripted fault asks the client to wait before retrying (OpenAI's client honours it)."""
+STATE_DEADLINE = 60.0
+"""How long a test waits for the copilot to reach the stub: generous, CI machines are busy."""
 
 
 @dataclass(frozen=True)
@@ -281,11 +283,11 @@ class OpenAIStub:
         """Let the next ``count`` held replies finish (also those not held yet); thread-safe."""
         self._call_in_loop(self._bump_release, float(count))
 
-    async def wait_for_requests(self, count: int, timeout: float = 10.0) -> None:
+    async def wait_for_requests(self, count: int, timeout: float = STATE_DEADLINE) -> None:
         """Wait (from any loop) until ``count`` chat completion requests have arrived."""
         await self._wait_for("requests", count, timeout)
 
-    async def wait_for_disconnects(self, count: int, timeout: float = 10.0) -> None:
+    async def wait_for_disconnects(self, count: int, timeout: float = STATE_DEADLINE) -> None:
         """Wait (from any loop) until ``count`` clients have left a chat completion before its end
         (how a test sees that the server under test cancelled its call to the LLM)."""
         await self._wait_for("disconnects", count, timeout)

@@ -31,7 +31,6 @@ from gns3server.agent.gns3_copilot.service.errors import (
     ConfirmationPendingError,
     NoPendingConfirmationError,
 )
-from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
 from tests.support.scripted_model import ScriptedChatModel
 from tests.support.streams import collect
 from tests.unit.test_service import ALICE, LLM, FakeClient, fake_topology
@@ -59,13 +58,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-async def storage(tmp_path):
-    store = await open_sqlite_storage(tmp_path / "data")
-    yield store
-    await store.close()
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
 
 CONFIG = {"configurable": {"thread_id": "s1", "project_id": "p1"}}
 RUN_TIMEOUT = 30.0  # generous: a run that waited for a held summary would hang until the test's end
+SUMMARY_DEADLINE = 3.0  # a summary call that never answers is given up after this (seconds)
 
 
 def words(n: int, word: str = "interface") -> str:
@@ -207,12 +208,13 @@ async def test_a_summary_that_never_answers_times_out_in_the_background(caplog):
     summary_model.enqueue(ScriptedResponse("too late", gate=asyncio.Event()))  # never released
     model.enqueue("the answer")
     writer = new_writer()
-    graph = make_graph(model, summary_model, writer, timeout=0.5)
+    # Long enough that a scripted run on a busy machine answers first, short enough for a unit test.
+    graph = make_graph(model, summary_model, writer, timeout=SUMMARY_DEADLINE)
     seen, _ = await run(graph, long_history(12) + [HumanMessage("q?")], writer)
     assert text_of(seen) == "the answer" and writer.writing("s1")  # answered before the timeout
     await asyncio.wait_for(writer.wait("s1"), RUN_TIMEOUT)
     assert (await graph.aget_state(CONFIG)).values.get("context_summary") is None
-    assert "timed out after 0 s" in caplog.text or "timed out after 1 s" in caplog.text
+    assert f"timed out after {SUMMARY_DEADLINE:.0f} s" in caplog.text
 
 
 async def test_turns_a_failed_summary_missed_are_summarised_at_the_next_cut():
@@ -339,14 +341,19 @@ def test_summarize_without_a_writer_is_refused():
 async def test_a_summary_for_a_one_slot_server_waits_for_the_run_to_end():
     """llama-cpp-python's server ends the answer it streams when a second request comes: no overlap."""
     running = {"s1": True}
-    writer = SummaryWriter(lambda session_id: running.get(session_id, False))
-    called = asyncio.Event()
+    asked, called = asyncio.Event(), asyncio.Event()
+
+    def is_running(session_id: str) -> bool:
+        asked.set()
+        return running.get(session_id, False)
+
+    writer = SummaryWriter(is_running)
 
     async def write() -> None:
         called.set()
 
     assert writer.start("s1", write, after_run=True)
-    await asyncio.sleep(0)  # one loop turn: the writer's task runs up to where it waits
+    await asyncio.wait_for(asked.wait(), RUN_TIMEOUT)  # the writer looked and found the run going
     assert writer.writing("s1") and not called.is_set()
     running["s1"] = False
     writer.after_run("s1")

@@ -565,3 +565,28 @@ async def test_base_url_without_key_never_sends_the_environment_key(monkeypatch:
         config = {"model": "llama3.1:8b", "base_url": keyless.base_url, "context_limit": 8, "max_retries": 0}
         assert (await create_chat_model(config).ainvoke("hi")).content == "local model here"
         assert keyless.received[-1].headers["Authorization"] == f"Bearer {model_factory.NO_API_KEY_PLACEHOLDER}"
+
+
+async def test_a_redirect_from_the_model_server_is_not_followed(stub: OpenAIStub) -> None:
+    """The endpoint policy judged base_url: a 307 must not take the request (and key) elsewhere."""
+    from aiohttp import web
+
+    async def moved(request: web.Request) -> web.Response:
+        raise web.HTTPTemporaryRedirect(stub.base_url + "/chat/completions")
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", moved)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        stub.enqueue("reached the other server")
+        config = _config(stub, base_url=f"http://127.0.0.1:{port}/v1", api_key=SECRET)
+        with pytest.raises(openai.APIStatusError) as refused:
+            await create_chat_model(config).ainvoke("hi")
+        assert refused.value.status_code == 307
+        assert stub.requests == []  # the redirect's target never heard from us
+    finally:
+        await runner.cleanup()

@@ -76,13 +76,6 @@ async def fake_topology(client: FakeClient, project_id: str) -> str:
 
 
 @pytest.fixture
-async def storage(tmp_path):
-    store = await open_sqlite_storage(tmp_path / "data")
-    yield store
-    await store.close()
-
-
-@pytest.fixture
 def model():
     return ScriptedChatModel()
 

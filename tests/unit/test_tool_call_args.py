@@ -21,6 +21,7 @@ def test_the_limit_scales_with_the_window_with_a_floor():
     assert argument_limit(2000) == 1000
     assert argument_limit(8000) == 4000
     assert argument_limit(128_000) == 64_000
+    assert argument_limit(500) == 1000  # the floor: a tiny window still keeps short arguments whole
 
 
 def test_short_arguments_and_plain_messages_are_left_alone():

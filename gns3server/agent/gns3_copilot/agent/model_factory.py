@@ -290,6 +290,19 @@ def _provider_kwargs(config: Mapping[str, Any], *, stream: bool = True) -> dict[
     return kwargs
 
 
+@functools.cache
+def _no_redirect_clients() -> tuple[Any, Any]:
+    """HTTP clients (sync, async) for OpenAI-protocol models that never follow a redirect.
+
+    The endpoint policy (``api/endpoints.py``) judged ``base_url``; the OpenAI SDK follows
+    3xx answers by default, so a public server answering 307 could send the request (and
+    the key) to an address the policy refuses. The SDK sets each request's timeout itself.
+    """
+    import httpx  # the SDK's own HTTP library, already loaded with it
+
+    return httpx.Client(follow_redirects=False), httpx.AsyncClient(follow_redirects=False)
+
+
 def create_chat_model(llm_config: Mapping[str, Any], *, stream: bool = True) -> BaseChatModel:
     """Validate ``llm_config`` and build its chat model with ``init_chat_model``.
 
@@ -305,6 +318,8 @@ def create_chat_model(llm_config: Mapping[str, Any], *, stream: bool = True) -> 
     log.debug("Creating chat model: %s", redact_config(config))
     try:
         kwargs = _provider_kwargs(config, stream=stream)
+        if provider == "openai":
+            kwargs["http_client"], kwargs["http_async_client"] = _no_redirect_clients()
         if provider == "openai" and "base_url" in config:
             from .openai_compat import CompatibleChatOpenAI  # imports langchain_openai
 

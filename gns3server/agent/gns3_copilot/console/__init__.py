@@ -4,7 +4,7 @@ No LangChain here: ``gns3_copilot.tools.console`` wraps this package as tools.
 """
 
 from .audit import AuditEntry, AuditLog, Who
-from .drivers import DRIVERS, IOS, LINUX, VPCS, Driver, DriverSession, UnknownDriverError, driver_for
+from .drivers import DRIVERS, IOS, LINUX, VPCS, Driver, DriverSession, UnknownDriverError, cli_known, driver_for
 from .locks import DeviceBusyError, DeviceLocks, device_key
 from .policy import Decision, Policy, PolicyError, load_policy
 from .runner import CommandResult, Device, DeviceResult, run_commands
@@ -28,6 +28,7 @@ __all__ = [
     "Driver",
     "DriverSession",
     "UnknownDriverError",
+    "cli_known",
     "driver_for",
     "DeviceBusyError",
     "DeviceLocks",

@@ -123,20 +123,38 @@ _BY_NODE_TYPE = {"vpcs": "vpcs", "qemu": "ios", "iou": "ios", "dynamips": "ios",
 _TAG_PREFIXES = ("driver:", "driver=", "copilot-driver:")
 
 
+# Node types that run one CLI only (a QEMU VM may run IOS, Linux or anything else).
+_ONE_CLI_TYPES = frozenset({"vpcs", "iou", "dynamips", "docker"})
+
+
+def _tagged_driver(node: Mapping[str, Any]) -> str | None:
+    """The driver a ``driver:<name>`` (or bare ``<name>``) tag names, if any."""
+    for tag in node.get("tags") or ():
+        tag = str(tag).strip().casefold()
+        for prefix in _TAG_PREFIXES:
+            if tag.startswith(prefix):
+                return tag[len(prefix):].strip()
+        if tag in DRIVERS:
+            return tag
+    return None
+
+
+def cli_known(node: Mapping[str, Any], override: str | None = None) -> bool:
+    """Whether GNS3's own data (a tag, or a node type with one CLI) says which CLI the node runs,
+    and ``override`` (the caller's choice) agrees with it.
+
+    When it does not, the console policy must judge a line in every CLI's grammar: what the
+    device executes is not what a caller-chosen grammar reads (``sh -c reboot`` is a ``show``
+    abbreviation to IOS and a shell to Linux).
+    """
+    node_type = str(node.get("node_type", ""))
+    known = _tagged_driver(node) or (_BY_NODE_TYPE.get(node_type) if node_type in _ONE_CLI_TYPES else None)
+    return known is not None and (override is None or override.strip().casefold() == known)
+
+
 def driver_for(node: Mapping[str, Any], override: str | None = None) -> Driver:
     """The driver for a GNS3 node: ``override``, else a ``driver:<name>`` tag, else its node type."""
-    name = override
-    if name is None:
-        for tag in node.get("tags") or ():
-            tag = str(tag).strip().casefold()
-            for prefix in _TAG_PREFIXES:
-                if tag.startswith(prefix):
-                    name = tag[len(prefix):].strip()
-                    break
-            if name is None and tag in DRIVERS:
-                name = tag
-            if name is not None:
-                break
+    name = override if override is not None else _tagged_driver(node)
     if name is None:
         name = _BY_NODE_TYPE.get(str(node.get("node_type", "")))
     if name is None:

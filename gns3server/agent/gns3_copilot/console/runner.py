@@ -39,6 +39,8 @@ class Device:
     driver: Driver
     # What GNS3 says of the node ("started", "stopped" ...), used to explain an unreachable console.
     reported_status: str | None = None
+    # Whether the node's CLI is known (drivers.cli_known); if not, the policy judges every CLI's grammar.
+    cli_known: bool = True
 
 
 @dataclass
@@ -77,7 +79,8 @@ async def run_commands(
     commands = [c.strip() for c in commands if c.strip()]
     # Parsing a batch (up to 64 lines of 1,000 characters) is CPU work: off the event loop.
     decisions = await asyncio.to_thread(
-        lambda: [policy.check(c, family=device.driver.name, read_only=mode == "show") for c in commands]
+        lambda: [policy.check(c, family=device.driver.name if device.cli_known else None, read_only=mode == "show")
+                 for c in commands]
     )
     if not all(d.allowed for d in decisions):
         refused = [

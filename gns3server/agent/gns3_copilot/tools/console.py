@@ -40,6 +40,7 @@ from ..console import (
     Policy,
     UnknownDriverError,
     Who,
+    cli_known,
     driver_for,
     run_commands,
 )
@@ -84,7 +85,8 @@ class ConsoleTool(ProjectTool):
             raise tool_error(exc) from exc
         host = str(node.get("console_host") or "")
         host = self.default_console_host if host in _ANY_ADDRESS else host
-        return Device(name, host, int(node["console"]), driver, reported_status=str(status) if status else None)
+        return Device(name, host, int(node["console"]), driver, reported_status=str(status) if status else None,
+                      cli_known=cli_known(node, driver_name))
 
     async def _devices(self, names: list[str], commands: list[str], driver_name: str | None, who: Who) -> list[Device]:
         """The named devices, once GNS3 lets the user use every one's console (else nothing is sent)."""

@@ -35,7 +35,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import tiktoken
@@ -138,7 +138,7 @@ class TokenCounter:
         cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self.encoding = get_encoding(encoding) if isinstance(encoding, str) else encoding
-        self._cache: OrderedDict[Hashable, tuple[int, int]] = OrderedDict()  # key -> (count, size)
+        self._cache: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()  # key -> (value, size)
         self._cache_size = cache_size
         self._cache_bytes = cache_bytes
         self._cached_bytes = 0
@@ -178,23 +178,31 @@ class TokenCounter:
     def message(self, message: BaseMessage) -> int:
         """Tokens one message costs in a request (framing included), memoised by content."""
         key = message_key(message)
+        count: int = self.remembered(key, _key_size(key), lambda: self._count_uncached(message))
+        return count
+
+    def remembered(self, key: Hashable, size: int, compute: Callable[[], Any]) -> Any:
+        """``compute()``, kept in the counter's cache under ``key`` (``size``: what it keeps alive).
+
+        One cache, bounded by entries and bytes, for every per-encoding result derived from
+        message texts (counts, capped outputs): nothing keeps long texts alive beside it.
+        """
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
                 return cached[0]
-        count = self._count_uncached(message)
-        size = _key_size(key)
+        value = compute()
         if size > self._cache_bytes:
-            return count  # bigger than the whole cache: counted, not kept
+            return value  # bigger than the whole cache: computed, not kept
         with self._lock:
             if key not in self._cache:
-                self._cache[key] = (count, size)
+                self._cache[key] = (value, size)
                 self._cached_bytes += size
             while len(self._cache) > self._cache_size or self._cached_bytes > self._cache_bytes:
                 _, (_, dropped) = self._cache.popitem(last=False)
                 self._cached_bytes -= dropped
-        return count
+        return value
 
     def cache_info(self) -> tuple[int, int]:
         """(entries, size) of the count cache; the size as :data:`DEFAULT_CACHE_BYTES` counts it."""

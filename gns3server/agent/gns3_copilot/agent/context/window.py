@@ -23,8 +23,6 @@ into the state's message list (which only grows) plus the id of the message at
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +47,6 @@ CAP_MARKER = (
     "\n[... {cut} tokens of this output cut here by GNS3 Copilot (one output may take at most a fifth of "
     "the context window); run a narrower command to see the part you need ...]\n"
 )
-_CAPPED_CACHE_SIZE = 256
 # Tool-call arguments that name the device a tool worked on.
 _TARGET_KEYS = ("node_name", "device", "device_name", "node", "name", "hostname", "target")
 _MAX_STUB_ARGS_CHARS = 160
@@ -124,10 +121,6 @@ def mask_stub(tool: str, args: Mapping[str, Any], tokens: int) -> str:
     )
 
 
-_capped: OrderedDict[tuple[str, int, str], str] = OrderedDict()
-_capped_lock = threading.Lock()
-
-
 def cap_output(message: ToolMessage, cap: int, counter: TokenCounter) -> ToolMessage:
     """``message`` with its text cut head-and-tail to about ``cap`` tokens (itself when it fits).
 
@@ -136,17 +129,10 @@ def cap_output(message: ToolMessage, cap: int, counter: TokenCounter) -> ToolMes
     """
     if counter.message(message) <= cap or not isinstance(message.content, str):
         return message
-    key = (counter.encoding.name, cap, message.content)
-    with _capped_lock:  # hooks of concurrent runs share it from worker threads
-        text = _capped.get(key)
-        if text is not None:
-            _capped.move_to_end(key)
-    if text is None:
-        text = truncate_text(message.content, cap, counter, marker=CAP_MARKER)
-        with _capped_lock:
-            _capped[key] = text
-            while len(_capped) > _CAPPED_CACHE_SIZE:
-                _capped.popitem(last=False)
+    content = message.content
+    # Kept in the counter's bounded cache (the key and the cut text are what it keeps alive).
+    text = counter.remembered(("capped", cap, content), 2 * len(content),
+                              lambda: truncate_text(content, cap, counter, marker=CAP_MARKER))
     return message.model_copy(update={"content": text})
 
 

@@ -53,6 +53,19 @@ _WRAPPERS: dict[str, tuple[str, frozenset[str], int]] = {
 # Options whose value is itself a command line, run by a shell.
 _SCRIPT_OPTIONS = {"su": ("c", "--command"), "runuser": ("c", "--command"), "sg": ("c", ""), "flock": ("c", "--command"),
                    "script": ("c", "--command"), "watch": ("", "")}
+# Where a system's own programs live: /sbin/reboot is reboot. A program run from anywhere else
+# (./s, /tmp/s) is a file whose content no rule can judge; it keeps its path (rule unknown_program).
+SYSTEM_BIN_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"})
+
+
+def _program(text: str) -> str:
+    """The name a command's first word runs: the base name of a system program, else the word."""
+    if "/" not in text:
+        return text
+    directory, base = posixpath.split(posixpath.normpath(text))
+    return base if base and directory in SYSTEM_BIN_DIRS else text
+
+
 SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "yash", "busybox-sh"})
 _DECLARERS = frozenset({"export", "declare", "typeset", "readonly", "local"})
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?\+?=")
@@ -178,7 +191,7 @@ def _words(words: list[Word], state: _State, depth: int) -> None:
         if first.dynamic:
             state.commands.append(tuple(_canonical(w, state) for w in words))
             return
-        name = posixpath.basename(first.text) or first.text
+        name = _program(first.text)
         args = words[1:]
         if name == "busybox" and args:
             words = args
