@@ -33,7 +33,7 @@ from gns3server.agent.gns3_copilot.console.grammar.shell import parse
         ("command -v rm", [("command", "-v", "rm")]),
         ("exec rm x", [("exec", "rm", "x"), ("rm", "x")]),
         ("echo $(rm x) `id`", [("echo", "$$(rm x)", "$`id`"), ("rm", "x"), ("id",)]),
-        ("cat <(rm x)", [("cat", "$"), ("rm", "x")]),
+        ("cat <(rm x)", [("cat", "$<(rm x)"), ("rm", "x")]),  # the substitution as written
         ("X=1 Y=$(id) ls", [("=", "X"), ("=", "Y"), ("ls",), ("id",)]),
         ("export PATH=/tmp", [("=", "PATH"), ("export", "PATH=/tmp")]),
         ("echo x > /tmp/../etc//hosts 2>&1 >> /dev/null", [(">", "/etc/hosts"), ("echo", "x")]),

@@ -338,24 +338,27 @@ def test_summarize_without_a_writer_is_refused():
         raise AssertionError("a graph that summarises without a writer was built")
 
 
-async def test_a_summary_for_a_one_slot_server_waits_for_the_run_to_end():
-    """llama-cpp-python's server ends the answer it streams when a second request comes: no overlap."""
-    running = {"s1": True}
+async def test_a_summary_for_a_one_slot_server_waits_until_no_run_talks_to_it():
+    """llama-cpp-python's server ends the answer it streams when a second request comes: no overlap,
+    with this session's run or another session's on the same server."""
+    busy = {"http://llama:8080/v1": {"s1", "s2"}}  # the runs talking to each server
     asked, called = asyncio.Event(), asyncio.Event()
 
-    def is_running(session_id: str) -> bool:
+    def server_busy(server: str) -> bool:
         asked.set()
-        return running.get(session_id, False)
+        return bool(busy.get(server))
 
-    writer = SummaryWriter(is_running)
+    writer = SummaryWriter(lambda session_id: False, server_busy)
 
     async def write() -> None:
         called.set()
 
-    assert writer.start("s1", write, after_run=True)
-    await asyncio.wait_for(asked.wait(), RUN_TIMEOUT)  # the writer looked and found the run going
-    assert writer.writing("s1") and not called.is_set()
-    running["s1"] = False
-    writer.after_run("s1")
+    assert writer.start("s1", write, server="http://llama:8080/v1")
+    for ending in ("s1", "s2"):
+        await asyncio.wait_for(asked.wait(), RUN_TIMEOUT)  # the writer looked and found the server busy
+        assert writer.writing("s1") and not called.is_set()
+        asked.clear()
+        busy["http://llama:8080/v1"].discard(ending)
+        writer.after_run(ending)
     await writer.wait("s1")
     assert called.is_set() and not writer.writing("s1")

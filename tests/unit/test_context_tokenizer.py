@@ -149,3 +149,20 @@ def test_warm_up_never_raises_without_the_data(monkeypatch, caplog):
     monkeypatch.setattr(tokenizer, "get_encoding", missing)
     tokenizer.warm_up()
     assert "Tokenizer cl100k_base not preloaded: The tokenizer data package" in caplog.text
+
+
+def test_warm_up_loads_the_others_when_one_encoding_fails(monkeypatch, caplog):
+    caplog.set_level("INFO")
+    first, *others = ENCODING_SPECS
+    asked: list[str] = []
+
+    def one_missing(name: str = "cl100k_base"):
+        asked.append(name)
+        if name == first:
+            raise TokenizerDataError(f"no data for {name}")
+
+    monkeypatch.setattr(tokenizer, "get_encoding", one_missing)
+    tokenizer.warm_up()
+    assert asked == list(ENCODING_SPECS)
+    assert f"Tokenizer {first} not preloaded" in caplog.text
+    assert others and f"Tokenizers {', '.join(others)} loaded in " in caplog.text

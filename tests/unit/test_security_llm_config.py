@@ -76,3 +76,34 @@ async def test_credentials_stored_by_an_older_version_are_removed_at_start(tmp_p
         await store.close()
     for path in tmp_path.iterdir():
         assert b"OldSecret42" not in path.read_bytes(), path
+
+
+async def test_an_update_that_landed_meanwhile_is_not_overwritten(tmp_path):
+    """The endpoint approval may wait (DNS): a change saved meanwhile is a 409, not lost."""
+    import asyncio
+
+    from cryptography.fernet import Fernet
+
+    from gns3server.agent.gns3_copilot.api.crypto import SecretBox
+    from gns3server.agent.gns3_copilot.api.errors import ConfigVersionConflictError
+    from gns3server.agent.gns3_copilot.api.llm_store import LLMConfigStore
+
+    store = await LLMConfigStore.open(tmp_path, SecretBox(Fernet.generate_key()))
+    try:
+        record = await store.create("u1", {"provider": "openai", "model": "m", "context_limit": 8,
+                                           "base_url": "http://10.0.0.5:11434/v1"}, make_default=True)
+        judging, decided = asyncio.Event(), asyncio.Event()
+
+        async def slow_approval(config):
+            judging.set()
+            await decided.wait()
+
+        first = asyncio.create_task(store.update("u1", record.config_id, {"model": "slow"}, approve=slow_approval))
+        await asyncio.wait_for(judging.wait(), 30)
+        await store.update("u1", record.config_id, {"model": "fast"})
+        decided.set()
+        with pytest.raises(ConfigVersionConflictError):
+            await first
+        assert (await store.get("u1", record.config_id)).config["model"] == "fast"
+    finally:
+        await store.close()

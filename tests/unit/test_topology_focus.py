@@ -73,3 +73,18 @@ def test_hook_focuses_on_what_the_conversation_says_not_on_tool_outputs():
     messages += [AIMessage("", tool_calls=[{"name": "show", "args": {"node_name": "R99"}, "id": "c2"}]),
                  ToolMessage("ok", tool_call_id="c2", name="show")]
     assert "R99" in hook({"messages": messages})["context_report"]["topology_focus"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("the R1-R2 link flaps", {"R1", "R2"}),
+    ("R1/e0 is down", {"R1"}),
+    ("what is on R1:e0?", {"R1"}),
+    ("check R10", {"R10"}),  # not R1
+    ("R1-core is down", {"R1-core"}),  # a name with a dash is itself, not R1
+    ("ping srv.lab.", {"srv.lab"}),
+    ("r1 and r2", {"R1", "R2"}),
+])
+def test_node_names_are_found_as_engineers_write_them(text: str, expected: set[str]) -> None:
+    names = ["R1", "R2", "R10", "R1-core", "srv.lab"]
+    topology = {"nodes": [{"node_id": f"n{i}", "name": n} for i, n in enumerate(names)], "links": []}
+    assert focus_nodes(topology, text) == expected

@@ -12,7 +12,8 @@ Before every LLM call, :func:`create_pre_model_hook`'s hook builds the request:
    is exceeded again, then moved down to a low-water mark, so that consecutive
    requests share their prefix and prompt caches work (``context/window.py``);
    a running summary of what was cut (``state["context_summary"]``, written by
-   the graph) follows the system prompt.
+   the graph) opens the first user message still sent, never the system message
+   (which then stays the same, and cacheable, across cuts).
 
 Tokens are counted as the provider receives them (framing, roles, tool calls),
 with tiktoken encodings loaded offline. This module and ``context/`` are pure and
@@ -355,7 +356,7 @@ def create_pre_model_hook(
     ``state["context_window"]`` (optional) is the window the previous call
     returned: keep it in the graph state so the next request keeps its prefix.
     ``state["context_summary"]`` (optional) is the running summary of what lies
-    before the window; it is appended to the system message.
+    before the window; it opens the question it landed on (see ``summary.with_summary``).
 
     The hook keeps per-encoding token counters whose caches make a call on a long
     conversation cost about its new messages: reuse the hook, or pass the same

@@ -164,9 +164,9 @@ class AgentSettings:
     max_llm_calls: int = DEFAULT_MAX_LLM_CALLS
     summarize: Callable[[list[BaseMessage]], Awaitable[AIMessage]] | None = None
     summary_timeout: float = DEFAULT_SUMMARY_TIMEOUT
-    # The model server serves one request at a time (a local OpenAI-compatible server): the
-    # summary call waits for the run to end instead of competing with the run's own calls.
-    summary_after_run: bool = False
+    # A model server of its own (a local OpenAI-compatible server, often one request at a time):
+    # the summary call waits until no run talks to it instead of competing with their calls.
+    summary_server: str | None = None
     # Writes summaries in the background (required with ``summarize``); shared by the runs of a server.
     summary_writer: SummaryWriter | None = None
     # The same tools bound to a model that does not stream (for servers that cannot
@@ -386,7 +386,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         async def store(new: dict[str, Any]) -> bool:
             return await store_summary(thread_id, new)
 
-        summaries.start(thread_id, write, store, after_run=settings.summary_after_run)
+        summaries.start(thread_id, write, store, server=settings.summary_server)
 
     async def store_summary(thread_id: str, new: dict[str, Any]) -> bool:
         """Save a summary that landed after its run into the session's state (True: done or moot).

@@ -9,11 +9,11 @@ in progress. Rules, per session:
 
 - one writer at a time: a cut while a summary is still being written starts no
   second one (its turns are summarised at the next cut, as after a failure);
-- for a model server that serves one request at a time (``after_run``: local
-  OpenAI-compatible servers), the summary call waits until the session's run has
-  ended, so it never overlaps the conversation's own model calls: such a server
-  queues the second request or, as llama-cpp-python's does by default
-  (``interrupt_requests``), ends the answer it is streaming to serve it;
+- for a model server of its own (``server``: a local OpenAI-compatible server,
+  often one request at a time), the summary call waits until no run talks to that
+  server, so it never overlaps a conversation's model calls (this session's or
+  another's): such a server queues the second request or, as llama-cpp-python's
+  does by default (``interrupt_requests``), ends the answer it is streaming;
 - a write never outlives its own timeout (the caller bounds ``write``), and
   :meth:`cancel` (a deleted session) and :meth:`close` (the server stopping)
   end every task cleanly: landed summaries are stored first, unfinished calls
@@ -48,15 +48,19 @@ class Landed:
 class SummaryWriter:
     """Background summary calls of every session of one server (or one test)."""
 
-    def __init__(self, is_running: Callable[[str], bool]) -> None:
-        """``is_running(session_id)``: a run of that session is in progress (it writes the state itself)."""
+    def __init__(
+        self, is_running: Callable[[str], bool], server_busy: Callable[[str], bool] | None = None
+    ) -> None:
+        """``is_running(session_id)``: a run of that session is in progress (it writes the state itself);
+        ``server_busy(server)``: a run talks to that model server now (none given: never)."""
         self._is_running = is_running
+        self._server_busy = server_busy or (lambda server: False)
         self._writing: dict[str, asyncio.Task[None]] = {}
         self._landed: dict[str, Landed] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: dict[str, set[asyncio.Task[None]]] = {}
         self._closed = False
-        self._run_ended: dict[str, asyncio.Event] = {}
+        self._run_ended = asyncio.Event()  # replaced each time a run ends (wakes every waiter)
 
     def writing(self, session_id: str) -> bool:
         """A summary of this session is being written now."""
@@ -73,21 +77,21 @@ class SummaryWriter:
         write: Callable[[], Awaitable[tuple[Summary, Mapping[str, int]] | None]],
         store: Callable[[Summary], Awaitable[bool]] | None = None,
         *,
-        after_run: bool = False,
+        server: str | None = None,
     ) -> bool:
         """Write a summary in the background; False (nothing started) while another is being written.
 
         ``write`` returns the summary and its usage, or None when it failed (it logs why).
         ``store`` persists a landed summary (True: stored or already there; False: keep it
-        for the next run to take). ``after_run``: call ``write`` only once no run of the
-        session is in progress.
+        for the next run to take). ``server``: call ``write`` only once no run talks to
+        that model server.
         """
         if self._closed:  # the server is stopping: the turns cut now wait for the next cut after a restart
             return False
         if self.writing(session_id):
             log.info("A summary of this conversation is still being written; the turns cut now wait for the next cut")
             return False
-        task = self._track(session_id, self._write(session_id, write, store, after_run))
+        task = self._track(session_id, self._write(session_id, write, store, server))
         self._writing[session_id] = task
         return True
 
@@ -96,10 +100,10 @@ class SummaryWriter:
         session_id: str,
         write: Callable[[], Awaitable[tuple[Summary, Mapping[str, int]] | None]],
         store: Callable[[Summary], Awaitable[bool]] | None,
-        after_run: bool,
+        server: str | None,
     ) -> None:
-        while after_run and self._is_running(session_id):  # not beside the conversation's own model calls
-            await self._run_ended.setdefault(session_id, asyncio.Event()).wait()
+        while server is not None and self._server_busy(server):  # not beside anyone's model calls there
+            await self._run_ended.wait()
         result = await write()
         if result is None:
             return
@@ -156,10 +160,9 @@ class SummaryWriter:
                 del self._landed[session_id]
 
     def after_run(self, session_id: str) -> None:
-        """A run of the session ended: a summary waiting for that starts; what landed during it is stored."""
-        ended = self._run_ended.pop(session_id, None)
-        if ended is not None:
-            ended.set()
+        """A run of the session ended: summaries waiting for its server look again; what landed is stored."""
+        ended, self._run_ended = self._run_ended, asyncio.Event()
+        ended.set()
         if session_id in self._landed and not self._closed:
             self._track(session_id, self.settle(session_id))
 
@@ -172,7 +175,6 @@ class SummaryWriter:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._landed.pop(session_id, None)
         self._locks.pop(session_id, None)
-        self._run_ended.pop(session_id, None)
 
     async def close(self) -> None:
         """The server stops (runs already ended): store what landed, cancel the calls still out.

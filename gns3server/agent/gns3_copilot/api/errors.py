@@ -67,6 +67,13 @@ class LLMConfigNotFoundError(CopilotError):
     code = "llm_config_not_found"
 
 
+class ConfigVersionConflictError(CopilotError):
+    """The config changed since the client read it (3.1's optimistic locking, or a concurrent update)."""
+
+    kind = ErrorKind.CONFLICT
+    code = "llm_config_version_conflict"
+
+
 class NoLLMConfigError(CopilotError):
     """The user has no LLM config and the server has no default one."""
 

@@ -22,7 +22,7 @@ from typing import Any
 from ..agent.model_factory import URL_CREDENTIALS, validate_llm_config
 from ..db import Database, Migration, Schema, checkpoint_wal
 from .crypto import SecretBox
-from .errors import LLMConfigNotFoundError
+from .errors import ConfigVersionConflictError, LLMConfigNotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -167,10 +167,17 @@ class LLMConfigStore:
             encrypted = self._box.encrypt(key) if key else None
         else:
             encrypted = record.encrypted_key
-        await self._write(
-            "UPDATE copilot_llm_configs SET config = ?, api_key = ?, updated_at = ? WHERE config_id = ? AND user_id = ?",
-            (json.dumps(plain), encrypted, time.time(), config_id, user_id),
+        # Only over the version merged from: an update that landed meanwhile (the approval above
+        # may wait on DNS) is not overwritten unseen.
+        updated = await self._database.execute(
+            "UPDATE copilot_llm_configs SET config = ?, api_key = ?, updated_at = ?"
+            " WHERE config_id = ? AND user_id = ? AND updated_at = ?",
+            (json.dumps(plain), encrypted, time.time(), config_id, user_id, record.updated_at),
         )
+        if updated == 0:
+            raise ConfigVersionConflictError(
+                f"LLM configuration {config_id} was changed by another request meanwhile; read it again"
+            )
         return await self.get(user_id, config_id)
 
     async def delete(self, user_id: str, config_id: str) -> None:

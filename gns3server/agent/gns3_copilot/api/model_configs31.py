@@ -16,8 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..agent.model_factory import LLMConfigError
-from ..errors import CopilotError, ErrorKind
-from .errors import LLMConfigNotFoundError
+from .errors import ConfigVersionConflictError, LLMConfigNotFoundError
 from .llm_store import LLMConfigRecord, LLMConfigStore
 from .schemas31 import LLMModelConfig, LLMModelConfigWithSource
 
@@ -28,13 +27,6 @@ listed last, the default when neither the user nor a group of theirs has one."""
 TABLE_FIELDS = ("name", "model_type", "is_default", "expected_version")
 """3.1 request fields that are not config fields (``name``/``model_type`` are stored in the config)."""
 DEFAULT_MODEL_TYPE = "text"
-
-
-class ConfigVersionConflictError(CopilotError):
-    """3.1's optimistic locking: the config changed since the client read it."""
-
-    kind = ErrorKind.CONFLICT
-    code = "llm_config_version_conflict"
 
 
 def group_owner(group_id: str) -> str:

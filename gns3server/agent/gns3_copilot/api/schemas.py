@@ -303,7 +303,7 @@ class EffectiveLLMConfig(BaseModel):
     config: dict[str, Any]
 
 
-class InjectRequest(BaseModel):
+class InjectRequest(ChatRequest):
     """GNS3 3.1's ``chat/inject`` body (its ChatRequest, the message optional)."""
 
     message: str = Field(
@@ -312,11 +312,7 @@ class InjectRequest(BaseModel):
     )
     session_id: str | None = Field(None, description="A new session's id (the client may choose it), or a "
                                    "fault-injection session of the caller's")
-    stream: bool = Field(True, description="As for chat/stream")
     mode: Mode | None = Field(None, description="Ignored: faults are injected with lab automation's tools")
-    llm_config_id: str | None = Field(None, description="As for chat/stream")
-
-    _message_not_blank = field_validator("message")(_not_blank)
 
 
 class Fault(BaseModel):

@@ -27,6 +27,7 @@ from ..agent.context.topology import render_topology
 from ..errors import CopilotError, ErrorKind
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
+from ..gns3_client.topology import fetch_rest_topology
 from .auth import Caller
 from .keys import MCPKeyStore
 
@@ -54,9 +55,7 @@ def project_of(uri: AnyUrl | str) -> str:
 
 async def topology_text(client: GNS3Client, project_id: str) -> str:
     """The project's topology as the agent's system prompt shows it (compact text)."""
-    project = await client.project(project_id)
-    nodes, links = await client.nodes_and_links(project_id)
-    return render_topology({"name": project.get("name"), "nodes": nodes, "links": links})
+    return render_topology(await fetch_rest_topology(client, project_id))
 
 
 TEMPLATES = [

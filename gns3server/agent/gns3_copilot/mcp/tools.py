@@ -302,7 +302,9 @@ APPROVE_SCHEMA: types.ElicitRequestedSchema = {
 async def _ask(session: ServerSession, name: str, args: Mapping[str, Any]) -> bool:
     """Ask the client's user through MCP elicitation; True only for an explicit approval."""
     commands = "\n".join(f"  {c}" for c in args.get("commands", []))
-    message = f"{name} wants to configure {args.get('device', '?')}:\n{commands}\nRun these commands?"
+    # Everything that decides what runs: the driver picks the CLI the lines are typed into.
+    driver = f" as a {args['driver']} device" if args.get("driver") else ""
+    message = f"{name} wants to configure {args.get('device', '?')}{driver}:\n{commands}\nRun these commands?"
     try:
         async with asyncio.timeout(APPROVAL_SECONDS):  # as long as an approval by id would stay valid
             result = await session.elicit(message, APPROVE_SCHEMA)

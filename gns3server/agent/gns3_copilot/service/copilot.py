@@ -92,6 +92,12 @@ class User:
     is_superadmin: bool = False
 
 
+
+def _own_server(llm_config: Mapping[str, Any]) -> str | None:
+    """The base_url of an OpenAI-compatible server of its own (llama.cpp, Ollama, vLLM...), often one slot."""
+    base_url = llm_config.get("base_url")
+    return str(base_url) if base_url and llm_config.get("provider", "openai") == "openai" else None
+
 @dataclass
 class _Run:
     session_id: str
@@ -101,6 +107,7 @@ class _Run:
     task: asyncio.Task[None] | None = None
     finished: bool = False
     cancel_requested: bool = False
+    server: str | None = None  # the model server of its own (base_url) the run talks to, if any
 
     async def stop(self) -> None:
         """Cancel the run (once) and wait until it has saved what it had.
@@ -247,7 +254,7 @@ class CopilotService:
         self._runs: dict[str, _Run] = {}
         self._closed = False
         # Running summaries written beside the runs (issue 12): one writer per session at a time.
-        self._summaries = SummaryWriter(self.is_running)
+        self._summaries = SummaryWriter(self.is_running, self._server_busy)
         self._counters: MutableMapping[str, TokenCounter] = {}
 
     # -- sessions -------------------------------------------------------------
@@ -357,6 +364,10 @@ class CopilotService:
     def is_running(self, session_id: str) -> bool:
         return session_id in self._runs
 
+    def _server_busy(self, server: str) -> bool:
+        """Some run (of any session) talks to this model server now."""
+        return any(run.server == server for run in self._runs.values())
+
     # -- runs -----------------------------------------------------------------
 
     async def chat(
@@ -460,7 +471,7 @@ class CopilotService:
             raise ServiceClosingError("The GNS3 server is stopping; try again once it is back")
         if record.session_id in self._runs:
             raise SessionBusyError(f"Session {record.session_id} is busy with another request")
-        run = _Run(record.session_id)
+        run = _Run(record.session_id, server=_own_server(llm_config))
         self._runs[record.session_id] = run
         run.task = asyncio.create_task(
             self._execute_hiding_key(run, user, record.project_id, start, llm_config, mode, record.kind)
@@ -566,7 +577,7 @@ class CopilotService:
         traits = self._server_traits.for_config(llm_config)
         measure_scale = probe_tool_results = None
         # An OpenAI-compatible server of its own (llama.cpp, Ollama, vLLM...): often one slot.
-        own_server = bool(llm_config.get("base_url")) and llm_config.get("provider", "openai") == "openai"
+        own_server = _own_server(llm_config)
         if own_server:
             tokenizer = ServerTokenizer(llm_config["base_url"], llm_config.get("api_key"), encoding, traits)
 
@@ -596,7 +607,7 @@ class CopilotService:
             traits=traits,
             measure_scale=measure_scale,
             probe_tool_results=probe_tool_results,
-            summary_after_run=own_server,
+            summary_server=own_server,
             max_argument_chars=argument_limit(int(llm_config["context_limit"]) * 1000),
             pre_model_hook=hook,
             load_topology=load_topology,

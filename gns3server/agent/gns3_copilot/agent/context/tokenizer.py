@@ -172,10 +172,13 @@ def warm_up(names: tuple[str, ...] = tuple(ENCODING_SPECS)) -> None:
     """
     log = logging.getLogger(__name__)
     started = time.perf_counter()
+    loaded = []
     for name in names:
         try:
             get_encoding(name)
         except (TokenizerDataError, ValueError) as exc:
             log.warning("Tokenizer %s not preloaded: %s", name, exc)
-            return
-    log.info("Tokenizers %s loaded in %.2f s", ", ".join(names), time.perf_counter() - started)
+            continue  # the others are still worth loading
+        loaded.append(name)
+    if loaded:
+        log.info("Tokenizers %s loaded in %.2f s", ", ".join(loaded), time.perf_counter() - started)

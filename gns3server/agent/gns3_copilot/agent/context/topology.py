@@ -191,15 +191,23 @@ def _grouped_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
 # ------------------------------------------------------------ focused rendering
 
 FOCUS_LEVELS = 2  # 0: other nodes as grouped lines; 1: other nodes as counts only
-_WORD = re.compile(r"[\w.\-/:]+")
 _ZONE = re.compile(r"^[^\W\d_]+", re.UNICODE)
 
 
 def focus_nodes(topology: Mapping[str, Any], text: str) -> set[str]:
     """Names of the nodes named in ``text`` (whole words, any case) and of their link neighbours."""
     nodes = _mappings(topology.get("nodes"))
-    words = {w.lower().strip(".:/-") for w in _WORD.findall(text)}
-    named = {n.get("node_id") for n in nodes if _name(n).lower() in words}
+    ids: dict[str, set[Any]] = {}
+    for node in nodes:
+        if _name(node):
+            ids.setdefault(_name(node).lower(), set()).add(node.get("node_id"))
+    if not ids:
+        return set()
+    # Longest names first, so that R1-core is found as itself; a name ends where a word does
+    # ("R1-R2 link", "R1/e0" and "R1:e0" name R1, "R10" does not).
+    pattern = "|".join(re.escape(name) for name in sorted(ids, key=len, reverse=True))
+    found = re.findall(rf"(?<!\w)(?:{pattern})(?!\w)", text, re.IGNORECASE)
+    named = set().union(*(ids[name.lower()] for name in found)) if found else set()
     if not named:
         return set()
     focus = set(named)

@@ -10,6 +10,7 @@ checked by the same schema as ``/v3/copilot/llm-configs`` (422 naming the field)
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Annotated, Any
 from uuid import UUID
@@ -23,6 +24,7 @@ from ...service.copilot import User
 from ..dependencies import CurrentUser, State
 from ..errors import AdminOnlyError, LLMConfigNotFoundError
 from ..model_configs31 import (
+    GROUP_OWNER_PREFIX,
     SERVER_DEFAULT_ID,
     check_version,
     config_fields,
@@ -104,12 +106,24 @@ async def _group_owner(group_id: UUID, caller: User, users: UsersRepository, *, 
     return group_owner(str(group_id))
 
 
+def _judged_as(caller: User, owner: str) -> User:
+    """Whose rights an endpoint saved for ``owner`` is judged with: as it will be when it runs.
+
+    A user's own config is judged again with that user's rights at every run, so one an
+    administrator saves for another user is judged with a user's rights now (refused when
+    saved, not at each of that user's chats); a group's config is the administrator's choice.
+    """
+    if owner == caller.user_id or owner.startswith(GROUP_OWNER_PREFIX) or not caller.is_superadmin:
+        return caller
+    return replace(caller, is_superadmin=False)
+
+
 async def _create(state: CopilotState, caller: User, owner: str, body: Any) -> Any:
-    """Create; the endpoint is judged with the caller's rights (an administrator's choice is theirs)."""
+    """Create; the endpoint is judged as it will be when the config runs (:func:`_judged_as`)."""
     data = _object(body)
     return await state.llm_configs.create(
         owner, config_fields(data, creating=True), make_default=bool(data.get("is_default")),
-        approve=partial(state.check_endpoint, caller),
+        approve=partial(state.check_endpoint, _judged_as(caller, owner)),
     )
 
 
@@ -121,7 +135,8 @@ async def _update(state: CopilotState, caller: User, owner: str, config_id: str,
     check_version(record, data.get("expected_version"))
     changes = config_fields(data, creating=False)
     if changes:
-        record = await store.update(owner, config_id, changes, approve=partial(state.check_endpoint, caller))
+        record = await store.update(
+            owner, config_id, changes, approve=partial(state.check_endpoint, _judged_as(caller, owner)))
     if data.get("is_default") is True:
         record = await store.set_default(owner, config_id)
     elif data.get("is_default") is False and record.is_default:

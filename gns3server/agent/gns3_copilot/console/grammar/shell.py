@@ -140,14 +140,10 @@ def _parse_line(s: _Scanner, closing: str | None) -> Line:
         if closing is not None and s.peek() == closing and depth == 0:
             break
         if s.peek(2) in ("<(", ">("):  # process substitution: a command whose output is a file name
-            s.pos += 2
-            nested = _parse_line(s, closing=")")
-            if s.at_end():
-                raise IncompleteLine("an open process substitution")
-            s.pos += 1
-            line.nested.append(nested)
+            start = s.pos
+            _subcommand(s, line, "an open process substitution")
             line.features.add("process substitution")
-            command.words.append(Word("", s.text[s.pos:], dynamic=True, features={"process substitution"}))
+            command.words.append(Word("", s.text[start:s.pos], dynamic=True, features={"process substitution"}))
             continue
         op = next((o for o in _REDIRECTIONS if s.text.startswith(o, s.pos)), None)
         fd = ""
@@ -338,6 +334,21 @@ def _ansi_c_end(text: str, pos: int) -> int:
     raise IncompleteLine("an open $'...' quote")
 
 
+def _subcommand(s: _Scanner, line: Line, unclosed: str) -> None:
+    """The command of a ``$(...)``, ``<(...)`` or ``>(...)`` at ``s.pos`` (two characters before
+    it): parsed into ``line.nested``, nesting bounded; ``s.pos`` ends past its ``)``."""
+    s.enter()
+    try:
+        s.pos += 2
+        nested = _parse_line(s, closing=")")
+        if s.at_end():
+            raise IncompleteLine(unclosed)
+        s.pos += 1
+        line.nested.append(nested)
+    finally:
+        s.depth -= 1
+
+
 def _expansion(s: _Scanner, line: Line, features: set[str]) -> None:
     """A ``$...`` or backtick expansion at ``s.pos``: skip it, parsing the commands it runs."""
     s.enter()
@@ -378,12 +389,7 @@ def _expansion_at(s: _Scanner, line: Line, features: set[str]) -> None:
         _balanced(s, line, features, "(", ")", 2)
         features.add("arithmetic")
     elif nxt == "(":
-        s.pos += 2
-        nested = _parse_line(s, closing=")")
-        if s.at_end():
-            raise IncompleteLine("an open $(")
-        s.pos += 1
-        line.nested.append(nested)
+        _subcommand(s, line, "an open $(")
         features.add("command substitution")
     elif nxt == "{":
         s.pos += 2
