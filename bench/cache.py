@@ -3,30 +3,33 @@
 Providers bill the prefix a request shares with the previous one at a fraction of
 the price, and local servers skip re-reading it. This replays agent conversations
 (``bench/context.py``'s: question, tool call, 50-3000-token output, answer) at
-context_limit 8, 16 and 128 (balanced), sending a request where the copilot
-does: at each user message and after each tool round (``call``); and, as the
-issue measured it, at user messages only (``question``: then every request
-also carries a whole new turn, which no cache can have seen). Per variant:
+context_limit 8, 16 and 128 (balanced), with the copilot's own system prompt and
+tool definitions as it fits them to each window (lab automation mode), sending a
+request where the copilot does: at each user message and after each tool round
+(``call``); and, as the issue measured it, at user messages only (``question``:
+then every request also carries a whole new turn, which no cache can have seen).
+Per variant:
 
 - ``cacheable once full``: over the requests after the budget was first
   exceeded, the share of tokens in the longest message prefix identical to the
   previous request's (tool definitions included: they come first and never change);
 - ``uncached``: the tokens of all requests outside that prefix (what is billed
   at full price, or re-read by a local server);
+- ``ceiling``: the share once full of tokens in messages the previous request also
+  carried: what any trimming could at best have cached (the new messages never are);
 - ``turns kept``: user turns in a request, on average once full;
 - ``masked saved``: tokens the masked tool outputs saved per request, on average once full.
 
 Two conversation shapes: ``agent`` (tool outputs of 50-3000 tokens) and
-``short`` (50-600). Variants, in the same run: ``plain`` (the trim before this change: fill the
+``short`` (50-600). Variants, in the same run: ``plain`` (the trim before the window: fill the
 budget, newest turns first, nothing remembered: ``context_low_water`` 1.0,
 no masking, no window state), ``window`` (low-water cut kept in the state, no
-masking), ``window+mask`` (masking, no cap on one output), ``window+mask+cap`` (the
-defaults: one tool output at most ``tool_output_share`` 0.2 of the message budget) and
-``window+mask+cap+summary`` (a synthetic 400-token summary written at every cut; as the
-real one, written in the background, it lands with the next question after the cut,
-which it opens; the system message is unchanged). ``…+summary, deferred`` is an
-analysis variant, not the copilot's behaviour: a new summary lands only once a cut has
-removed the question the previous summary opens.
+masking), ``window+mask`` (masking, no cap on one output), ``window+mask+cap`` (one
+tool output at most ``tool_output_share`` 0.1 of the message budget: the defaults with
+``context_summary: false``) and ``window+mask+cap+summary`` (**the defaults**: a
+synthetic summary as long as the copilot lets one be at that budget, started where
+the copilot starts one (when the next cut is planned, or at a cut no summary was
+ready for) and taken at the next question, as the graph does; the hook places it).
 
 Run: ``.venv/bin/python bench/cache.py`` (``--limits 8,16`` for those two only, at full
 size; ``--quick`` for a smoke run).
@@ -37,6 +40,7 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -45,10 +49,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from context import PROMPT, TOOLS, TOPOLOGY, conversation, text_of
+from context import TOPOLOGY, conversation, text_of
 
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter, message_key
+from gns3server.agent.gns3_copilot.agent.context.summary import summary_bounds
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
+from gns3server.agent.gns3_copilot.agent.prompts import compact_system_prompt_for, system_prompt_for
+from gns3server.agent.gns3_copilot.agent.small_window import fit_to_window
+from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
+from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools
 
 NO_CAP = {"tool_output_share": 1.0}
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -57,11 +66,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "window+mask": {**NO_CAP, "remember": True, "summary": False},
     "window+mask+cap": {"remember": True, "summary": False},
     "window+mask+cap+summary": {"remember": True, "summary": True},
-    # Not what the copilot does: a new summary waits until a cut removed the question the
-    # previous one opens (see the docs' reading of this table).
-    "…+summary, deferred": {"remember": True, "summary": "defer"},
 }
-SUMMARY_WORDS = 400
 
 
 def short_turns(n_messages: int, seed: int = 7) -> list[BaseMessage]:
@@ -85,11 +90,39 @@ def short_turns(n_messages: int, seed: int = 7) -> list[BaseMessage]:
 PROFILES = {"agent": conversation, "short": short_turns}
 
 
+def synthetic_summary(cut: int, message_budget: int, counter: TokenCounter) -> str:
+    """A summary as long as the copilot lets the model write one at this budget (``summary_bounds``)."""
+    size = summary_bounds(message_budget)[0]
+    words = [f"cut {cut}:"]
+    while counter.text(" ".join(words)) < size - 4:
+        words.append("R1 ospf")
+    return " ".join(words)
+
+
+async def _never_asked(privilege: str, path: str) -> str:
+    return "denied"  # the tools are only measured here, never run
+
+
+def copilot_offer(limit: int) -> tuple[str, list[Any]]:
+    """The system prompt and tool definitions the copilot sends at this window (lab automation).
+
+    They come first in every request and never change: what a cache can always reuse,
+    and what the history's budget is left after.
+    """
+    console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(tempfile.mkdtemp()), lambda user_id: _never_asked)
+    tools = build_tools(RunContext(lambda: None, "p", "u", "s"), console)
+    mode = "lab_automation"
+    fit = fit_to_window(tools, system_prompt_for(mode), compact_system_prompt_for(mode),
+                        {"context_limit": limit}, TokenCounter())
+    return fit.system_prompt, list(fit.tools)
+
+
 def _hook(limit: int, options: Mapping[str, Any]):
     config = {"context_limit": limit, "context_strategy": "balanced"}
     config.update({k: v for k, v in options.items() if k not in ("remember", "summary")})
     config["context_summary"] = bool(options.get("summary"))
-    return create_pre_model_hook(PROMPT, lambda s: TOPOLOGY, lambda: config, lambda: TOOLS)
+    prompt, tools = copilot_offer(limit)
+    return create_pre_model_hook(prompt, lambda s: TOPOLOGY, lambda: config, lambda: tools)
 
 
 def request_points(messages: list[BaseMessage], per: str) -> list[int]:
@@ -107,29 +140,33 @@ def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], 
     counter = TokenCounter()
     for i, message in enumerate(messages):  # ids, as the checkpointer gives them
         message.id = message.id or f"m{i}"
-    position = {m.id: i for i, m in enumerate(messages)}
     starts = request_points(messages, per)
     window = summary = landing = None
     previous: list[Any] | None = None
     full = False
-    cached_full = total_full = uncached = requests_full = turns_full = saved_full = 0
+    cached_full = total_full = new_full = uncached = requests_full = turns_full = saved_full = 0
     cuts = 0
     for index in starts:
-        # A summary written at a cut has come back since: as in the graph, it lands with the next
-        # question, which it opens (a tool round's request keeps the previous summary).
-        anchor = (window or {}).get("summary_at_id")
-        waits = options["summary"] == "defer" and anchor is not None and position[anchor] >= window["start"]
-        if landing is not None and isinstance(messages[index], HumanMessage) and not waits:
+        # A summary started at a planned cut (or at a cut it was not ready for) has come back
+        # since: as in the graph, it is taken at the next question (the hook places it).
+        if landing is not None and isinstance(messages[index], HumanMessage):
             summary, landing = landing, None
         state = {"messages": messages[: index + 1], "context_window": window, "context_summary": summary}
         out = hook(state)
         report = out["context_report"]
         if options["remember"]:
             window = out["context_window"]
-            if report["window_moved"] and options["summary"] and window["start"] > 0:
+            covered = max((summary or {}).get("until", 0), (landing or {}).get("until", 0))
+            if options["summary"] and report["cut_planned"]:
+                until, until_id = window["planned"], window["planned_id"]
+            elif options["summary"] and report["window_moved"] and window["start"] > covered:
+                until, until_id = window["start"], window["start_id"]
+            else:
+                until = 0
+            if until:
                 cuts += 1
-                landing = {"text": f"cut {cuts}: " + " ".join(["R1 ospf"] * (SUMMARY_WORDS // 2)),
-                           "until": window["start"], "until_id": window["start_id"], "turns": cuts}
+                landing = {"text": synthetic_summary(cuts, report["message_budget"], counter),
+                           "until": until, "until_id": until_id, "turns": cuts}
         keys = [message_key(m) for m in out["messages"]]
         shared = report["tools_tokens"]
         if previous is not None:
@@ -137,8 +174,11 @@ def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], 
                 if key != before:
                     break
                 shared += counter.message(message)
+            # Messages the previous request did not carry at all: no cache can have them.
+            seen = set(previous)
+            new = sum(counter.message(m) for k, m in zip(keys, out["messages"]) if k not in seen)
         else:
-            shared = 0
+            shared = new = 0
         previous = keys
         total = report["total_tokens"]
         uncached += total - shared
@@ -147,12 +187,14 @@ def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], 
             requests_full += 1
             cached_full += shared
             total_full += total
+            new_full += new
             turns_full += sum(1 for m in out["messages"] if isinstance(m, HumanMessage))
             saved_full += report["masked_tokens_saved"]
     return {
         "requests": len(starts),
         "requests_full": requests_full,
         "cacheable_full": cached_full / total_full if total_full else float("nan"),
+        "ceiling_full": 1 - new_full / total_full if total_full else float("nan"),
         "uncached": uncached,
         "turns_kept": turns_full / requests_full if requests_full else float("nan"),
         "masked_saved": saved_full / requests_full if requests_full else float("nan"),
@@ -160,12 +202,13 @@ def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], 
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = "| conversation | limit | messages | requests at | variant | requests (full) | cacheable once full | uncached tokens | vs plain | turns kept | masked saved |"
-    lines = [head, "|" + "---|" * 11]
+    head = ("| conversation | limit | messages | requests at | variant | requests (full) | cacheable once full "
+            "| ceiling | uncached tokens | vs plain | turns kept | masked saved |")
+    lines = [head, "|" + "---|" * 12]
     for r in rows:
         lines.append(
             f"| {r['profile']} | {r['limit']}K | {r['messages']} | {r['per']} | {r['variant']} | {r['requests']} ({r['requests_full']}) "
-            f"| {100 * r['cacheable_full']:.1f}% | {r['uncached']:,} | {r['vs_plain']:.2f}x "
+            f"| {100 * r['cacheable_full']:.1f}% | {100 * r['ceiling_full']:.1f}% | {r['uncached']:,} | {r['vs_plain']:.2f}x "
             f"| {r['turns_kept']:.1f} | {r['masked_saved']:,.0f} |"
         )
     return "\n".join(lines)

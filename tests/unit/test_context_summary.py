@@ -362,3 +362,38 @@ async def test_a_summary_for_a_one_slot_server_waits_until_no_run_talks_to_it():
         writer.after_run(ending)
     await writer.wait("s1")
     assert called.is_set() and not writer.writing("s1")
+
+
+async def test_the_summary_is_written_before_the_cut_and_arrives_with_it():
+    """Half-way to a full budget the next cut is planned and its summary written; the cut then
+    starts where that summary ends and carries it: the prefix changes once per cut, never at a landing."""
+    model, summary_model = ScriptedChatModel(), ScriptedChatModel()
+    writer = new_writer()
+    graph = make_graph(model, summary_model, writer)
+    cuts = plans = 0
+    for i in range(24):
+        summary_model.enqueue(f"- notes after turn {i}")
+        model.enqueue(f"R{i} is fine. {words(80)}")
+        before = len(summary_model.calls)
+        seen, state = await run(graph, [HumanMessage(f"check R{i}: {words(80)}", id=f"h{i}")], writer)
+        await asyncio.wait_for(writer.wait("s1"), RUN_TIMEOUT)  # the summary lands before the next question
+        report = reports(seen)[0]
+        request = model.calls[-1]
+        assert report["total_tokens"] <= report["budget"]
+        if report["cut_planned"]:
+            plans += 1
+            assert not report["window_moved"] and len(summary_model.calls) == before + 1
+            planned = state["context_window"]["planned"]
+            excerpt = summary_model.calls[-1][1].content  # the turns the planned cut will drop, and no later one
+            assert f"[user]: check R{planned // 2 - 1}:" in excerpt and f"check R{planned // 2}:" not in excerpt
+        if report["window_moved"]:
+            cuts += 1
+            # The planned cut: the history starts where the landed summary ends, which opens it.
+            summary = state["context_summary"]
+            assert state["context_window"]["start"] == summary["until"] == planned
+            assert request[1].content.startswith(SUMMARY_HEADING) and summary["text"] in request[1].content
+            assert len(summary_model.calls) == before  # nothing left to summarise at this cut
+        elif i:
+            previous = model.calls[-2]  # everything the previous request sent is sent again unchanged
+            assert [m.content for m in request[: len(previous)]] == [m.content for m in previous]
+    assert cuts >= 2 and plans == cuts + (1 if state["context_window"].get("planned") else 0)

@@ -206,7 +206,7 @@ def test_bad_window_settings_name_the_field(field, value):
 
 def test_window_settings_defaults():
     assert resolve_window_settings({"context_limit": 8}) == {
-        "low_water": 0.65, "summary": True, "tool_output_turns": 3, "tool_output_share": 0.2,
+        "low_water": 0.65, "summary": True, "tool_output_turns": 3, "tool_output_share": 0.1,
     }
     assert resolve_window_settings({"mask_tool_outputs": False})["tool_output_turns"] is None
 
@@ -250,7 +250,7 @@ def test_one_huge_tool_output_is_capped_in_the_request_the_same_way_every_time()
     capped = first["messages"][3]
     assert isinstance(capped, ToolMessage) and "tokens of this output cut here by GNS3 Copilot" in capped.content
     assert capped.content.startswith(msgs[2].content[:40]) and capped.content.endswith(msgs[2].content[-40:])
-    cap = int(0.2 * report["message_budget"])
+    cap = int(0.1 * report["message_budget"])
     assert TokenCounter().content(capped.content) <= cap < TokenCounter().content(msgs[2].content)
     assert second["messages"][3].content == capped.content  # the same text: the cached prefix holds
     assert len(msgs[2].content.split()) == 3000  # the history keeps the whole output
@@ -258,3 +258,66 @@ def test_one_huge_tool_output_is_capped_in_the_request_the_same_way_every_time()
     # switched off: the whole output is sent (it fits the 8K budget)
     off = make_hook(limit=8, tool_output_share=1.0)({"messages": msgs})
     assert off["messages"][3].content == msgs[2].content
+
+
+def _summary(text: str, until: int, turns: int = 1) -> dict:
+    return {"text": text, "until": until, "until_id": f"h{until // 4}", "turns": turns}
+
+
+def test_a_summary_that_missed_its_cut_joins_the_next_question_and_the_older_one_stays_until_the_next_cut():
+    hook = make_hook(limit=4)
+    history, requests = replay(hook, 30)
+    window = requests[-1]["context_window"]
+    start = window["start"]
+    older, newer = _summary("- older notes", start - 4), _summary("- newer notes", start, turns=2)
+    # Between cuts a summary opens the question that starts a turn.
+    history += [AIMessage("ok", id="x1"), HumanMessage("next", id="x2")]
+    first = hook({"messages": history, "context_window": window, "context_summary": older})
+    assert not first["context_report"]["window_moved"] and first["messages"][-1].content.startswith(SUMMARY_HEADING)
+    # A newer one landed (it covers up to the window's start): it opens the new question, the older stays.
+    history += [AIMessage("ok", id="x3"), HumanMessage("and then?", id="x4")]
+    second = hook({"messages": history, "context_window": first["context_window"], "context_summary": newer})
+    sent = second["messages"]
+    assert [m.content for m in sent[: len(first["messages"])]] == [m.content for m in first["messages"]]
+    by_id = {m.id: str(m.content) for m in sent}
+    assert "- older notes" in by_id["x2"] and "- newer notes" in by_id["x4"] and "- newer notes" not in by_id["x2"]
+    assert sent[-1].content.endswith("and then?") and second["context_report"]["summary_text"] == "- newer notes"
+    assert second["context_window"]["summary_at_id"] == "x4"
+    # A tool round keeps both where they are.
+    history += [AIMessage("", tool_calls=[{"name": "gns3_show", "args": {}, "id": "c9"}], id="x5"),
+                ToolMessage("up", tool_call_id="c9", name="gns3_show", id="x6")]
+    third = hook({"messages": history, "context_window": second["context_window"], "context_summary": newer})
+    assert [m.content for m in third["messages"][: len(sent)]] == [m.content for m in sent]
+    # At the next cut only the newer one is sent, opening the first message.
+    window = third["context_window"]
+    for i in range(40, 70):
+        history += turn(i)
+        out = hook({"messages": history, "context_window": window, "context_summary": newer})
+        window = out["context_window"]
+        if out["context_report"]["window_moved"]:
+            break
+    text = "\n".join(str(m.content) for m in out["messages"])
+    assert out["context_report"]["window_moved"] and "- older notes" not in text
+    assert out["messages"][1].content.startswith(SUMMARY_HEADING) and "- newer notes" in out["messages"][1].content
+    assert [s["at_id"] for s in window["summaries"]] == [out["messages"][1].id]
+
+
+def test_a_summary_written_ahead_waits_for_its_cut():
+    hook = make_hook(limit=4)
+    history, requests = replay(hook, 30)
+    window = requests[-1]["context_window"]
+    ahead = _summary("- written ahead", window["start"] + 8)  # covers turns still sent
+    history += [AIMessage("ok", id="x1"), HumanMessage("next", id="x2")]
+    out = hook({"messages": history, "context_window": window, "context_summary": ahead})
+    assert not out["context_report"]["window_moved"]
+    assert all("- written ahead" not in str(m.content) for m in out["messages"])
+    assert out["context_report"]["summary_tokens"] == 0 and out["context_report"]["summary_text"] is None
+
+
+def test_a_planned_cut_is_kept_while_its_turn_is_there():
+    history = [m for i in range(12) for m in turn(i)]
+    window = Window(4, "h1", 4, planned=16, planned_id="h4")
+    assert restore_window(window.as_state(), history) == window
+    assert restore_window({**window.as_state(), "planned_id": "h5"}, history) == Window(4, "h1", 4)  # history changed
+    assert restore_window({**window.as_state(), "planned": 4}, history) == Window(4, "h1", 4)  # not after the start
+    assert "planned" not in Window(4, "h1", 4).as_state()

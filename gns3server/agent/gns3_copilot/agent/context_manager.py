@@ -12,8 +12,10 @@ Before every LLM call, :func:`create_pre_model_hook`'s hook builds the request:
    is exceeded again, then moved down to a low-water mark, so that consecutive
    requests share their prefix and prompt caches work (``context/window.py``);
    a running summary of what was cut (``state["context_summary"]``, written by
-   the graph) opens the first user message still sent, never the system message
-   (which then stays the same, and cacheable, across cuts).
+   the graph, ahead of the cut when it can) opens a user message, never the
+   system message (which then stays the same, and cacheable, across cuts):
+   the first one sent from a cut on, or the question after which it landed
+   (``context/summary.py``'s ``place_summaries``).
 
 Tokens are counted as the provider receives them (framing, roles, tool calls),
 with tiktoken encodings loaded offline. This module and ``context/`` are pure and
@@ -30,12 +32,21 @@ import math
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any, TypedDict
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, convert_to_messages
+from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 
 from .context.calibration import answer_tokens, capped_budget
 from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter, content_text, json_text
 from .context.injection import TOPOLOGY_SHARE, TopologyText, fit_topology, inject
-from .context.summary import SUMMARY_JOIN_TOKENS, restore_summary, summary_section, with_summary
+from .context.summary import (
+    SUMMARY_JOIN_TOKENS,
+    Placement,
+    apply_placements,
+    place_summaries,
+    placed_before,
+    placements_state,
+    restore_summary,
+    summary_section,
+)
 from .context.tokenizer import DEFAULT_ENCODING, encoding_name_for, get_encoding
 from .context.window import (
     DEFAULT_LOW_WATER,
@@ -231,6 +242,7 @@ class ContextReport(TypedDict):
     summarized_turns: int
     summary_text: str | None
     summary_until_id: str | None
+    cut_planned: bool
     answer_tokens: int  # issue 15: reserved for the reply (max_tokens); the budget never eats into it
 
 
@@ -281,6 +293,7 @@ def _report(
         summarized_turns=0,
         summary_text=None,
         summary_until_id=None,
+        cut_planned=False,
         answer_tokens=0,
     )
     report.update(extra)  # type: ignore[typeddict-item]
@@ -316,31 +329,18 @@ def _mentions(raw: Any, window: Any) -> str:
     return "\n".join(parts)
 
 
-def summary_anchor(
-    messages: list[BaseMessage], sent: list[BaseMessage], summary: Mapping[str, Any] | None, previous: Any
-) -> str | None:
-    """The id of the user message the summary opens in this request; None: not sent in this request.
-
-    It stays on the message it opened first (the previous request's ``summary_at_id``)
-    while that message is sent. A new summary, or one whose message a cut removed, opens
-    the question that starts a turn (the last message): what that request adds anyway,
-    so a summary never changes what an earlier request sent and the prompt cache holds.
-    Within a turn's tool rounds it waits for the next question. ``""``: messages without
-    ids (built by hand, not from a checkpoint): it opens the history.
-    """
-    if not summary:
-        return None
-    sent_ids = {m.id for m in sent if isinstance(m, HumanMessage)}
-    if isinstance(previous, Mapping) and previous.get("summary_until") == summary.get("until"):
-        kept = previous.get("summary_at_id")
-        if isinstance(kept, str) and kept in sent_ids:
-            return kept
-    last = messages[-1] if messages else None
-    if not isinstance(last, HumanMessage):
-        return None
-    if last.id is None:
-        return ""
-    return last.id if last.id in sent_ids else None
+def _shown_summary(
+    placements: list[Placement], summary: Mapping[str, Any] | None, start: int, messages: list[BaseMessage]
+) -> tuple[int, str | None, str | None]:
+    """(turns, text, id of the first message after it) of the summary the report shows: the
+    newest one sent, else the stored one unless it waits for a planned cut (its turns are still sent)."""
+    if placements:
+        newest = placements[-1]
+        until_id = messages[newest.until].id if newest.until < len(messages) else None
+        return newest.turns, newest.text, until_id
+    if summary and int(summary["until"]) <= start:
+        return int(summary.get("turns", 0)), summary["text"], summary.get("until_id")
+    return 0, None, None
 
 
 def create_pre_model_hook(
@@ -356,7 +356,9 @@ def create_pre_model_hook(
     ``state["context_window"]`` (optional) is the window the previous call
     returned: keep it in the graph state so the next request keeps its prefix.
     ``state["context_summary"]`` (optional) is the running summary of what lies
-    before the window; it opens the question it landed on (see ``summary.with_summary``).
+    before the window; where it goes is ``summary.place_summaries``'s choice. The report's
+    ``cut_planned`` says this call planned the next cut (``context_window["planned"]``): the
+    graph then writes the summary of the turns before it, so that it arrives with the cut.
 
     The hook keeps per-encoding token counters whose caches make a call on a long
     conversation cost about its new messages: reuse the hook, or pass the same
@@ -410,24 +412,32 @@ def create_pre_model_hook(
             messages = convert_to_messages(raw)
             summary = restore_summary(state.get("context_summary"), messages) if window_settings["summary"] else None
             section = summary_section(summary)
+            before = placed_before(previous, summary) if section and summary else []
+            # Room for the summary and, when a new one lands between cuts, the one it follows.
+            older = [p for p in before if summary and p.until != summary.get("until")][-1:]
+            sections = [section] * bool(section) + [p.section() for p in older]
             # The system message never carries the summary: it stays cacheable across cuts.
             system = SystemMessage(content=system_text)
             system_tokens = system_plain_tokens
-            reserved = system_tokens + REPLY_PRIMING_TOKENS + (counter.text(section) + SUMMARY_JOIN_TOKENS if section else 0)
+            reserved = system_tokens + REPLY_PRIMING_TOKENS + sum(counter.text(t) + SUMMARY_JOIN_TOKENS for t in sections)
             room = message_budget - reserved
             low_water = int(message_budget * window_settings["low_water"]) - reserved
+            prior = restore_window(previous, messages)
             plan = plan_window(
                 messages,
-                restore_window(previous, messages),
+                prior,
                 room,
                 max(0, low_water),
                 counter,
                 tool_output_turns=window_settings["tool_output_turns"],
                 output_cap=output_cap(config or {}, tools_tokens, window_settings["tool_output_share"]),
+                ready=int(summary["until"]) if section and summary else 0,
             )
             fitted = plan.fit
-            anchor = summary_anchor(messages, fitted.messages, summary, previous) if section else None
-            history = with_summary(fitted.messages, section if anchor is not None else "", anchor or None)
+            start = plan.window.start
+            placements = place_summaries(messages, fitted.messages, summary, before, start != prior.start, start) if section else []
+            shown = _shown_summary(placements, summary if section else None, start, messages)
+            history = apply_placements(fitted.messages, placements)
             summary_tokens = sum(counter.message(m) for m in history) - sum(counter.message(m) for m in fitted.messages)
         except Exception as exc:  # noqa: BLE001  # the seed's fallback: never block a call on trimming
             logger.error("Failed to trim messages: %s", exc)
@@ -451,7 +461,6 @@ def create_pre_model_hook(
 
         prepared: list[BaseMessage] = [system, *history]
         messages_tokens = system_tokens + fitted.tokens + summary_tokens + REPLY_PRIMING_TOKENS
-        start = plan.window.start
         dropped_in_view = len(plan.sent) - _originals_kept(plan.sent, fitted.messages) - len(fitted.truncated)
         report = _report(
             budget,
@@ -473,9 +482,10 @@ def create_pre_model_hook(
             masked_outputs=plan.masked_outputs,
             masked_tokens_saved=plan.masked_tokens_saved,
             summary_tokens=summary_tokens,
-            summarized_turns=int(summary.get("turns", 0)) if section and summary else 0,
-            summary_text=summary["text"] if section and summary else None,
-            summary_until_id=summary.get("until_id") if section and summary else None,
+            summarized_turns=shown[0],
+            summary_text=shown[1],
+            summary_until_id=shown[2],
+            cut_planned=plan.planned,
             answer_tokens=reserve,
         )
         # The summary opens a user message of the history but is reported on its own.
@@ -516,8 +526,7 @@ def create_pre_model_hook(
         else:
             logger.info("Context ready: %d msgs, " + summary_line, len(prepared), *args)
         window_state: dict[str, Any] = plan.window.as_state()
-        if anchor and summary:  # where the summary sits, kept until a new one lands or a cut passes it
-            window_state.update(summary_at_id=anchor, summary_until=summary["until"])
+        window_state.update(placements_state(placements))  # where summaries sit, kept until the next cut
         return {"messages": prepared, "context_report": report, "context_window": window_state}
 
     return hook

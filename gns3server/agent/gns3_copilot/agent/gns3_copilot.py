@@ -258,9 +258,10 @@ async def _summarize(
 ) -> tuple[dict[str, Any], dict[str, int]] | None:
     """Fold the turns that left the window into the running summary; None when that fails.
 
-    Runs in the background (:class:`SummaryWriter`): the question has already gone
-    out with the plain cut. The turns summarised are those between the end of the
-    previous summary and the window's new start, so turns a failed call could not
+    Runs in the background (:class:`SummaryWriter`), ahead of a planned cut or after a
+    cut it was not ready for (that question has already gone out with the plain cut).
+    The turns summarised are those between the end of the previous summary and
+    ``window["start"]`` (the planned or the new start), so turns a failed call could not
     summarise are tried again at the next cut. A failure or a timeout logs a line.
     """
     assert settings.summarize is not None
@@ -351,9 +352,10 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
     ) -> Any:
         """The summary to send: one written in the background since, if it covers more than ``current``.
 
-        A new summary is taken when a turn starts (the last message is the user's): it then
-        opens that question (the hook's ``summary_anchor``), part of what this request adds
-        anyway, so landing costs the prompt cache nothing; within a tool round the previous one stays.
+        A new summary is taken when a turn starts (the last message is the user's); the hook
+        then places it (``summary.place_summaries``): with the cut it was written for, or on
+        that question, part of what this request adds anyway, so landing costs the prompt
+        cache nothing; within a tool round the previous one stays.
         """
         chosen = current
         landed = summaries.landed(thread_id) if summaries is not None else None
@@ -499,8 +501,12 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             prepared_state = await asyncio.to_thread(settings.pre_model_hook, hook_state)
             prepared, report = prepared_state["messages"], prepared_state["context_report"]
             window = prepared_state.get("context_window", window)
-            if report.get("window_moved") and isinstance(window, Mapping):
-                # The question goes out now with the plain cut; the summary lands at a later call.
+            if isinstance(window, Mapping) and report.get("cut_planned"):
+                # Written now, in the background, so that it is ready when the planned cut comes.
+                start_summary(thread_id, messages, summary, {"start": window["planned"], "start_id": window.get("planned_id")}, report)
+            elif isinstance(window, Mapping) and report.get("window_moved") and not _covers(summary, window["start"]):
+                # A cut the summary was not ready for: the question goes out now with the plain
+                # cut; the summary of what it dropped lands at a later call.
                 start_summary(thread_id, messages, summary, window, report)
             logger.info("Messages prepared: %d → %d", len(messages), len(prepared))
             writer(events.context(report))

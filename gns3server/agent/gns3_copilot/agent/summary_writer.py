@@ -1,8 +1,8 @@
 """Running summaries written in the background, so that no question waits for one.
 
-When the history window moves, the graph hands the summary call to a
-:class:`SummaryWriter` and sends the question at once with the plain cut. The
-summary *lands* when the call returns: the graph reads it before its next model
+When the history window plans its next cut (or cuts with no summary ready),
+the graph hands the summary call to a :class:`SummaryWriter` and sends the
+question at once. The summary *lands* when the call returns: the graph reads it before its next model
 call (of the same run or of the next turn), and it is stored with the session
 (``store``, given by whoever started it) as soon as no run of that session is
 in progress. Rules, per session:

@@ -2,23 +2,25 @@
 
 After an hour of troubleshooting the oldest turns no longer fit: without a
 summary the copilot forgets which devices were checked and what was changed.
-When the window (``window.py``) moves, the same model is asked, in the
-background, to fold the turns that left the request into the previous summary;
-the result opens the question of the next turn after it lands, and stays on it
-(or opens the history, once a cut passed that question): the system message stays
-as it is and the new summary sits in what that request adds anyway, so it costs
-prompt caches nothing.
+When the window (``window.py``) plans its next cut, the same model is asked, in
+the background, to fold the turns that cut will drop into the previous summary;
+at the cut the window starts where that summary ends, and the summary opens the
+first message sent from then on. The system message stays as it is, and the
+prefix changes once per cut, as it must anyway. A summary that was not ready
+for its cut opens the question after it lands (new text in that request), the
+one before it staying where it was until the next cut (:func:`place_summaries`).
 
 Everything here is pure: the graph makes the model call (with a timeout, beside
 the conversation: ``summary_writer.py``) and keeps the result in its state (``{"text", "until", "until_id", "turns"}``:
-the summary covers ``messages[:until]``, ``turns`` user turns of them). Where it
-sits in the request is the window's business (``summary_at_id`` in the window state).
+the summary covers ``messages[:until]``, ``turns`` user turns of them). Where the
+summaries sent sit is remembered in the window state (``summaries``).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -80,6 +82,106 @@ def with_summary(history: Sequence[BaseMessage], section: str, at_id: str | None
         content = [{"type": "text", "text": section}, *content]
     messages[index] = first.model_copy(update={"content": content})
     return messages
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A summary as one request sends it: its text, what it covers, the user message it opens.
+
+    ``at_id`` ``""`` means the first message of the history (messages without ids).
+    """
+
+    at_id: str
+    until: int
+    turns: int
+    text: str
+
+    def section(self) -> str:
+        return summary_section({"text": self.text, "turns": self.turns})
+
+
+def _placement(value: Any) -> Placement | None:
+    if not isinstance(value, Mapping):
+        return None
+    at_id, until, turns, text = (value.get(k) for k in ("at_id", "until", "turns", "text"))
+    if isinstance(at_id, str) and isinstance(until, int) and isinstance(turns, int) and isinstance(text, str):
+        return Placement(at_id, until, turns, text)
+    return None
+
+
+def placed_before(window: Any, summary: Mapping[str, Any] | None) -> list[Placement]:
+    """The summaries the previous request sent, oldest first (from its window state)."""
+    if not isinstance(window, Mapping):
+        return []
+    stored = window.get("summaries")
+    if isinstance(stored, list):
+        return [p for p in map(_placement, stored) if p is not None]
+    # A window saved before two summaries could be sent: only where the current one sat.
+    at_id = window.get("summary_at_id")
+    if summary and isinstance(at_id, str) and window.get("summary_until") == summary.get("until"):
+        return [_latest(summary, at_id)]
+    return []
+
+
+def _latest(summary: Mapping[str, Any], at_id: str) -> Placement:
+    return Placement(at_id, int(summary["until"]), int(summary.get("turns", 0) or 0), str(summary["text"]))
+
+
+def place_summaries(
+    messages: Sequence[BaseMessage], sent: Sequence[BaseMessage], summary: Mapping[str, Any] | None,
+    before: Sequence[Placement], cut: bool, start: int,
+) -> list[Placement]:
+    """Where summaries open user messages in this request (oldest first; at most two).
+
+    Chosen so that a summary never changes what the previous request sent:
+
+    - at a cut (``cut``: the history sent starts later than before, at ``start``)
+      everything after the system message is sent anew anyway: the summary opens the
+      first user message sent, and stays there until the next cut;
+    - a summary written ahead of a planned cut (it covers turns still sent) waits for
+      that cut; the one sent before stays where it is;
+    - a summary that lands between cuts (the planned cut came before it) opens the
+      question that starts a turn (the last message: new text in that request anyway).
+      The one it follows stays where it is until the next cut, so the prefix holds; the
+      newer one already contains its notes, the older costs its tokens until then.
+      Within a tool round a new summary waits for the next question.
+
+    ``""`` (messages without ids, built by hand): the summary opens the history.
+    """
+    if not summary:
+        return []
+    sent_ids = [m.id for m in sent if isinstance(m, HumanMessage)]
+    current = summary if int(summary["until"]) <= start else None
+    if cut:
+        chosen = _latest(current, "") if current else (before[-1] if before else None)
+        return [Placement(sent_ids[0] or "", chosen.until, chosen.turns, chosen.text)] if chosen and sent_ids else []
+    kept = [p for p in before if p.at_id in sent_ids]
+    if current is None or kept and kept[-1].until == current["until"]:
+        return kept
+    last = messages[-1] if messages else None
+    if not isinstance(last, HumanMessage):
+        return kept  # a tool round: a new summary waits for the next question
+    if last.id is None:
+        return [_latest(current, "")]
+    if last.id not in sent_ids:
+        return kept
+    return [*kept[-1:], _latest(current, last.id)]
+
+
+def apply_placements(history: Sequence[BaseMessage], placements: Sequence[Placement]) -> list[BaseMessage]:
+    """``history`` with each placement's section opening its user message."""
+    messages = list(history)
+    for placement in placements:
+        messages = with_summary(messages, placement.section(), placement.at_id or None)
+    return messages
+
+
+def placements_state(placements: Sequence[Placement]) -> dict[str, Any]:
+    """What the window state keeps of this request's summaries (so the next request keeps them)."""
+    if not placements:
+        return {}
+    newest = placements[-1]
+    return {"summaries": [asdict(p) for p in placements], "summary_at_id": newest.at_id, "summary_until": newest.until}
 
 
 def restore_summary(value: Any, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:

@@ -12,19 +12,27 @@ everything after the system message every time, so nothing is reused. Instead:
   there until the budget is exceeded again;
 - at the same moment, tool outputs of the turns before the last few are *masked*:
   replaced in the request by a one-line stub saying how to get them again (the
-  stored history keeps them). The masking boundary, too, only moves at a cut.
+  stored history keeps them). The masking boundary, too, only moves at a cut;
+- half-way from the low-water mark to the budget, the next cut is *planned*: the
+  turn it will start at is chosen then (so that, by the time the budget is full,
+  what follows it is about the low-water mark), so that the running summary of the
+  turns it will drop can be written in the background before the cut. At the cut,
+  when a summary up to the planned turn has landed, the window starts there
+  (``ready``) and the summary arrives with the cut: the prefix changes once per
+  cut, not once at the cut and again when the summary lands.
 
 The remembered window is a small dict kept in the graph state (so it is saved
-with the session's checkpoint): ``{"start", "start_id", "mask_until"}``, indexes
-into the state's message list (which only grows) plus the id of the message at
-``start`` to detect a history that changed under it.
+with the session's checkpoint): ``{"start", "start_id", "mask_until"}`` (and
+``"planned", "planned_id"`` between a plan and its cut), indexes into the state's
+message list (which only grows) plus the ids of the messages there to detect a
+history that changed under it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -35,6 +43,8 @@ from .history import FitResult, fit_history, repair, truncate_text
 log = logging.getLogger(__name__)
 
 DEFAULT_LOW_WATER = 0.65
+# Where, between the low-water mark (0) and the budget (1), the next cut is planned.
+PLAN_AHEAD = 0.5
 DEFAULT_TOOL_OUTPUT_TURNS = 3
 MASK_STUB = (
     "[output of {tool}{target} masked to save context: {tokens} tokens; "
@@ -42,9 +52,11 @@ MASK_STUB = (
 )
 # A single tool output may take at most this share of the message budget in a request: at 8K one
 # `show running-config` would otherwise be a third of the budget and force a cut at every turn.
-TOOL_OUTPUT_SHARE = 0.2
+# A tenth, not a fifth: the new output is what no cache has seen, so a smaller one keeps more of
+# each request cached, and twice the turns fit (bench/cache.py).
+TOOL_OUTPUT_SHARE = 0.1
 CAP_MARKER = (
-    "\n[... {cut} tokens of this output cut here by GNS3 Copilot (one output may take at most a fifth of "
+    "\n[... {cut} tokens of this output cut here by GNS3 Copilot (one output may take at most a tenth of "
     "the context window); run a narrower command to see the part you need ...]\n"
 )
 # Tool-call arguments that name the device a tool worked on.
@@ -59,9 +71,14 @@ class Window:
     start: int = 0
     start_id: str | None = None
     mask_until: int = 0
+    planned: int = 0  # the turn the next cut is planned to start at (0: none planned)
+    planned_id: str | None = None
 
     def as_state(self) -> dict[str, Any]:
-        return {"start": self.start, "start_id": self.start_id, "mask_until": self.mask_until}
+        state: dict[str, Any] = {"start": self.start, "start_id": self.start_id, "mask_until": self.mask_until}
+        if self.planned:
+            state.update(planned=self.planned, planned_id=self.planned_id)
+        return state
 
 
 @dataclass(frozen=True)
@@ -72,6 +89,7 @@ class WindowPlan:
     fit: FitResult
     sent: list[BaseMessage]  # the (masked) messages from the cut on, before fitting
     moved: bool  # the cut or the masking boundary moved in this call
+    planned: bool  # the next cut was planned in this call (``window.planned``)
     masked_outputs: int
     masked_tokens_saved: int
     interrupted_calls: int
@@ -95,7 +113,11 @@ def restore_window(value: Any, messages: Sequence[BaseMessage], *, quiet: bool =
         if not quiet:
             log.warning("Stored context window no longer matches the history; starting from its beginning")
         return Window()
-    return Window(start, value.get("start_id"), max(0, min(mask_until, len(messages))))
+    planned, planned_id = value.get("planned", 0), value.get("planned_id")
+    if not (isinstance(planned, int) and start < planned < len(messages) and isinstance(messages[planned], HumanMessage)
+            and messages[planned].id == planned_id):
+        planned, planned_id = 0, None  # none, or the history changed: planned again when due
+    return Window(start, value.get("start_id"), max(0, min(mask_until, len(messages))), planned, planned_id)
 
 
 def _calls_by_id(messages: Sequence[BaseMessage]) -> dict[str, tuple[str, Mapping[str, Any]]]:
@@ -189,6 +211,7 @@ def plan_window(
     *,
     tool_output_turns: int | None = DEFAULT_TOOL_OUTPUT_TURNS,
     output_cap: int | None = None,
+    ready: int = 0,
 ) -> WindowPlan:
     """Keep ``previous`` while the history from it fits ``available``; else cut down to ``low_water``.
 
@@ -196,8 +219,9 @@ def plan_window(
     system message and the reply priming already taken out). ``tool_output_turns``
     is how many of the latest turns keep their tool outputs when the window moves
     (None: never mask); ``output_cap`` the most tokens one tool output may take
-    in the request (None: no cap). Turns are costed newest first and only until the room is
-    exceeded, so the dropped part of a long history is never encoded.
+    in the request (None: no cap). ``ready``: a summary covers the history up to there,
+    so a cut starts there when what follows fits. Turns are costed newest first and only
+    until the room is exceeded, so the dropped part of a long history is never encoded.
     """
     window = previous
     starts = _turn_starts(messages, window.start)
@@ -214,20 +238,39 @@ def plan_window(
                 return bounds[k + 1] if k + 1 < len(bounds) - 1 else bounds[-2]
         return -1
 
-    view, masked, saved = masked_view(messages, window.start, window.mask_until, counter, output_cap=output_cap)
-    units, stats = repair(view)
-    fit = fit_history(units, available, counter)
-    # Everything from the stored start was sent as it is: the window stays (the common case, one pass).
-    moved = bool(fit.truncated) or fit.over_budget or len(fit.messages) != sum(len(u) for u in units)
-    if moved:
-        mask_until = window.mask_until
+    def mask_boundary() -> int:
         if tool_output_turns is not None and len(starts) > max(1, tool_output_turns):
-            mask_until = max(mask_until, starts[-max(1, tool_output_turns)])
-        new_start = newest_turns(mask_until, low_water)
-        new_start = window.start if new_start == -1 else max(new_start, window.start)
+            return max(window.mask_until, starts[-max(1, tool_output_turns)])
+        return window.mask_until
+
+    def view_and_fit(start: int, mask_until: int) -> tuple[list[BaseMessage], int, int, int, Any, FitResult]:
+        view, masked, saved = masked_view(messages, start, mask_until, counter, output_cap=output_cap)
+        units, stats = repair(view)
+        return view, masked, saved, sum(len(u) for u in units), stats, fit_history(units, available, counter)
+
+    view, masked, saved, repaired, stats, fit = view_and_fit(window.start, window.mask_until)
+    # Everything from the stored start was sent as it is: the window stays (the common case, one pass).
+    moved = bool(fit.truncated) or fit.over_budget or len(fit.messages) != repaired
+    planned = False
+    if moved:
+        mask_until = mask_boundary()
+        new_start = -1
+        if window.start < ready < len(messages) and ready in starts:
+            # A summary up to ``ready`` has landed: start there if what follows fits.
+            *_, fits = view_and_fit(ready, max(mask_until, ready))
+            if not (fits.truncated or fits.over_budget):
+                new_start = ready
+        if new_start == -1:
+            new_start = newest_turns(mask_until, low_water)
+            new_start = window.start if new_start == -1 else max(new_start, window.start)
         start_id = messages[new_start].id if new_start < len(messages) else None
         window = Window(new_start, start_id, max(mask_until, new_start))
-        view, masked, saved = masked_view(messages, window.start, window.mask_until, counter, output_cap=output_cap)
-        units, stats = repair(view)
-        fit = fit_history(units, available, counter)
-    return WindowPlan(window, fit, view, moved, masked, saved, stats.interrupted_calls, stats.orphan_results)
+        view, masked, saved, _, stats, fit = view_and_fit(window.start, window.mask_until)
+    elif not window.planned and fit.tokens > low_water + PLAN_AHEAD * (available - low_water):
+        # Plan the next cut so that, once the budget is full, what follows it is about the
+        # low-water mark: the room left now is roughly what will still be added.
+        target = newest_turns(mask_boundary(), max(0, low_water - (available - fit.tokens)))
+        if window.start < target < len(messages):  # -1: with the masking due, nothing need go yet
+            window = replace(window, planned=target, planned_id=messages[target].id)
+            planned = True
+    return WindowPlan(window, fit, view, moved, planned, masked, saved, stats.interrupted_calls, stats.orphan_results)
