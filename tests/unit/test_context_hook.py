@@ -203,8 +203,11 @@ def test_old_turns_dropped_whole_oldest_first(caplog):
 
 def test_all_history_trimmed_keeps_last_user_message():
     msgs = [*tool_turn(1, 1500), HumanMessage("what now?")]
-    out = make_hook(limit=2, tool_output_share=1.0)({"messages": msgs})  # no cap on one output
+    # No cap on one output, no masking (with it the earlier turn stays, its output a stub).
+    out = make_hook(limit=2, tool_output_share=1.0, mask_tool_outputs=False)({"messages": msgs})
     assert [m.content for m in out["messages"][1:]] == ["what now?"]
+    masked = make_hook(limit=2, tool_output_share=1.0)({"messages": msgs})["messages"]
+    assert len(masked) == len(msgs) + 1 and masked[3].content.startswith("[output of ")
 
 
 def test_giant_tool_output_in_current_turn_is_cut_head_and_tail():

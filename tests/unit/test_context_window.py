@@ -321,3 +321,24 @@ def test_a_planned_cut_is_kept_while_its_turn_is_there():
     assert restore_window({**window.as_state(), "planned_id": "h5"}, history) == Window(4, "h1", 4)  # history changed
     assert restore_window({**window.as_state(), "planned": 4}, history) == Window(4, "h1", 4)  # not after the start
     assert "planned" not in Window(4, "h1", 4).as_state()
+
+
+def test_a_small_window_keeps_earlier_turns_with_their_outputs_masked_rather_than_drop_them():
+    # 2K: the current turn made four calls (outputs capped at 200 tokens each); the default keeps
+    # the last three turns' outputs, which would leave room for the current turn only.
+    history = [m for i in range(4) for m in turn(i, 400)] + [HumanMessage("and R9?", id="h9")]
+    for k in range(4):
+        history += [AIMessage("", tool_calls=[{"name": "gns3_show", "args": {"node_name": f"R{k}"}, "id": f"c9{k}"}], id=f"a9{k}"),
+                    ToolMessage(words(400), tool_call_id=f"c9{k}", name="gns3_show", id=f"t9{k}")]
+    out = make_hook(limit=2)({"messages": history})
+    report, sent = out["context_report"], out["messages"]
+    assert report["window_moved"] and report["total_tokens"] <= report["budget"]
+    questions = [m.content for m in sent if isinstance(m, HumanMessage)]
+    assert questions[-1] == "and R9?" and len(questions) >= 2  # earlier turns kept...
+    outputs = [m.content for m in sent if isinstance(m, ToolMessage)]
+    current = outputs[-4:]
+    assert all("tokens of this output cut here" in o for o in current)  # ...the current turn's outputs (capped)...
+    assert outputs[:-4] and all(o.startswith("[output of gns3_show") for o in outputs[:-4])  # ...earlier ones as stubs
+    # Without masking the same cut leaves the current turn alone.
+    plain = make_hook(limit=2, mask_tool_outputs=False)({"messages": history})
+    assert [m.content for m in plain["messages"] if isinstance(m, HumanMessage)] == ["and R9?"]

@@ -12,7 +12,9 @@ everything after the system message every time, so nothing is reused. Instead:
   there until the budget is exceeded again;
 - at the same moment, tool outputs of the turns before the last few are *masked*:
   replaced in the request by a one-line stub saying how to get them again (the
-  stored history keeps them). The masking boundary, too, only moves at a cut;
+  stored history keeps them). The masking boundary, too, only moves at a cut.
+  When a cut would leave only the current turn (a small window), the earlier
+  turns that fit the whole room are kept instead, every earlier tool output masked;
 - half-way from the low-water mark to the budget, the next cut is *planned*: the
   turn it will start at is chosen then (so that, by the time the budget is full,
   what follows it is about the low-water mark), so that the running summary of the
@@ -218,7 +220,7 @@ def plan_window(
     ``available`` and ``low_water`` are token rooms for the history alone (the
     system message and the reply priming already taken out). ``tool_output_turns``
     is how many of the latest turns keep their tool outputs when the window moves
-    (None: never mask); ``output_cap`` the most tokens one tool output may take
+    (None: never mask; only the current one when more would leave no earlier turn); ``output_cap`` the most tokens one tool output may take
     in the request (None: no cap). ``ready``: a summary covers the history up to there,
     so a cut starts there when what follows fits. Turns are costed newest first and only
     until the room is exceeded, so the dropped part of a long history is never encoded.
@@ -262,6 +264,12 @@ def plan_window(
                 new_start = ready
         if new_start == -1:
             new_start = newest_turns(mask_until, low_water)
+            if tool_output_turns is not None and starts and new_start == starts[-1] > window.start:
+                # Only the current turn would be left (a small window, or a turn of many outputs):
+                # keep the earlier turns that fit the whole room, their tool outputs masked.
+                deeper = newest_turns(starts[-1], available)
+                if deeper == -1 or deeper < new_start:
+                    mask_until, new_start = starts[-1], deeper
             new_start = window.start if new_start == -1 else max(new_start, window.start)
         start_id = messages[new_start].id if new_start < len(messages) else None
         window = Window(new_start, start_id, max(mask_until, new_start))
