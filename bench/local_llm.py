@@ -91,6 +91,8 @@ class WindowResult:
     error_calibrated: list[float] = field(default_factory=list)
     error_naive: list[float] = field(default_factory=list)
     seconds_per_turn: list[float] = field(default_factory=list)
+    # Per request: tools sent, messages, our estimate, tools part of it, token scale, the server's count.
+    detail: list[tuple[bool, int, int, int, float, int]] = field(default_factory=list)
 
 
 async def _superadmin(privilege: str, path: str) -> str:
@@ -158,6 +160,8 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
                     result.over_window += 1
                 body["_real"] = real
             for index, (report, body) in enumerate(zip(reports, requests)):
+                result.detail.append(("tools" in body, len(body["messages"]), report["total_tokens"],
+                                      report["tools_tokens"], report["token_scale"], body["_real"]))
                 result.error_naive.append(report["total_tokens"] / body["_real"] - 1)
                 if index >= WARM_UP_CALLS:
                     result.error_calibrated.append(report["total_tokens"] * report["token_scale"] / body["_real"] - 1)
@@ -188,6 +192,16 @@ def _ratios(values: list[float]) -> str:
     return f"{1 + statistics.median(values):.2f} / {1 + worst:.2f} ({within}/{len(values)})"
 
 
+def detail_table(result: WindowResult) -> str:
+    """Each request: what was estimated against what the server counted (``--detail``)."""
+    lines = [f"{result.window}K requests:",
+             "| # | tools sent | messages | estimate | of it tools | token scale | server's count | calibrated/real |",
+             "|---|---|---|---|---|---|---|---|"]
+    for i, (tools, n, ours, tools_tokens, scale, real) in enumerate(result.detail):
+        lines.append(f"| {i} | {tools} | {n} | {ours} | {tools_tokens} | {scale:.2f} | {real} | {ours * scale / real:.2f} |")
+    return "\n".join(lines)
+
+
 def table(results: list[WindowResult]) -> str:
     lines = [
         ("| window | turns with text | requests (over window) | tool offer | user turns in last request "
@@ -209,7 +223,7 @@ def table(results: list[WindowResult]) -> str:
     return "\n".join(lines)
 
 
-async def main(windows: list[int], turns: int) -> None:
+async def main(windows: list[int], turns: int, detail: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-local-llm-") as tmp:
         work = Path(tmp)
         with GNS3ServerProcess.start(work / "gns3") as gns3:
@@ -221,6 +235,8 @@ async def main(windows: list[int], turns: int) -> None:
             for window in windows:
                 results.append(await run_window(window, turns, gns3, project["project_id"], work))
                 print(table(results[-1:]), "\n", flush=True)  # a long run still shows what it measured
+                if detail:
+                    print(detail_table(results[-1]), "\n", flush=True)
     print(table(results))
 
 
@@ -229,5 +245,6 @@ if __name__ == "__main__":
     parser.add_argument("--windows", type=int, nargs="+", default=[2, 4, 8])
     parser.add_argument("--turns", type=int, default=5, help=f"questions per window (at most {len(QUESTIONS)})")
     parser.add_argument("--quick", action="store_true", help="3 turns per window: a greeting, a tool call, a recall")
+    parser.add_argument("--detail", action="store_true", help="also print each request's estimate and server count")
     args = parser.parse_args()
-    asyncio.run(main(args.windows, 3 if args.quick else min(args.turns, len(QUESTIONS))))
+    asyncio.run(main(args.windows, 3 if args.quick else min(args.turns, len(QUESTIONS)), args.detail))

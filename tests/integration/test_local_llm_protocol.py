@@ -183,6 +183,9 @@ async def test_a_call_repeated_with_success_gets_an_answer_without_tools(copilot
     assert seen[-1]["status"] == "completed" and text_of(seen) == "The lab is empty."
     assert [e["status"] for e in seen if e["type"] == "tool_end"] == ["success"] * 3
     assert ["tools" in r for r in stub.requests] == [True, True, True, False]
+    # The report of the call without tools counts none (the estimate matches what was sent).
+    reports = [e["report"] for e in seen if e["type"] == "context"]
+    assert [r["tools_tokens"] > 0 for r in reports] == [True, True, True, False]
 
 
 async def test_junk_arguments_are_cut_in_later_requests_and_in_the_stored_history(copilot, stub, admin, gns3_project):

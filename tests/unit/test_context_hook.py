@@ -372,3 +372,15 @@ def test_repairs_are_logged_apart_from_trimming(caplog):
     make_hook(limit=8)({"messages": msgs})
     assert "History repaired: 1 unanswered tool call(s) answered, 0 orphan tool result(s) left out" in caplog.text
     assert "Context ready: 5 msgs" in caplog.text  # nothing dropped or cut
+
+
+def test_a_call_without_tools_neither_counts_nor_budgets_their_definitions():
+    """The model repeated a call and is asked to answer without tools: the request carries no
+    definitions, so the estimate (and the calibration it feeds) must not include them."""
+    msgs = [m for i in range(5) for m in tool_turn(i)] + [HumanMessage("q")]
+    hook = make_hook(limit=4, tools=[gns3_topology])
+    offered = hook({"messages": msgs})["context_report"]
+    bare = hook({"messages": msgs, "tools_offered": False})["context_report"]
+    assert offered["tools_tokens"] > 0 and bare["tools_tokens"] == 0
+    assert bare["message_budget"] == offered["message_budget"] + offered["tools_tokens"]
+    assert bare["total_tokens"] == offered["total_tokens"] - offered["tools_tokens"]

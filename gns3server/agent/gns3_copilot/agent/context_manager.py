@@ -364,6 +364,9 @@ def create_pre_model_hook(
     conversation cost about its new messages: reuse the hook, or pass the same
     ``counters`` mapping to hooks built for different runs.
 
+    ``state["tools_offered"]`` (optional, default True): False for a call made without the
+    tools, whose definitions are then neither counted nor budgeted.
+
     ``state["token_scale"]`` (optional, default 1.0) is how many tokens the provider
     reported per token we estimated on an earlier call; the budget is divided by it
     (clamped to :data:`TOKEN_SCALE_BOUNDS`), so a model whose tokenizer differs from
@@ -386,7 +389,9 @@ def create_pre_model_hook(
         reserve = answer_tokens(config or {})
         budget["budget"] = capped_budget(budget["budget"], scale, budget["limit_tokens"], reserve)
         counter = counter_for(budget["encoding"])
-        tools_tokens = counter.tools(get_tools_func() or [], style=tools_style_for(config))
+        # A call asked without tools (the model repeated a call) sends no definitions: none counted.
+        offered = state.get("tools_offered", True) is not False
+        tools_tokens = counter.tools(get_tools_func() or [], style=tools_style_for(config)) if offered else 0
         message_budget = budget["budget"] - tools_tokens
         if message_budget <= 0:
             logger.error(

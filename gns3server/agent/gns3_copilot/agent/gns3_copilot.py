@@ -496,6 +496,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
                 "token_scale": scale,
                 "context_window": window,
                 "context_summary": summary,
+                "tools_offered": offer_tools,
             }
             # CPU-bound (tokenising, and loading an encoding the first time): off the loop.
             prepared_state = await asyncio.to_thread(settings.pre_model_hook, hook_state)
