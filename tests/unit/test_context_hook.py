@@ -374,13 +374,16 @@ def test_repairs_are_logged_apart_from_trimming(caplog):
     assert "Context ready: 5 msgs" in caplog.text  # nothing dropped or cut
 
 
-def test_a_call_without_tools_neither_counts_nor_budgets_their_definitions():
+def test_a_call_without_tools_does_not_count_their_definitions_but_keeps_their_room():
     """The model repeated a call and is asked to answer without tools: the request carries no
-    definitions, so the estimate (and the calibration it feeds) must not include them."""
+    definitions, so the estimate (and the calibration it feeds) must not include them; the
+    history sent is the same as with tools, so the next request's prefix holds."""
     msgs = [m for i in range(5) for m in tool_turn(i)] + [HumanMessage("q")]
     hook = make_hook(limit=4, tools=[gns3_topology])
-    offered = hook({"messages": msgs})["context_report"]
-    bare = hook({"messages": msgs, "tools_offered": False})["context_report"]
+    with_tools = hook({"messages": msgs})
+    without = hook({"messages": msgs, "tools_offered": False})
+    offered, bare = with_tools["context_report"], without["context_report"]
     assert offered["tools_tokens"] > 0 and bare["tools_tokens"] == 0
-    assert bare["message_budget"] == offered["message_budget"] + offered["tools_tokens"]
     assert bare["total_tokens"] == offered["total_tokens"] - offered["tools_tokens"]
+    assert bare["message_budget"] == offered["message_budget"]
+    assert [m.content for m in without["messages"]] == [m.content for m in with_tools["messages"]]

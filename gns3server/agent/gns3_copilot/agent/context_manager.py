@@ -365,7 +365,7 @@ def create_pre_model_hook(
     ``counters`` mapping to hooks built for different runs.
 
     ``state["tools_offered"]`` (optional, default True): False for a call made without the
-    tools, whose definitions are then neither counted nor budgeted.
+    tools, whose definitions are then not in the report's total (their room stays reserved).
 
     ``state["token_scale"]`` (optional, default 1.0) is how many tokens the provider
     reported per token we estimated on an earlier call; the budget is divided by it
@@ -389,9 +389,7 @@ def create_pre_model_hook(
         reserve = answer_tokens(config or {})
         budget["budget"] = capped_budget(budget["budget"], scale, budget["limit_tokens"], reserve)
         counter = counter_for(budget["encoding"])
-        # A call asked without tools (the model repeated a call) sends no definitions: none counted.
-        offered = state.get("tools_offered", True) is not False
-        tools_tokens = counter.tools(get_tools_func() or [], style=tools_style_for(config)) if offered else 0
+        tools_tokens = counter.tools(get_tools_func() or [], style=tools_style_for(config))
         message_budget = budget["budget"] - tools_tokens
         if message_budget <= 0:
             logger.error(
@@ -495,6 +493,13 @@ def create_pre_model_hook(
         )
         # The summary opens a user message of the history but is reported on its own.
         report["history_tokens"] -= report["summary_tokens"]
+        if state.get("tools_offered", True) is False:
+            # Asked without tools (the model repeated a call): the request carries no definitions,
+            # so they are not in its estimate (nor in the calibration it feeds). The budget still
+            # leaves their room, so that this request and the next, with tools, send the same history.
+            report["total_tokens"] -= report["tools_tokens"]
+            report["percent"] = round(100.0 * report["total_tokens"] / budget["limit_tokens"], 1)
+            report["tools_tokens"] = 0
         if report["over_budget"]:
             logger.error(
                 "System message (%d tokens, topology included) and the latest user message exceed "
