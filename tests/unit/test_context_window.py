@@ -342,3 +342,18 @@ def test_a_small_window_keeps_earlier_turns_with_their_outputs_masked_rather_tha
     # Without masking the same cut leaves the current turn alone.
     plain = make_hook(limit=2, mask_tool_outputs=False)({"messages": history})
     assert [m.content for m in plain["messages"] if isinstance(m, HumanMessage)] == ["and R9?"]
+
+
+def test_a_ready_summary_whose_turns_no_longer_fit_after_it_gives_way_to_the_low_water_cut():
+    hook = make_hook(limit=4, tool_output_share=1.0)
+    history, requests = replay(hook, 60)
+    window = requests[-1]["context_window"]
+    # A summary that ends at the window's first turn after its start: what follows it is the whole
+    # history sent, which no longer fits once a big turn arrives, so the cut goes further.
+    ready = window["start"] + 4
+    summary = {"text": "- notes", "until": ready, "until_id": history[ready].id, "turns": 3}
+    history += turn(90, 1500)
+    out = hook({"messages": history, "context_window": window, "context_summary": summary})
+    report = out["context_report"]
+    assert report["window_moved"] and out["context_window"]["start"] > ready
+    assert report["total_tokens"] <= report["budget"]

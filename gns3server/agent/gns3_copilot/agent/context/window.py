@@ -220,8 +220,8 @@ def plan_window(
     ``available`` and ``low_water`` are token rooms for the history alone (the
     system message and the reply priming already taken out). ``tool_output_turns``
     is how many of the latest turns keep their tool outputs when the window moves
-    (None: never mask; only the current one when more would leave no earlier turn); ``output_cap`` the most tokens one tool output may take
-    in the request (None: no cap). ``ready``: a summary covers the history up to there,
+    (None: never mask; only the current one when more would leave no earlier turn);
+    ``output_cap`` the most tokens one tool output may take in the request (None: no cap). ``ready``: a summary covers the history up to there,
     so a cut starts there when what follows fits. Turns are costed newest first and only
     until the room is exceeded, so the dropped part of a long history is never encoded.
     """
@@ -259,8 +259,8 @@ def plan_window(
         new_start = -1
         if window.start < ready < len(messages) and ready in starts:
             # A summary up to ``ready`` has landed: start there if what follows fits.
-            *_, fits = view_and_fit(ready, max(mask_until, ready))
-            if not (fits.truncated or fits.over_budget):
+            _, _, _, count, _, fits = view_and_fit(ready, max(mask_until, ready))
+            if not (fits.truncated or fits.over_budget) and len(fits.messages) == count:
                 new_start = ready
         if new_start == -1:
             new_start = newest_turns(mask_until, low_water)
