@@ -329,7 +329,7 @@ def test_a_small_window_keeps_earlier_turns_with_their_outputs_masked_rather_tha
     history = [m for i in range(4) for m in turn(i, 400)] + [HumanMessage("and R9?", id="h9")]
     for k in range(4):
         history += [AIMessage("", tool_calls=[{"name": "gns3_show", "args": {"node_name": f"R{k}"}, "id": f"c9{k}"}], id=f"a9{k}"),
-                    ToolMessage(words(400), tool_call_id=f"c9{k}", name="gns3_show", id=f"t9{k}")]
+                    ToolMessage(f"R{k} " + words(400), tool_call_id=f"c9{k}", name="gns3_show", id=f"t9{k}")]
     out = make_hook(limit=2)({"messages": history})
     report, sent = out["context_report"], out["messages"]
     assert report["window_moved"] and report["total_tokens"] <= report["budget"]
@@ -357,3 +357,22 @@ def test_a_ready_summary_whose_turns_no_longer_fit_after_it_gives_way_to_the_low
     report = out["context_report"]
     assert report["window_moved"] and out["context_window"]["start"] > ready
     assert report["total_tokens"] <= report["budget"]
+
+
+def test_an_output_repeated_within_a_turn_is_sent_once():
+    same = words(300)
+    history = [HumanMessage("look", id="h0")]
+    for k in range(3):  # a small model calling the same tool three times
+        history += [AIMessage("", tool_calls=[{"name": "gns3_topology", "args": {}, "id": f"c{k}"}], id=f"a{k}"),
+                    ToolMessage(same, tool_call_id=f"c{k}", name="gns3_topology", id=f"t{k}")]
+    history += [AIMessage("done", id="b0"), HumanMessage("again", id="h1"),
+                AIMessage("", tool_calls=[{"name": "gns3_topology", "args": {}, "id": "c9"}], id="a9"),
+                ToolMessage(same, tool_call_id="c9", name="gns3_topology", id="t9")]
+    out = make_hook(limit=8)({"messages": history})
+    outputs = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
+    note = "[the same output as the earlier call of gns3_topology in this turn returned; not repeated here]"
+    assert outputs == [same, note, note, same]  # once per turn: the next turn gets it whole
+    assert history[4].content == same  # the stored history keeps every output
+    changed = [*history[:4], ToolMessage(same + " R2 up", tool_call_id="c1", name="gns3_topology", id="t1x"), *history[5:]]
+    outputs = [m.content for m in make_hook(limit=8)({"messages": changed})["messages"] if isinstance(m, ToolMessage)]
+    assert outputs[:3] == [same, same + " R2 up", note]  # a different output (the lab changed) is sent whole

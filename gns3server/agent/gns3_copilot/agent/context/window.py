@@ -14,7 +14,9 @@ everything after the system message every time, so nothing is reused. Instead:
   replaced in the request by a one-line stub saying how to get them again (the
   stored history keeps them). The masking boundary, too, only moves at a cut.
   When a cut would leave only the current turn (a small window), the earlier
-  turns that fit the whole room are kept instead, every earlier tool output masked;
+  turns that fit the whole room are kept instead, every earlier tool output masked.
+  A tool output identical to one returned earlier in its turn (a small model making
+  the same call again) is sent as a one-line note;
 - half-way from the low-water mark to the budget, the next cut is *planned*: the
   turn it will start at is chosen then (so that, by the time the budget is full,
   what follows it is about the low-water mark), so that the running summary of the
@@ -61,6 +63,9 @@ CAP_MARKER = (
     "\n[... {cut} tokens of this output cut here by GNS3 Copilot (one output may take at most a tenth of "
     "the context window); run a narrower command to see the part you need ...]\n"
 )
+# What stands in for a tool output identical to one returned earlier in the same turn.
+REPEAT_STUB = "[the same output as the earlier call of {tool} in this turn returned; not repeated here]"
+_REPEAT_MIN_CHARS = 200
 # Tool-call arguments that name the device a tool worked on.
 _TARGET_KEYS = ("node_name", "device", "device_name", "node", "name", "hostname", "target")
 _MAX_STUB_ARGS_CHARS = 160
@@ -165,19 +170,22 @@ def masked_view(
     output_cap: int | None = None,
 ) -> tuple[list[BaseMessage], int, int]:
     """``messages[start:end]`` with tool outputs before ``mask_until`` replaced by stubs
-    and the others cut to ``output_cap`` tokens (None: not cut).
+    and the others cut to ``output_cap`` tokens (None: not cut), or, when identical to an
+    earlier output of their turn, replaced by a one-line note.
 
     Returns the view, how many outputs were masked and the tokens that saved.
     Stubs are a pure function of the output and its call, so a masked message
     is the same text in every request: it does not break the cached prefix.
     """
     view = list(messages[start:end])
-    if output_cap is not None:
-        first = max(0, mask_until - start)
-        for i in range(first, len(view)):
-            message = view[i]
-            if isinstance(message, ToolMessage):
-                view[i] = cap_output(message, output_cap, counter)
+    first = max(0, mask_until - start)
+    repeated = _repeated_outputs(view)
+    for i in range(first, len(view)):
+        message = view[i]
+        if i in repeated:
+            view[i] = message.model_copy(update={"content": REPEAT_STUB.format(tool=message.name or "the tool")})
+        elif output_cap is not None and isinstance(message, ToolMessage):
+            view[i] = cap_output(message, output_cap, counter)
     if mask_until <= start:
         return view, 0, 0
     calls = _calls_by_id(messages[start : mask_until if end is None else min(mask_until, end)])
@@ -197,6 +205,25 @@ def masked_view(
         masked += 1
         view[i] = copy
     return view, masked, saved
+
+
+def _repeated_outputs(view: Sequence[BaseMessage]) -> set[int]:
+    """Indexes of tool outputs identical to an earlier output of the same turn (and longer than a stub).
+
+    A small model often makes the same call two or three times in a turn: sending the same
+    output again only fills the window. A pure function of the turn, like the masking.
+    """
+    repeated: set[int] = set()
+    seen: set[tuple[str, str]] = set()
+    for i, message in enumerate(view):
+        if isinstance(message, HumanMessage):
+            seen.clear()
+        elif isinstance(message, ToolMessage) and isinstance(message.content, str) and len(message.content) > _REPEAT_MIN_CHARS:
+            key = (message.name or "", message.content)
+            if key in seen:
+                repeated.add(i)
+            seen.add(key)
+    return repeated
 
 
 def _turn_starts(messages: Sequence[BaseMessage], start: int) -> list[int]:
