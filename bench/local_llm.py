@@ -91,8 +91,9 @@ class WindowResult:
     error_calibrated: list[float] = field(default_factory=list)
     error_naive: list[float] = field(default_factory=list)
     seconds_per_turn: list[float] = field(default_factory=list)
-    # Per request: tools sent, messages, our estimate, tools part of it, token scale, the server's count.
-    detail: list[tuple[bool, int, int, int, float, int]] = field(default_factory=list)
+    # Per request: tools sent, messages, our estimate, its tools part, the tools' measured server cost,
+    # the token scale, the calibrated estimate, the server's count.
+    detail: list[tuple[bool, int, int, int, int | None, float, int, int]] = field(default_factory=list)
 
 
 async def _superadmin(privilege: str, path: str) -> str:
@@ -161,10 +162,11 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
                 body["_real"] = real
             for index, (report, body) in enumerate(zip(reports, requests)):
                 result.detail.append(("tools" in body, len(body["messages"]), report["total_tokens"],
-                                      report["tools_tokens"], report["token_scale"], body["_real"]))
+                                      report["tools_tokens"], report["tools_server_tokens"], report["token_scale"],
+                                      report["server_tokens_estimate"], body["_real"]))
                 result.error_naive.append(report["total_tokens"] / body["_real"] - 1)
                 if index >= WARM_UP_CALLS:
-                    result.error_calibrated.append(report["total_tokens"] * report["token_scale"] / body["_real"] - 1)
+                    result.error_calibrated.append(report["server_tokens_estimate"] / body["_real"] - 1)
             if reports:
                 result.tool_offer = reports[-1].get("tool_offer", "")
             last = requests[-1] if requests else {"messages": []}
@@ -195,10 +197,12 @@ def _ratios(values: list[float]) -> str:
 def detail_table(result: WindowResult) -> str:
     """Each request: what was estimated against what the server counted (``--detail``)."""
     lines = [f"{result.window}K requests:",
-             "| # | tools sent | messages | estimate | of it tools | token scale | server's count | calibrated/real |",
-             "|---|---|---|---|---|---|---|---|"]
-    for i, (tools, n, ours, tools_tokens, scale, real) in enumerate(result.detail):
-        lines.append(f"| {i} | {tools} | {n} | {ours} | {tools_tokens} | {scale:.2f} | {real} | {ours * scale / real:.2f} |")
+             ("| # | tools sent | messages | estimate | of it tools | tools, measured | token scale | calibrated "
+             "| server's count | calibrated/real |"),
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for i, (tools, n, ours, tools_tokens, measured, scale, calibrated, real) in enumerate(result.detail):
+        lines.append(f"| {i} | {tools} | {n} | {ours} | {tools_tokens} | {measured if measured is not None else '-'} "
+                     f"| {scale:.2f} | {calibrated} | {real} | {calibrated / real:.2f} |")
     return "\n".join(lines)
 
 

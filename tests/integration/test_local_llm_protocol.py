@@ -220,6 +220,8 @@ async def test_tool_results_go_as_user_messages_to_a_server_whose_template_drops
             await service.close()
             await storage.close()
         assert len(dropping.probes) == 2  # measured once for this server and model, not per run
+        # So is what the tool definitions cost: the same question with and without them.
+        assert [("tools" in p, p.get("tool_choice")) for p in dropping.tools_probes] == [(False, None), (True, "auto")]
         after_call = dropping.requests[1]
         assert not any(m["role"] == "tool" for m in after_call["messages"])
         result = after_call["messages"][-1]

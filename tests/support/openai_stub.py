@@ -56,6 +56,7 @@ from typing import Any, Self
 from aiohttp import web
 
 from gns3server.agent.gns3_copilot.agent.tool_results import PROBE_CALL_ID
+from gns3server.agent.gns3_copilot.agent.tools_cost import TOOLS_PROBE_QUESTION
 
 __all__ = [
     "OpenAIStub",
@@ -223,6 +224,8 @@ class OpenAIStub:
         tool results. Only the copilot's template probes are answered from this (they use no script)."""
         self.probes: list[dict[str, Any]] = []
         """The copilot's probes of how tool results are rendered (agent/tool_results.py), kept out of ``requests``."""
+        self.tools_probes: list[dict[str, Any]] = []
+        """Its measures of what the tool definitions cost (agent/tools_cost.py), likewise."""
         self.echo_key = echo_key
         """A wrong key is quoted whole in the 401 ("Incorrect API key provided: <key>"), as a careless
         provider might: what the copilot must never pass on to a log, a stream or storage."""
@@ -447,6 +450,10 @@ class OpenAIStub:
             body = await request.json()
         except json.JSONDecodeError:
             body = None
+        if _is_tools_probe(body):
+            with self._lock:
+                self.tools_probes.append(body)
+            return self._unauthorised(request) or self._answer_probe(body)
         if _is_probe(body):
             with self._lock:
                 self.probes.append(body)
@@ -505,7 +512,7 @@ class OpenAIStub:
     def _answer_probe(self, body: Mapping[str, Any]) -> web.Response:
         """A 1-token answer whose prompt count leaves tool results out when the stub plays a server that drops them."""
         kept = [m for m in body["messages"] if not (self.drops_tool_results and m.get("role") == "tool")]
-        prompt = max(1, len(json.dumps(kept)) // 4)
+        prompt = max(1, len(json.dumps(kept) + json.dumps(body.get("tools") or [])) // 4)
         message = {"role": "assistant", "content": "x"}
         return web.json_response({
             "id": "chatcmpl-probe", "object": "chat.completion", "created": int(time.time()),
@@ -592,6 +599,14 @@ def _deltas(item: StubReply, calls: list[tuple[str, StubToolCall]]) -> Iterator[
         arguments = _arguments(call)
         for start in range(0, len(arguments), step):
             yield {"tool_calls": [{"index": index, "function": {"arguments": arguments[start : start + step]}}]}
+
+
+def _is_tools_probe(body: Any) -> bool:
+    """The copilot's measure of what the tool definitions cost (``agent/tools_cost.py``)."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or len(body["messages"]) != 1:
+        return False
+    first = body["messages"][0]
+    return isinstance(first, dict) and first.get("content") == TOOLS_PROBE_QUESTION
 
 
 def _is_probe(body: Any) -> bool:

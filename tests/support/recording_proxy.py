@@ -9,7 +9,7 @@ recorded request really is (:func:`real_prompt_tokens`: the same body, unstreame
         config = {"base_url": proxy.base_url, ...}
         ...
         proxy.chat_requests  # JSON bodies of every POST /v1/chat/completions
-        proxy.model_requests  # the same without the copilot's template probes (agent/tool_results.py)
+        proxy.model_requests  # the same without the copilot's probes (agent/tool_results.py, tools_cost.py)
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import aiohttp
 from aiohttp import web
 
 from gns3server.agent.gns3_copilot.agent.tool_results import PROBE_CALL_ID
+from gns3server.agent.gns3_copilot.agent.tools_cost import TOOLS_PROBE_QUESTION
 
 __all__ = ["RecordingProxy", "is_probe", "real_prompt_tokens"]
 
@@ -28,12 +29,12 @@ _HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connec
 
 
 def is_probe(body: dict[str, Any]) -> bool:
-    """Whether ``body`` is one of the copilot's probes of how the server renders tool results."""
-    return any(
-        call.get("id") == PROBE_CALL_ID
-        for message in body.get("messages") or ()
-        for call in message.get("tool_calls") or ()
-    )
+    """Whether ``body`` is one of the copilot's probes of the server: how it renders tool
+    results (``agent/tool_results.py``), what the tool definitions cost (``agent/tools_cost.py``)."""
+    messages = body.get("messages") or ()
+    if len(messages) == 1 and messages[0].get("content") == TOOLS_PROBE_QUESTION:
+        return True
+    return any(call.get("id") == PROBE_CALL_ID for message in messages for call in message.get("tool_calls") or ())
 
 
 class RecordingProxy:

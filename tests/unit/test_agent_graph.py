@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import pytest
@@ -48,7 +49,8 @@ def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
     return {"name": name, "args": args, "id": call_id}
 
 
-def make_graph(model, mode="lab_automation", *, limit=16, topology=None, max_llm_calls=25, context_error=None):
+def make_graph(model, mode="lab_automation", *, limit=16, topology=None, max_llm_calls=25, context_error=None,
+               measure_tools=None):
     allowed = tools_for_mode(TOOLS, mode)
     hook = create_pre_model_hook(
         "System. Topology:\n{{topology_info}}",
@@ -68,6 +70,7 @@ def make_graph(model, mode="lab_automation", *, limit=16, topology=None, max_llm
         load_topology=load_topology,
         is_context_length_error=context_error or (lambda exc: False),
         max_llm_calls=max_llm_calls,
+        measure_tools=measure_tools,
     )
     return build_copilot_graph(settings, InMemorySaver())
 
@@ -280,3 +283,28 @@ async def test_an_answer_asked_without_tools_is_calibrated_against_the_estimate_
     without_tools = report["total_tokens"] - report["tools_tokens"]
     assert state["token_scale"] == pytest.approx(clamp_token_scale(100 / without_tools))
     assert state["token_scale"] != pytest.approx(clamp_token_scale(100 / report["total_tokens"]))
+
+
+async def test_with_the_tool_definitions_cost_measured_the_factor_learns_the_messages_alone():
+    """One factor for definitions and messages misled a server that renders them very differently
+    (issue 15: 30 % short at 4K): with the definitions' server cost known, usage minus that cost
+    over the messages' estimate is the factor, and the budget keeps the definitions' real room."""
+    model = ScriptedChatModel()
+    measured = []
+
+    async def measure_tools():
+        measured.append(1)
+        return 40  # the server renders the definitions in 40 tokens
+
+    usage = {"input_tokens": 340, "output_tokens": 5, "total_tokens": 345}
+    model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "p"}, "a")], usage_metadata=usage), "done")
+    seen, state = await run(make_graph(model, measure_tools=measure_tools))
+    first, second = [e["report"] for e in seen if e["type"] == "context"]
+    messages = first["total_tokens"] - first["tools_tokens"]
+    assert first["tools_server_tokens"] == 40 and first["tools_tokens"] != 40
+    assert state["token_scale"] == pytest.approx(clamp_token_scale(300 / messages))
+    assert first["message_budget"] == first["budget"] - 40  # the definitions' real room, at scale 1
+    scale = second["token_scale"]
+    assert second["message_budget"] == second["budget"] - math.ceil(40 / scale)
+    assert second["server_tokens_estimate"] == round(scale * (second["total_tokens"] - second["tools_tokens"]) + 40)
+    assert len(measured) == 2  # asked at each model call; the service remembers the answer per server

@@ -6,13 +6,18 @@ real llama-cpp-python server is exercised by tests/integration/test_local_llm_se
 
 from __future__ import annotations
 
+import json
+
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from gns3server.agent.gns3_copilot.agent.tool_results import (
     PROBE_CALL_ID,
     template_keeps_tool_results,
     tool_results_as_user,
 )
+from gns3server.agent.gns3_copilot.agent.tools_cost import offer_key, tools_prompt_tokens
 from tests.support.openai_stub import OpenAIStub
 
 CALL = {"name": "gns3_topology", "args": {}, "id": "c1"}
@@ -48,3 +53,31 @@ async def test_the_probe_cannot_tell_when_the_server_fails_or_is_not_there():
     async with OpenAIStub() as stub:
         url = stub.base_url
     assert await template_keeps_tool_results(url, None, "m", timeout=5) is None  # nothing listens any more
+
+
+async def test_the_tool_definitions_cost_is_the_difference_of_two_prompt_counts():
+    tools = [{"type": "function", "function": {"name": "gns3_topology", "description": "Read the lab.",
+                                               "parameters": {"type": "object", "properties": {}}}}]
+    async with OpenAIStub() as stub:
+        cost = await tools_prompt_tokens(stub.base_url, None, "m", tools)
+        bare, offered = stub.tools_probes
+        assert "tools" not in bare and offered["tools"] == tools and offered["tool_choice"] == "auto"
+        assert all(p["max_tokens"] == 1 and p["stream"] is False for p in stub.tools_probes) and not stub.requests
+        # The stub counts about four characters a token, the definitions included.
+        assert cost is not None and 0 < cost <= len(json.dumps(tools)) // 4 + 1
+        assert await tools_prompt_tokens(stub.base_url, None, "m", []) == 0  # nothing offered, nothing asked
+        assert len(stub.tools_probes) == 2
+    async with OpenAIStub(api_key="right") as refusing:
+        assert await tools_prompt_tokens(refusing.base_url, None, "m", tools) is None
+
+
+async def test_tools_given_as_objects_are_measured_as_the_definitions_sent():
+    @tool
+    def gns3_topology() -> str:
+        """Read the lab."""
+        return "{}"
+
+    async with OpenAIStub() as stub:
+        assert (await tools_prompt_tokens(stub.base_url, None, "m", [gns3_topology]) or 0) > 0
+        assert stub.tools_probes[1]["tools"][0]["function"]["name"] == "gns3_topology"
+    assert offer_key([gns3_topology]) == offer_key([convert_to_openai_tool(gns3_topology)])

@@ -243,6 +243,8 @@ class ContextReport(TypedDict):
     summary_text: str | None
     summary_until_id: str | None
     cut_planned: bool
+    tools_server_tokens: int | None  # the tool definitions' measured cost on the server, if known
+    server_tokens_estimate: int  # the request in the provider's tokens, as calibrated
     answer_tokens: int  # issue 15: reserved for the reply (max_tokens); the budget never eats into it
 
 
@@ -294,6 +296,8 @@ def _report(
         summary_text=None,
         summary_until_id=None,
         cut_planned=False,
+        tools_server_tokens=None,
+        server_tokens_estimate=0,
         answer_tokens=0,
     )
     report.update(extra)  # type: ignore[typeddict-item]
@@ -364,6 +368,10 @@ def create_pre_model_hook(
     conversation cost about its new messages: reuse the hook, or pass the same
     ``counters`` mapping to hooks built for different runs.
 
+    ``state["tools_server_tokens"]`` (optional): what the tool definitions cost on the
+    provider, measured; their room in the budget is then that (the token scale being the
+    messages' alone), and the report's ``server_tokens_estimate`` adds it as is.
+
     ``state["tools_offered"]`` (optional, default True): False for a call made without the
     tools, whose definitions are then not in the report's total (their room stays reserved).
 
@@ -390,7 +398,12 @@ def create_pre_model_hook(
         budget["budget"] = capped_budget(budget["budget"], scale, budget["limit_tokens"], reserve)
         counter = counter_for(budget["encoding"])
         tools_tokens = counter.tools(get_tools_func() or [], style=tools_style_for(config))
-        message_budget = budget["budget"] - tools_tokens
+        # The definitions' room: their measured cost on the server when known (in our units at
+        # this scale, which is then the messages' alone), else our count, scaled with the rest.
+        measured = state.get("tools_server_tokens")
+        tools_real = measured if isinstance(measured, int) and not isinstance(measured, bool) and measured >= 0 else None
+        tools_room = math.ceil(tools_real / scale) if tools_real is not None else tools_tokens
+        message_budget = budget["budget"] - tools_room
         if message_budget <= 0:
             logger.error(
                 "Tool definitions (%d tokens) exceed the input budget (%d tokens): "
@@ -493,6 +506,8 @@ def create_pre_model_hook(
         )
         # The summary opens a user message of the history but is reported on its own.
         report["history_tokens"] -= report["summary_tokens"]
+        report["message_budget"] = message_budget
+        report["tools_server_tokens"] = tools_real
         if state.get("tools_offered", True) is False:
             # Asked without tools (the model repeated a call): the request carries no definitions,
             # so they are not in its estimate (nor in the calibration it feeds). The budget still
@@ -500,6 +515,11 @@ def create_pre_model_hook(
             report["total_tokens"] -= report["tools_tokens"]
             report["percent"] = round(100.0 * report["total_tokens"] / budget["limit_tokens"], 1)
             report["tools_tokens"] = 0
+        messages_part = report["total_tokens"] - report["tools_tokens"]
+        sent_tools: float = 0.0
+        if report["tools_tokens"]:
+            sent_tools = tools_real if tools_real is not None else scale * report["tools_tokens"]
+        report["server_tokens_estimate"] = round(scale * messages_part + sent_tools)
         if report["over_budget"]:
             logger.error(
                 "System message (%d tokens, topology included) and the latest user message exceed "

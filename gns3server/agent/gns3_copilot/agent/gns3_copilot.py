@@ -177,6 +177,9 @@ class AgentSettings:
     # Provider tokens per estimated token for a prepared request, from the server's tokenizer
     # endpoint; used when a reply reports no usage (None: no such source).
     measure_scale: Callable[[list[BaseMessage]], Awaitable[float | None]] | None = None
+    # The server's tokens for the tool definitions offered (measured once; None: unknown):
+    # the calibration factor then learns the messages alone (agent/tools_cost.py).
+    measure_tools: Callable[[], Awaitable[int | None]] | None = None
     tool_errors: ToolErrorPolicy = field(default_factory=ToolErrorPolicy)
     # Whether the server's chat template renders tool results (None: cannot tell); asked
     # once per server, the first time a request carries one. None: never asked.
@@ -488,6 +491,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         run_usage = dict(state.get("usage") or {})
         thread_id = str((config.get("configurable") or {}).get("thread_id") or "")
         summary = take_landed_summary(thread_id, messages, state.get("context_summary"), run_usage)
+        tools_cost = await settings.measure_tools() if settings.measure_tools is not None and offer_tools else None
         for attempt in (1, 2):
             logger.info("Calling pre_hook to prepare %d messages", len(messages))
             hook_state = {
@@ -497,6 +501,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
                 "context_window": window,
                 "context_summary": summary,
                 "tools_offered": offer_tools,
+                "tools_server_tokens": tools_cost,
             }
             # CPU-bound (tokenising, and loading an encoding the first time): off the loop.
             prepared_state = await asyncio.to_thread(settings.pre_model_hook, hook_state)
@@ -527,10 +532,17 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         writer(events.usage(run_usage))
         # Calibration (issue 15): the provider's prompt count against our estimate, smoothed over calls.
         samples = state.get("token_scale_samples", 0)
-        # A text answer asked for without tools was a request without their definitions.
-        estimated = report["total_tokens"] - (0 if tools_sent else report["tools_tokens"])
+        # A text answer asked for without tools was a request without their definitions; with
+        # their real cost known, the factor learns the messages alone.
         reported = response.usage_metadata
-        observed = observed_scale(reported.get("input_tokens") if reported else None, estimated)
+        real = reported.get("input_tokens") if reported else None
+        tools_real = report.get("tools_server_tokens")
+        if isinstance(tools_real, int) and isinstance(real, int):
+            sent_tools = tools_real if tools_sent and report["tools_tokens"] else 0
+            observed = observed_scale(real - sent_tools, report["total_tokens"] - report["tools_tokens"])
+        else:
+            estimated = report["total_tokens"] - (0 if tools_sent else report["tools_tokens"])
+            observed = observed_scale(real, estimated)
         if observed is None and settings.measure_scale is not None:
             observed = await settings.measure_scale(prepared)
         if observed is not None:

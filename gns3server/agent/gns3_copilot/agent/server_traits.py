@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["ServerTraits", "ServerTraitsMemory"]
@@ -35,6 +35,8 @@ class ServerTraits:
     # Whether its chat template renders tool results ("kept", "dropped"), "unknown" (it reports
     # no prompt counts), or None: not measured yet (agent/tool_results.py).
     tool_results: str | None = None
+    # The server's tokens for each tool offer measured (agent/tools_cost.py; None: it cannot tell).
+    tools_cost: dict[str, int | None] = field(default_factory=dict)
 
 
 class ServerTraitsMemory:

@@ -28,7 +28,7 @@ from .context.counting import content_text
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PROBE_CALL_ID", "TOOL_RESULT_HEADER", "template_keeps_tool_results", "tool_results_as_user"]
+__all__ = ["PROBE_CALL_ID", "TOOL_RESULT_HEADER", "prompt_tokens", "template_keeps_tool_results", "tool_results_as_user"]
 
 PROBE_CALL_ID = "call_copilot_template_probe"
 TOOL_RESULT_HEADER = "[Result of the tool {name}]\n"
@@ -65,7 +65,8 @@ def _probe_body(model: str, result: str) -> dict[str, Any]:
     }
 
 
-async def _prompt_tokens(client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]) -> int | None:
+async def prompt_tokens(client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]) -> int | None:
+    """The server's prompt count for an unstreamed request (its reported usage), None without one."""
     answer = await client.post(url, json=body, headers=headers)
     if answer.status_code != 200:
         return None
@@ -81,8 +82,8 @@ async def template_keeps_tool_results(
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         async with httpx.AsyncClient(timeout=min(timeout, PROBE_TIMEOUT)) as client:
-            empty = await _prompt_tokens(client, url, _probe_body(model, ""), headers)
-            full = await _prompt_tokens(client, url, _probe_body(model, " ".join(["probe"] * _PROBE_WORDS)), headers)
+            empty = await prompt_tokens(client, url, _probe_body(model, ""), headers)
+            full = await prompt_tokens(client, url, _probe_body(model, " ".join(["probe"] * _PROBE_WORDS)), headers)
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
         log.info("Could not check how the model server renders tool results (%s)", type(exc).__name__)
         return None

@@ -52,6 +52,7 @@ from ..agent.small_window import fit_to_window
 from ..agent.summary_writer import SummaryWriter
 from ..agent.tool_call_args import argument_limit
 from ..agent.tool_results import PROBE_TIMEOUT, template_keeps_tool_results
+from ..agent.tools_cost import offer_key, tools_prompt_tokens
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
@@ -575,14 +576,30 @@ class CopilotService:
             return prepared
 
         traits = self._server_traits.for_config(llm_config)
-        measure_scale = probe_tool_results = None
+        measure_scale = probe_tool_results = measure_tools = None
         # An OpenAI-compatible server of its own (llama.cpp, Ollama, vLLM...): often one slot.
         own_server = _own_server(llm_config)
         if own_server:
             tokenizer = ServerTokenizer(llm_config["base_url"], llm_config.get("api_key"), encoding, traits)
+            offered = offer_key(fit.tools)
 
             async def measure_scale(prepared: list[BaseMessage]) -> float | None:
-                return await tokenizer.scale(prepared, fit.tools)
+                # With the definitions' cost measured, the factor is the messages' alone.
+                known = traits.tools_cost.get(offered) is not None
+                return await tokenizer.scale(prepared, [] if known else fit.tools)
+
+            async def measure_tools() -> int | None:
+                if offered not in traits.tools_cost:
+                    try:
+                        cost = await tools_prompt_tokens(
+                            llm_config["base_url"], llm_config.get("api_key"), llm_config["model"], fit.tools,
+                            float(llm_config.get("timeout") or PROBE_TIMEOUT),
+                        )
+                    except Exception:  # a measure that fails never fails the run: calibrate as before
+                        log.exception("Measuring what the tool definitions cost on the model server failed")
+                        cost = None
+                    traits.tools_cost[offered] = cost
+                return traits.tools_cost[offered]
 
             async def probe_tool_results() -> bool | None:
                 return await template_keeps_tool_results(
@@ -606,6 +623,7 @@ class CopilotService:
             ),
             traits=traits,
             measure_scale=measure_scale,
+            measure_tools=measure_tools,
             probe_tool_results=probe_tool_results,
             summary_server=own_server,
             max_argument_chars=argument_limit(int(llm_config["context_limit"]) * 1000),
