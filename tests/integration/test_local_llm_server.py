@@ -151,6 +151,10 @@ async def test_calibrated_estimates_are_near_the_server_count_and_never_15_perce
     bodies = proxy.model_requests
     requests = [b for i, b in enumerate(bodies) if i == 0 or b["messages"] != bodies[i - 1]["messages"]]
     assert len(requests) == len(reports)
+    # The definitions' cost was measured on the server (with our count of ~320, a measure of a few
+    # tokens would mean the probe missed the template's tools block).
+    measured = [r["tools_server_tokens"] for r in reports if r["tools_tokens"]]
+    assert measured and all(m is not None and m >= reports[0]["tools_tokens"] / 4 for m in measured), measured
     calibrated, naive, with_tools, bare = [], [], [], []
     for report, body in list(zip(reports, requests))[WARM_UP_CALLS:]:
         real = await real_prompt_tokens(llama.root_url, body)

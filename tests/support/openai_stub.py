@@ -603,10 +603,10 @@ def _deltas(item: StubReply, calls: list[tuple[str, StubToolCall]]) -> Iterator[
 
 def _is_tools_probe(body: Any) -> bool:
     """The copilot's measure of what the tool definitions cost (``agent/tools_cost.py``)."""
-    if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or len(body["messages"]) != 1:
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or len(body["messages"]) != 2:
         return False
-    first = body["messages"][0]
-    return isinstance(first, dict) and first.get("content") == TOOLS_PROBE_QUESTION
+    last = body["messages"][-1]
+    return isinstance(last, dict) and last.get("content") == TOOLS_PROBE_QUESTION
 
 
 def _is_probe(body: Any) -> bool:

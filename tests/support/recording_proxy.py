@@ -32,7 +32,7 @@ def is_probe(body: dict[str, Any]) -> bool:
     """Whether ``body`` is one of the copilot's probes of the server: how it renders tool
     results (``agent/tool_results.py``), what the tool definitions cost (``agent/tools_cost.py``)."""
     messages = body.get("messages") or ()
-    if len(messages) == 1 and messages[0].get("content") == TOOLS_PROBE_QUESTION:
+    if len(messages) == 2 and messages[-1].get("content") == TOOLS_PROBE_QUESTION:
         return True
     return any(call.get("id") == PROBE_CALL_ID for message in messages for call in message.get("tool_calls") or ())
 

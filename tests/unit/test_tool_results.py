@@ -62,6 +62,8 @@ async def test_the_tool_definitions_cost_is_the_difference_of_two_prompt_counts(
         cost = await tools_prompt_tokens(stub.base_url, None, "m", tools)
         bare, offered = stub.tools_probes
         assert "tools" not in bare and offered["tools"] == tools and offered["tool_choice"] == "auto"
+        # Function-calling templates render the definitions in the system message: the probe has one.
+        assert [m["role"] for m in offered["messages"]] == ["system", "user"] and bare["messages"] == offered["messages"]
         assert all(p["max_tokens"] == 1 and p["stream"] is False for p in stub.tools_probes) and not stub.requests
         # The stub counts about four characters a token, the definitions included.
         assert cost is not None and 0 < cost <= len(json.dumps(tools)) // 4 + 1

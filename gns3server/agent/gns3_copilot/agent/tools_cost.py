@@ -9,8 +9,10 @@ learnt on the first requests (mostly definitions, 0.89) left later ones (mostly
 JSON) 30 % short of the server's count, the side that overflows a window.
 
 :func:`tools_prompt_tokens` asks the server for the definitions' real cost: the same
-one-line question, unstreamed with a 1-token reply, with and without the tools;
-the difference of the prompt counts it reports. With that known, the factor
+one-line question after a one-line system message (function-calling templates
+render the definitions inside the system message, and none without one),
+unstreamed with a 1-token reply, with and without the tools; the difference of the
+prompt counts it reports. With that known, the factor
 learns the messages alone (``context_manager``: ``tools_server_tokens``). The
 question is :data:`TOOLS_PROBE_QUESTION`, so a recording proxy can tell the two
 requests apart.
@@ -33,6 +35,7 @@ log = logging.getLogger(__name__)
 __all__ = ["TOOLS_PROBE_QUESTION", "offer_key", "tools_prompt_tokens"]
 
 TOOLS_PROBE_QUESTION = "Reply with one word: ready."
+PROBE_SYSTEM = "You answer briefly."
 
 
 def _specs(tools: Sequence[Any]) -> list[dict[str, Any]]:
@@ -48,7 +51,9 @@ def offer_key(tools: Sequence[Any]) -> str:
 def _body(model: str, tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
-        "messages": [{"role": "user", "content": TOOLS_PROBE_QUESTION}],
+        # A system message: function-calling templates (llama-cpp-python's) render the
+        # definitions inside it, and render none without one.
+        "messages": [{"role": "system", "content": PROBE_SYSTEM}, {"role": "user", "content": TOOLS_PROBE_QUESTION}],
         "max_tokens": 1,
         "temperature": 0,
         "stream": False,
