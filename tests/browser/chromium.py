@@ -45,7 +45,7 @@ FLAGS = (
     # never reach anything but the servers the tests run.
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
 )
-WAIT_SECONDS = 20.0
+WAIT_SECONDS = 60.0  # generous: waits end when the state is there; a saturated machine renders slowly
 
 
 def missing_binaries() -> list[str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -150,7 +151,9 @@ class WebUI:
         """A click the way a user's lands, even where the chat window overlaps the map."""
         self.driver.execute_script("arguments[0].click()", element)
 
-    def wait(self, condition: Any, message: str, timeout: float = 30.0) -> Any:
+    def wait(self, condition: Any, message: str, timeout: float = 90.0) -> Any:
+        """Wait on the page's state; generous: an Angular page on a saturated 2-core machine
+        took over 30 s to render a list (the wait ends as soon as the state is there)."""
         return wait_for(self.driver, condition, message, timeout=timeout)
 
     def sign_in(self, username: str, password: str) -> None:
@@ -211,7 +214,10 @@ class WebUI:
 
     def close_menus(self) -> None:
         for backdrop in self.all(".cdk-overlay-backdrop"):
-            self.click(backdrop)
+            try:
+                self.click(backdrop)
+            except StaleElementReferenceException:
+                pass  # the menu closed (its backdrop went) between finding and clicking it
         self.wait(lambda d: not self.all(".mat-mdc-menu-panel"), "a menu stayed open")
 
 
