@@ -38,6 +38,7 @@ size; ``--quick`` for a smoke run).
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import sys
 import tempfile
@@ -103,13 +104,15 @@ async def _never_asked(privilege: str, path: str) -> str:
     return "denied"  # the tools are only measured here, never run
 
 
+@functools.cache
 def copilot_offer(limit: int) -> tuple[str, list[Any]]:
     """The system prompt and tool definitions the copilot sends at this window (lab automation).
 
     They come first in every request and never change: what a cache can always reuse,
     and what the history's budget is left after.
     """
-    console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(tempfile.mkdtemp()), lambda user_id: _never_asked)
+    # The audit log is never written (the tools never run); one per window size, built once.
+    console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(tempfile.gettempdir()), lambda user_id: _never_asked)
     tools = build_tools(RunContext(lambda: None, "p", "u", "s"), console)
     mode = "lab_automation"
     fit = fit_to_window(tools, system_prompt_for(mode), compact_system_prompt_for(mode),

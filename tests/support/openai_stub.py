@@ -55,8 +55,8 @@ from typing import Any, Self
 
 from aiohttp import web
 
-from gns3server.agent.gns3_copilot.agent.tool_results import PROBE_CALL_ID
-from gns3server.agent.gns3_copilot.agent.tools_cost import TOOLS_PROBE_QUESTION
+from gns3server.agent.gns3_copilot.agent.tool_results import is_template_probe
+from gns3server.agent.gns3_copilot.agent.tools_cost import is_tools_probe
 
 __all__ = [
     "OpenAIStub",
@@ -450,11 +450,11 @@ class OpenAIStub:
             body = await request.json()
         except json.JSONDecodeError:
             body = None
-        if _is_tools_probe(body):
+        if is_tools_probe(body):
             with self._lock:
                 self.tools_probes.append(body)
             return self._unauthorised(request) or self._answer_probe(body)
-        if _is_probe(body):
+        if is_template_probe(body):
             with self._lock:
                 self.probes.append(body)
             return self._unauthorised(request) or self._answer_probe(body)
@@ -599,25 +599,6 @@ def _deltas(item: StubReply, calls: list[tuple[str, StubToolCall]]) -> Iterator[
         arguments = _arguments(call)
         for start in range(0, len(arguments), step):
             yield {"tool_calls": [{"index": index, "function": {"arguments": arguments[start : start + step]}}]}
-
-
-def _is_tools_probe(body: Any) -> bool:
-    """The copilot's measure of what the tool definitions cost (``agent/tools_cost.py``)."""
-    if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or len(body["messages"]) != 2:
-        return False
-    last = body["messages"][-1]
-    return isinstance(last, dict) and last.get("content") == TOOLS_PROBE_QUESTION
-
-
-def _is_probe(body: Any) -> bool:
-    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-        return False
-    return any(
-        isinstance(message, dict) and call.get("id") == PROBE_CALL_ID
-        for message in body["messages"]
-        for call in (message.get("tool_calls") or () if isinstance(message, dict) else ())
-        if isinstance(call, dict)
-    )
 
 
 def _usage(item: StubReply, body: Mapping[str, Any]) -> dict[str, int]:

@@ -20,8 +20,8 @@ from typing import Any, Self
 import aiohttp
 from aiohttp import web
 
-from gns3server.agent.gns3_copilot.agent.tool_results import PROBE_CALL_ID
-from gns3server.agent.gns3_copilot.agent.tools_cost import TOOLS_PROBE_QUESTION
+from gns3server.agent.gns3_copilot.agent.tool_results import is_template_probe
+from gns3server.agent.gns3_copilot.agent.tools_cost import is_tools_probe
 
 __all__ = ["RecordingProxy", "is_probe", "real_prompt_tokens"]
 
@@ -31,10 +31,7 @@ _HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connec
 def is_probe(body: dict[str, Any]) -> bool:
     """Whether ``body`` is one of the copilot's probes of the server: how it renders tool
     results (``agent/tool_results.py``), what the tool definitions cost (``agent/tools_cost.py``)."""
-    messages = body.get("messages") or ()
-    if len(messages) == 2 and messages[-1].get("content") == TOOLS_PROBE_QUESTION:
-        return True
-    return any(call.get("id") == PROBE_CALL_ID for message in messages for call in message.get("tool_calls") or ())
+    return is_template_probe(body) or is_tools_probe(body)
 
 
 class RecordingProxy:

@@ -27,6 +27,7 @@ the topology tool name links alike. See
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
@@ -257,15 +258,22 @@ def _report(
     messages_tokens: int,
     messages_in: int,
     messages_out: int,
+    tools_room: int | None = None,
+    tools_server_tokens: int | None = None,
+    token_scale: float = 1.0,
     **extra: Any,
 ) -> ContextReport:
+    """The report of one request; ``tools_tokens`` are the definitions it sends (0: none),
+    ``tools_room`` what the budget keeps for them (default: the same)."""
     total = messages_tokens + tools_tokens
+    # In the provider's tokens: the messages scaled, the definitions as measured when known.
+    tools_estimate = tools_server_tokens if tools_server_tokens is not None else token_scale * tools_tokens
     report = ContextReport(
         strategy=budget["strategy"],
         context_limit=budget["context_limit"],
         limit_tokens=budget["limit_tokens"],
         budget=budget["budget"],
-        message_budget=budget["budget"] - tools_tokens,
+        message_budget=budget["budget"] - (tools_tokens if tools_room is None else tools_room),
         encoding=budget["encoding"],
         system_tokens=system_message_tokens - topology.tokens,
         topology_tokens=topology.tokens,
@@ -285,7 +293,7 @@ def _report(
         orphan_results=0,
         over_budget=False,
         fallback=False,
-        token_scale=1.0,
+        token_scale=token_scale,
         low_water=DEFAULT_LOW_WATER,
         window_start=0,
         window_moved=False,
@@ -296,8 +304,8 @@ def _report(
         summary_text=None,
         summary_until_id=None,
         cut_planned=False,
-        tools_server_tokens=None,
-        server_tokens_estimate=0,
+        tools_server_tokens=tools_server_tokens,
+        server_tokens_estimate=round(token_scale * messages_tokens + (tools_estimate if tools_tokens else 0)),
         answer_tokens=0,
     )
     report.update(extra)  # type: ignore[typeddict-item]
@@ -404,6 +412,12 @@ def create_pre_model_hook(
         tools_real = measured if isinstance(measured, int) and not isinstance(measured, bool) and measured >= 0 else None
         tools_room = math.ceil(tools_real / scale) if tools_real is not None else tools_tokens
         message_budget = budget["budget"] - tools_room
+        # Asked without tools (the model repeated a call): the request carries no definitions, so
+        # they are not in its estimate (nor in the calibration it feeds). Their room stays in the
+        # budget, so that this request and the next, with tools, send the same history.
+        tools_sent = tools_tokens if state.get("tools_offered", True) is not False else 0
+        report_for = functools.partial(_report, budget, tools_tokens=tools_sent, tools_room=tools_room,
+                                       tools_server_tokens=tools_real, token_scale=scale)
         if message_budget <= 0:
             logger.error(
                 "Tool definitions (%d tokens) exceed the input budget (%d tokens): "
@@ -430,7 +444,7 @@ def create_pre_model_hook(
             section = summary_section(summary)
             before = placed_before(previous, summary) if section and summary else []
             # Room for the summary and, when a new one lands between cuts, the one it follows.
-            older = [p for p in before if summary and p.until != summary.get("until")][-1:]
+            older = [p for p in before if summary and p.until != summary["until"]][-1:]
             sections = [section] * bool(section) + [p.section() for p in older]
             # The system message never carries the summary: it stays cacheable across cuts.
             system = SystemMessage(content=system_text)
@@ -460,16 +474,13 @@ def create_pre_model_hook(
             logger.warning("Returning original messages due to trimming error")
             system = SystemMessage(content=system_text)
             fallback = [system, *raw]
-            report = _report(
-                budget,
-                tools_tokens=tools_tokens,
+            report = report_for(
                 system_message_tokens=system_plain_tokens,
                 topology=topology,
                 messages_tokens=system_plain_tokens + REPLY_PRIMING_TOKENS,
                 messages_in=len(raw),
                 messages_out=len(raw),
                 fallback=True,
-                token_scale=scale,
                 low_water=window_settings["low_water"],
                 answer_tokens=reserve,
             )
@@ -478,9 +489,7 @@ def create_pre_model_hook(
         prepared: list[BaseMessage] = [system, *history]
         messages_tokens = system_tokens + fitted.tokens + summary_tokens + REPLY_PRIMING_TOKENS
         dropped_in_view = len(plan.sent) - _originals_kept(plan.sent, fitted.messages) - len(fitted.truncated)
-        report = _report(
-            budget,
-            tools_tokens=tools_tokens,
+        report = report_for(
             system_message_tokens=system_tokens,
             topology=topology,
             messages_tokens=messages_tokens,
@@ -491,7 +500,6 @@ def create_pre_model_hook(
             interrupted_calls=plan.interrupted_calls,
             orphan_results=plan.orphan_results,
             over_budget=fitted.over_budget,
-            token_scale=scale,
             low_water=window_settings["low_water"],
             window_start=start,
             window_moved=plan.moved,
@@ -506,20 +514,6 @@ def create_pre_model_hook(
         )
         # The summary opens a user message of the history but is reported on its own.
         report["history_tokens"] -= report["summary_tokens"]
-        report["message_budget"] = message_budget
-        report["tools_server_tokens"] = tools_real
-        if state.get("tools_offered", True) is False:
-            # Asked without tools (the model repeated a call): the request carries no definitions,
-            # so they are not in its estimate (nor in the calibration it feeds). The budget still
-            # leaves their room, so that this request and the next, with tools, send the same history.
-            report["total_tokens"] -= report["tools_tokens"]
-            report["percent"] = round(100.0 * report["total_tokens"] / budget["limit_tokens"], 1)
-            report["tools_tokens"] = 0
-        messages_part = report["total_tokens"] - report["tools_tokens"]
-        sent_tools: float = 0.0
-        if report["tools_tokens"]:
-            sent_tools = tools_real if tools_real is not None else scale * report["tools_tokens"]
-        report["server_tokens_estimate"] = round(scale * messages_part + sent_tools)
         if report["over_budget"]:
             logger.error(
                 "System message (%d tokens, topology included) and the latest user message exceed "

@@ -28,7 +28,7 @@ from .context.counting import content_text
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PROBE_CALL_ID", "TOOL_RESULT_HEADER", "prompt_tokens", "template_keeps_tool_results", "tool_results_as_user"]
+__all__ = ["PROBE_CALL_ID", "TOOL_RESULT_HEADER", "is_template_probe", "prompt_tokens", "template_keeps_tool_results", "tool_results_as_user"]
 
 PROBE_CALL_ID = "call_copilot_template_probe"
 TOOL_RESULT_HEADER = "[Result of the tool {name}]\n"
@@ -63,6 +63,16 @@ def _probe_body(model: str, result: str) -> dict[str, Any]:
         "temperature": 0,
         "stream": False,
     }
+
+
+def is_template_probe(body: Any) -> bool:
+    """Whether a chat request body is one of :func:`template_keeps_tool_results`' probes."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return isinstance(messages, list) and any(
+        isinstance(call, dict) and call.get("id") == PROBE_CALL_ID
+        for message in messages if isinstance(message, dict)
+        for call in message.get("tool_calls") or ()
+    )
 
 
 async def prompt_tokens(client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]) -> int | None:

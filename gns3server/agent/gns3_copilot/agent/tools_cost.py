@@ -32,10 +32,17 @@ from .tool_results import PROBE_TIMEOUT, prompt_tokens
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TOOLS_PROBE_QUESTION", "offer_key", "tools_prompt_tokens"]
+__all__ = ["TOOLS_PROBE_QUESTION", "is_tools_probe", "offer_key", "tools_prompt_tokens"]
 
 TOOLS_PROBE_QUESTION = "Reply with one word: ready."
 PROBE_SYSTEM = "You answer briefly."
+
+
+def is_tools_probe(body: Any) -> bool:
+    """Whether a chat request body is one of :func:`tools_prompt_tokens`' two requests."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return (isinstance(messages, list) and len(messages) == 2 and isinstance(messages[-1], dict)
+            and messages[-1].get("content") == TOOLS_PROBE_QUESTION)
 
 
 def _specs(tools: Sequence[Any]) -> list[dict[str, Any]]:

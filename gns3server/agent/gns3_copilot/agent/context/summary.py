@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -154,7 +154,7 @@ def place_summaries(
     current = summary if int(summary["until"]) <= start else None
     if cut:
         chosen = _latest(current, "") if current else (before[-1] if before else None)
-        return [Placement(sent_ids[0] or "", chosen.until, chosen.turns, chosen.text)] if chosen and sent_ids else []
+        return [replace(chosen, at_id=sent_ids[0] or "")] if chosen and sent_ids else []
     kept = [p for p in before if p.at_id in sent_ids]
     if current is None or kept and kept[-1].until == current["until"]:
         return kept
