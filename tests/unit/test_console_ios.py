@@ -143,6 +143,34 @@ async def test_a_paged_command_gets_one_timeout_for_all_its_pages(policy, audit)
     assert command.status == "timeout" and "line 1" in command.output
 
 
+class _EndlessPages:
+    """A console whose next page is always already buffered: no read ever waits."""
+
+    def __init__(self) -> None:
+        self.pages = 0
+
+    async def send_line(self, line: str) -> None:
+        pass
+
+    async def send(self, text: str) -> None:
+        self.pages += 1
+
+    async def read_until(self, pattern: re.Pattern[str], timeout: float, *, lookback: int | None = 256):
+        await asyncio.sleep(0)
+        raw = f"page {self.pages}\r\n --More-- "
+        return raw, pattern.search(raw)
+
+
+async def test_pages_already_buffered_still_end_at_the_deadline():
+    # On a busy machine the next page is in the buffer before the read's timer fires,
+    # so only the command's own deadline can end an endless paged output.
+    console = _EndlessPages()
+    session = DriverSession(console, IOS)  # type: ignore[arg-type]
+    with pytest.raises(ConsoleTimeout) as caught:
+        await asyncio.wait_for(session.command("", 0.05), 30)
+    assert "still paging" in str(caught.value) and "page 0" in caught.value.output and console.pages > 0
+
+
 async def test_output_is_capped_with_a_marker(ios, policy, audit):
     result = await run(Device("R1", "127.0.0.1", ios.port, IOS), ["show tech-support", "show run"], policy=policy, audit=audit, max_output=8192)
     tech, after = result.results

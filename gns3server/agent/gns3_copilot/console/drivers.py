@@ -255,6 +255,11 @@ class DriverSession:
                 raise ConsoleTimeout(str(exc), "".join(parts) + exc.output) from exc
             if self.driver.pager is not None and match.lastgroup == "pager":
                 parts.append(raw[: match.start()])
+                # A page already buffered is read without waiting, so the read's own timeout
+                # never fires while pages keep coming at once (a busy event loop sees the
+                # next page before the timer): the deadline is checked here.
+                if loop.time() >= deadline:
+                    raise ConsoleTimeout(f"{command!r} was still paging after {timeout:g}s", "".join(parts))
                 await self.console.send(" ")
                 continue
             parts.append(raw)
