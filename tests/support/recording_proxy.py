@@ -20,6 +20,7 @@ from typing import Any, Self
 import aiohttp
 from aiohttp import web
 
+from gns3server.agent.gns3_copilot.agent.server_tokens import is_escape_probe
 from gns3server.agent.gns3_copilot.agent.tool_results import is_template_probe
 from gns3server.agent.gns3_copilot.agent.tools_cost import is_tools_probe
 
@@ -30,8 +31,9 @@ _HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connec
 
 def is_probe(body: dict[str, Any]) -> bool:
     """Whether ``body`` is one of the copilot's probes of the server: how it renders tool
-    results (``agent/tool_results.py``), what the tool definitions cost (``agent/tools_cost.py``)."""
-    return is_template_probe(body) or is_tools_probe(body)
+    results (``agent/tool_results.py``), what the tool definitions cost (``agent/tools_cost.py``),
+    whether it escapes message text (``agent/server_tokens.py``)."""
+    return is_template_probe(body) or is_tools_probe(body) or is_escape_probe(body)
 
 
 class RecordingProxy:

@@ -12,6 +12,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
+from gns3server.agent.gns3_copilot.agent.context.calibration import DEFAULT_FRAMING
+from gns3server.agent.gns3_copilot.agent.context.tokenizer import get_encoding
 from gns3server.agent.gns3_copilot.agent.context_manager import clamp_token_scale, create_pre_model_hook
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import (
     STEP_LIMIT_MESSAGE,
@@ -49,15 +51,19 @@ def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
     return {"name": name, "args": args, "id": call_id}
 
 
-def make_graph(model, mode="lab_automation", *, limit=16, topology=None, max_llm_calls=25, context_error=None,
-               measure_tools=None):
+def make_hook(mode: str, limit: int):
     allowed = tools_for_mode(TOOLS, mode)
-    hook = create_pre_model_hook(
+    return create_pre_model_hook(
         "System. Topology:\n{{topology_info}}",
         lambda s: s.get("topology_info"),
         lambda: {"context_limit": limit},
         lambda: allowed,
     )
+
+
+def make_graph(model, mode="lab_automation", *, limit=16, topology=None, max_llm_calls=25, context_error=None,
+               measure_tools=None, count_text=None):
+    hook = make_hook(mode, limit)
 
     async def load_topology(project_id: str):
         return topology
@@ -71,6 +77,7 @@ def make_graph(model, mode="lab_automation", *, limit=16, topology=None, max_llm
         is_context_length_error=context_error or (lambda exc: False),
         max_llm_calls=max_llm_calls,
         measure_tools=measure_tools,
+        count_text=count_text,
     )
     return build_copilot_graph(settings, InMemorySaver())
 
@@ -224,9 +231,9 @@ async def test_reported_usage_corrects_the_next_budget():
     model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "p"}, "a")], usage_metadata=usage), "done")
     seen, state = await run(make_graph(model))
     reports = [e["report"] for e in seen if e["type"] == "context"]
-    assert reports[0]["token_scale"] == 1.0 and reports[1]["token_scale"] == 2.0  # clamped upper bound
-    assert reports[1]["budget"] == reports[0]["budget"] // 2
-    assert state["usage"]["input_tokens"] == 100_000 and state["token_scale"] == 2.0
+    assert reports[0]["token_scale"] == 1.0 and reports[1]["token_scale"] == 4.0  # clamped upper bound
+    assert reports[1]["budget"] == reports[0]["budget"] // 4
+    assert state["usage"]["input_tokens"] == 100_000 and state["token_scale"] == 4.0
 
 
 class ContextTooLong(Exception):
@@ -308,3 +315,75 @@ async def test_with_the_tool_definitions_cost_measured_the_factor_learns_the_mes
     assert second["message_budget"] == second["budget"] - math.ceil(40 / scale)
     assert second["server_tokens_estimate"] == round(scale * (second["total_tokens"] - second["tools_tokens"]) + 40)
     assert len(measured) == 2  # asked at each model call; the service remembers the answer per server
+
+
+class JsonCostsTriple:
+    """A server tokenizer that counts a tool result's text at three times our tokens (escaped
+    JSON on llama-cpp-python), other text as ours; it records every count it gave."""
+
+    def __init__(self) -> None:
+        self.counts: list[tuple[int, int]] = []  # (messages, count)
+
+    async def __call__(self, prepared, with_tools: bool) -> int:
+        encoding = get_encoding("cl100k_base")
+        count = sum(len(encoding.encode_ordinary(str(m.content))) * (3 if isinstance(m, ToolMessage) else 1)
+                    for m in prepared)
+        self.counts.append((len(prepared), count))
+        return count
+
+
+async def tools_cost_40():
+    return 40
+
+
+def expected_scale(report, counted: int, messages: int, framing: float) -> float:
+    return clamp_token_scale((counted + framing * messages) / (report["total_tokens"] - report["tools_tokens"]))
+
+
+async def test_the_factor_follows_the_content_of_each_request_before_it_is_sent():
+    """At 4K a factor learnt on English left the first request with a JSON tool result 21 %
+    short (issue 15): where the server counts the request's text, that count sets the factor."""
+    model = ScriptedChatModel()
+    model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "alpha " * 60}, "a")]), "done")
+    server = JsonCostsTriple()
+    seen, _ = await run(make_graph(model, measure_tools=tools_cost_40, count_text=server))
+    first, second = [e["report"] for e in seen if e["type"] == "context"]
+    (n1, c1), (n2, c2) = server.counts[0], server.counts[-1]
+    assert first["token_scale"] == pytest.approx(expected_scale(first, c1, n1, DEFAULT_FRAMING), rel=0.035)
+    # The tool result's text counts triple: the factor of the second request is its own.
+    assert second["token_scale"] == pytest.approx(expected_scale(second, c2, n2, DEFAULT_FRAMING), rel=0.035)
+    assert second["token_scale"] > first["token_scale"] * 1.2
+    assert n2 == len(model.calls[1])  # counted as sent
+    # Each request's estimate is its own count, framing and definitions, whatever factor kept it.
+    for report, (n, counted) in ((first, server.counts[0]), (second, server.counts[-1])):
+        assert report["server_tokens_estimate"] == pytest.approx(counted + DEFAULT_FRAMING * n + 40, abs=1)
+
+
+async def test_the_framing_a_template_adds_per_message_is_learnt_from_usage():
+    model = ScriptedChatModel()
+    server = JsonCostsTriple()
+    first_state = {"messages": [HumanMessage("hello")], "topology_info": None, "token_scale": 1.0,
+                   "context_window": None, "context_summary": None, "tools_offered": True, "tools_server_tokens": 40}
+    prepared = make_hook("lab_automation", 16)(first_state)["messages"]
+    counted = await server(prepared, False)
+    # The server's prompt: its count of the text, 10 tokens around each message, 40 of tools.
+    real = counted + 10 * len(prepared) + 40
+    usage = {"input_tokens": real, "output_tokens": 2, "total_tokens": real + 2}
+    model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "p"}, "a")], usage_metadata=usage), "done")
+    seen, state = await run(make_graph(model, measure_tools=tools_cost_40, count_text=server))
+    second = [e["report"] for e in seen if e["type"] == "context"][1]
+    assert server.counts[1] == (len(prepared), counted)  # the first request is the one precomputed
+    assert state["token_framing"] == pytest.approx(10.0) and state["token_framing_samples"] == 1
+    n2, c2 = server.counts[-1]
+    assert second["token_scale"] == pytest.approx(expected_scale(second, c2, n2, 10.0), rel=0.035)
+
+
+async def test_a_usage_that_adds_up_several_calls_teaches_nothing():
+    # llama-cpp-python reports the sum of one completion's prompt per tool call.
+    model = ScriptedChatModel()
+    usage = {"input_tokens": 10_000, "output_tokens": 2, "total_tokens": 10_002}
+    calls = [call("show_nodes", {"project_id": "p"}, "a"), call("show_nodes", {"project_id": "q"}, "b")]
+    model.enqueue(AIMessage("", tool_calls=calls, usage_metadata=usage), "done")
+    seen, state = await run(make_graph(model, measure_tools=tools_cost_40, count_text=JsonCostsTriple()))
+    second = [e["report"] for e in seen if e["type"] == "context"][1]
+    assert state["token_framing_samples"] == 0 and second["token_scale"] < 4.0

@@ -13,8 +13,11 @@ from gns3server.agent.gns3_copilot.agent.context.calibration import (
     SMOOTHING_WEIGHT,
     answer_tokens,
     capped_budget,
+    content_scale,
     default_max_tokens,
+    observed_framing,
     observed_scale,
+    smoothed_mean,
     smoothed_scale,
 )
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
@@ -68,3 +71,22 @@ def test_a_small_factor_cannot_give_the_prompt_the_reply_room():
     report = hook({"messages": [HumanMessage("hi")], "token_scale": 0.75})["context_report"]
     assert report["answer_tokens"] == 256
     assert report["budget"] == min(int(1500 / 0.75), 2000 - 256) == 1744
+
+
+def test_content_scale_is_the_servers_count_of_the_text_plus_its_framing():
+    # 10 messages we count 400 tokens; the server counts their text 900 and adds 5 per message.
+    assert content_scale(900, 10, 5.0, 400) == pytest.approx(950 / 400)
+    assert content_scale(900, 10, 5.0, 0) is None
+
+
+def test_observed_framing_is_what_the_prompt_holds_beyond_the_text_per_message():
+    assert observed_framing(950, 900, 10) == 5.0
+    assert observed_framing(800, 900, 10) == 0.0  # never negative
+    assert observed_framing(9000, 900, 10) == 32.0  # a count that adds up several prompts is not believed
+    assert observed_framing(950, 900, 0) is None
+
+
+def test_smoothed_mean_uses_the_same_weights_arithmetically():
+    assert smoothed_mean(None, 0, 4.0) == 4.0
+    assert smoothed_mean(4.0, 1, 6.0) == pytest.approx(5.0)
+    assert smoothed_mean(4.0, 50, 6.0) == pytest.approx(4.0 + SMOOTHING_WEIGHT * 2.0)

@@ -350,7 +350,7 @@ def test_steady_state_only_counts_new_messages(monkeypatch):
     assert sorted(m.content for m in counted) == ["new answer", "next"]
 
 
-@pytest.mark.parametrize(("scale", "expected"), [(None, 1.0), (1.5, 1.5), (10, 2.0), (0.1, 0.75), (-1, 1.0), ("x", 1.0), (float("nan"), 1.0)])
+@pytest.mark.parametrize(("scale", "expected"), [(None, 1.0), (1.5, 1.5), (3.0, 3.0), (10, 4.0), (0.1, 0.75), (-1, 1.0), ("x", 1.0), (float("nan"), 1.0)])
 def test_token_scale_tightens_the_budget_within_bounds(scale, expected):
     report = make_hook(limit=8)({"messages": [HumanMessage("hi")], "token_scale": scale})["context_report"]
     assert report["token_scale"] == expected

@@ -6,12 +6,18 @@ the real llama-cpp-python server is exercised by tests/integration/test_local_ll
 
 from __future__ import annotations
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from gns3server.agent.gns3_copilot.agent.context.tokenizer import get_encoding
-from gns3server.agent.gns3_copilot.agent.server_tokens import ServerTokenizer, request_text
+from gns3server.agent.gns3_copilot.agent.server_tokens import (
+    ServerTokenizer,
+    is_escape_probe,
+    markup_escaped,
+    request_text,
+)
 from gns3server.agent.gns3_copilot.agent.server_traits import ServerTraits
 
 MESSAGES = [
@@ -40,7 +46,7 @@ def test_request_text_holds_messages_tool_calls_and_tool_definitions():
     assert "show me R1" in text and "gns3_topology {}" in text and '"parameters"' in text
 
 
-async def test_llama_cpp_python_endpoint_gives_the_ratio_and_is_remembered():
+async def test_llama_cpp_python_endpoint_gives_the_count_and_is_remembered():
     calls: list[str] = []
 
     async def count(request: web.Request) -> web.Response:
@@ -51,10 +57,11 @@ async def test_llama_cpp_python_endpoint_gives_the_ratio_and_is_remembered():
     server = await _serve({"/extras/tokenize/count": count})
     try:
         traits = ServerTraits()
-        tokenizer = ServerTokenizer(f"http://127.0.0.1:{server.port}/v1", None, "cl100k_base", traits)
-        assert await tokenizer.scale(MESSAGES, TOOLS) == 2.0
+        tokenizer = ServerTokenizer(f"http://127.0.0.1:{server.port}/v1", None, traits)
+        text = request_text(MESSAGES, TOOLS)
+        assert await tokenizer.count(MESSAGES, TOOLS) == 2 * _ours(text)
         assert traits.tokenizer == "llama-cpp-python"
-        assert await tokenizer.scale(MESSAGES, TOOLS) == 2.0
+        assert await tokenizer.count(MESSAGES, TOOLS) == 2 * _ours(text)
         assert calls == ["/extras/tokenize/count"] * 2
     finally:
         await server.close()
@@ -68,9 +75,9 @@ async def test_llama_cpp_server_endpoint_is_found_after_the_other():
     server = await _serve({"/tokenize": tokenize})
     try:
         traits = ServerTraits()
-        tokenizer = ServerTokenizer(f"http://127.0.0.1:{server.port}/v1", "sk-x", "cl100k_base", traits)
+        tokenizer = ServerTokenizer(f"http://127.0.0.1:{server.port}/v1", "sk-x", traits)
         text = request_text(MESSAGES, TOOLS)
-        assert await tokenizer.scale(MESSAGES, TOOLS) == (_ours(text) + 10) / _ours(text)
+        assert await tokenizer.count(MESSAGES, TOOLS) == _ours(text) + 10
         assert traits.tokenizer == "llama.cpp"
     finally:
         await server.close()
@@ -86,10 +93,51 @@ async def test_a_server_without_a_tokenizer_is_asked_once():
     server = await _serve({"/{tail:.*}": not_found})
     try:
         traits = ServerTraits()
-        tokenizer = ServerTokenizer(f"http://127.0.0.1:{server.port}/v1", None, "cl100k_base", traits)
-        assert await tokenizer.scale(MESSAGES, TOOLS) is None
+        tokenizer = ServerTokenizer(f"http://127.0.0.1:{server.port}/v1", None, traits)
+        assert await tokenizer.count(MESSAGES, TOOLS) is None
         assert traits.tokenizer == "none" and asked == ["/extras/tokenize/count", "/tokenize"]
-        assert await tokenizer.scale(MESSAGES, TOOLS) is None
+        assert await tokenizer.count(MESSAGES, TOOLS) is None
         assert len(asked) == 2  # not asked again
+    finally:
+        await server.close()
+
+
+def test_markup_escaping_is_jinjas():
+    assert markup_escaped('{"a": \'<b>\' & c}') == "{&#34;a&#34;: &#39;&lt;b&gt;&#39; &amp; c}"
+
+
+def _escaping_server(escapes: bool, chats: list[dict]):
+    """A llama-cpp-python-like server: a character is a token, and the prompt holds the
+    message text escaped (``escapes``) or as it is, after 10 tokens of framing."""
+    async def count(request: web.Request) -> web.Response:
+        return web.json_response({"count": len((await request.json())["input"])})
+
+    async def chat(request: web.Request) -> web.Response:
+        body = await request.json()
+        chats.append(body)
+        text = body["messages"][0]["content"]
+        prompt = 10 + len(markup_escaped(text) if escapes else text)
+        return web.json_response({"choices": [{"message": {"role": "assistant", "content": "x"}}],
+                                  "usage": {"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1}})
+
+    return _serve({"/extras/tokenize/count": count, "/v1/chat/completions": chat})
+
+
+@pytest.mark.parametrize("escapes", [True, False])
+async def test_whether_the_template_escapes_message_text_is_measured_once_and_counted_so(escapes):
+    # llama-cpp-python renders with Jinja's autoescape: a JSON result costs it 3x its text.
+    chats: list[dict] = []
+    server = await _escaping_server(escapes, chats)
+    messages = [HumanMessage('[{"name": "R1"}]')]
+    try:
+        traits = ServerTraits()
+        tokenizer = ServerTokenizer(f"http://127.0.0.1:{server.port}/v1", None, traits, "m")
+        text = request_text(messages, [])
+        rendered = markup_escaped(text) if escapes else text
+        assert await tokenizer.count(messages, []) == len(rendered)
+        assert traits.escapes_markup is escapes
+        assert len(chats) == 2 and all(is_escape_probe(body) and body["max_tokens"] == 1 for body in chats)
+        await tokenizer.count(messages, [])
+        assert len(chats) == 2  # measured once per server
     finally:
         await server.close()

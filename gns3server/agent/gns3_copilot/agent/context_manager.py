@@ -65,8 +65,9 @@ CONTEXT_STRATEGY_RATIOS: dict[str, float] = {
     "aggressive": 0.85,
 }
 DEFAULT_CONTEXT_STRATEGY = "balanced"
-# How far a provider's reported token counts may correct our estimate.
-TOKEN_SCALE_BOUNDS = (0.75, 2.0)
+# How far a provider's reported token counts may correct our estimate. Up to 4: a server
+# that HTML-escapes message text counts a JSON tool result at three times our count.
+TOKEN_SCALE_BOUNDS = (0.75, 4.0)
 
 __all__ = [
     "CONTEXT_STRATEGY_RATIOS",
@@ -77,6 +78,7 @@ __all__ = [
     "create_pre_model_hook",
     "estimate_tool_tokens",
     "clamp_token_scale",
+    "server_tokens_estimate",
     "resolve_budget",
     "resolve_window_settings",
     "tools_style_for",
@@ -100,6 +102,13 @@ class ContextBudget(TypedDict):
     limit_tokens: int
     budget: int
     encoding: str
+
+
+def server_tokens_estimate(messages_tokens: int, tools_tokens: int, tools_server_tokens: int | None, scale: float) -> int:
+    """A request in the provider's tokens: the messages scaled, the definitions (if sent) as
+    measured when known, else scaled with the rest."""
+    tools_estimate = tools_server_tokens if tools_server_tokens is not None else scale * tools_tokens
+    return round(scale * messages_tokens + (tools_estimate if tools_tokens else 0))
 
 
 def clamp_token_scale(scale: Any) -> float:
@@ -266,8 +275,6 @@ def _report(
     """The report of one request; ``tools_tokens`` are the definitions it sends (0: none),
     ``tools_room`` what the budget keeps for them (default: the same)."""
     total = messages_tokens + tools_tokens
-    # In the provider's tokens: the messages scaled, the definitions as measured when known.
-    tools_estimate = tools_server_tokens if tools_server_tokens is not None else token_scale * tools_tokens
     report = ContextReport(
         strategy=budget["strategy"],
         context_limit=budget["context_limit"],
@@ -305,7 +312,7 @@ def _report(
         summary_until_id=None,
         cut_planned=False,
         tools_server_tokens=tools_server_tokens,
-        server_tokens_estimate=round(token_scale * messages_tokens + (tools_estimate if tools_tokens else 0)),
+        server_tokens_estimate=server_tokens_estimate(messages_tokens, tools_tokens, tools_server_tokens, token_scale),
         answer_tokens=0,
     )
     report.update(extra)  # type: ignore[typeddict-item]

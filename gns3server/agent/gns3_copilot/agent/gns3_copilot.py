@@ -39,7 +39,14 @@ from langgraph.types import interrupt
 
 from . import events
 from .approval import approval_digest
-from .context.calibration import observed_scale, smoothed_scale
+from .context.calibration import (
+    DEFAULT_FRAMING,
+    content_scale,
+    observed_framing,
+    observed_scale,
+    smoothed_mean,
+    smoothed_scale,
+)
 from .context.counting import TokenCounter, content_text, json_text
 from .context.summary import (
     clean_summary,
@@ -49,7 +56,7 @@ from .context.summary import (
     summary_request,
 )
 from .context.tokenizer import DEFAULT_ENCODING
-from .context_manager import clamp_token_scale
+from .context_manager import clamp_token_scale, server_tokens_estimate
 from .llm_errors import LLMEmptyAnswerError, LLMStreamCutError
 from .loop_guard import repeated_failure_answer, repeats_a_call
 from .server_traits import ServerTraits
@@ -65,6 +72,10 @@ DEFAULT_MAX_LLM_CALLS = 25
 LLM_CALL = "llm_call"  # the model node: its update carries the finished model message
 # On a provider's context-length rejection the budget is divided by this, once.
 CONTEXT_RETRY_TIGHTENING = 1.5
+# A request is prepared again with the factor fitted to its content when that moves it by
+# more than this, at most MAX_REFITS times.
+REFIT_TOLERANCE = 0.03
+MAX_REFITS = 2
 # The longest a summary call may take (seconds); it runs beside the conversation, never before it.
 DEFAULT_SUMMARY_TIMEOUT = 30.0
 STEP_LIMIT_MESSAGE = (
@@ -80,6 +91,10 @@ class CopilotState(TypedDict, total=False):
     context_report: dict[str, Any]
     token_scale: float
     token_scale_samples: int
+    # Tokens the server's chat template adds per message around the text, learnt from usage
+    # where its tokenizer counts the text (calibration.content_scale), and how many taught it.
+    token_framing: float | None
+    token_framing_samples: int
     llm_calls: int
     usage: dict[str, int]
     context_window: dict[str, Any]
@@ -174,9 +189,10 @@ class AgentSettings:
     bind_tools_unstreamed: Callable[[Sequence[BaseTool]], Any] | None = None
     # What this LLM config's server is known to do (shared across runs by the service).
     traits: ServerTraits = field(default_factory=ServerTraits)
-    # Provider tokens per estimated token for a prepared request, from the server's tokenizer
-    # endpoint; used when a reply reports no usage (None: no such source).
-    measure_scale: Callable[[list[BaseMessage]], Awaitable[float | None]] | None = None
+    # The server's own token count of a prepared request's text, as its template renders it
+    # (with the tool definitions' text when the flag says so), from its tokenizer endpoint:
+    # fits the factor to each request's content before it is sent (None: no such source).
+    count_text: Callable[[list[BaseMessage], bool], Awaitable[int | None]] | None = None
     # The server's tokens for the tool definitions offered (measured once; None: unknown):
     # the calibration factor then learns the messages alone (agent/tools_cost.py).
     measure_tools: Callable[[], Awaitable[int | None]] | None = None
@@ -492,7 +508,13 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         thread_id = str((config.get("configurable") or {}).get("thread_id") or "")
         summary = take_landed_summary(thread_id, messages, state.get("context_summary"), run_usage)
         tools_cost = await settings.measure_tools() if settings.measure_tools is not None and offer_tools else None
-        for attempt in (1, 2):
+        samples = state.get("token_scale_samples", 0)
+        framing = state.get("token_framing")
+        framing_samples = state.get("token_framing_samples", 0)
+        # The tool definitions' text is counted with the messages' while their cost is unknown.
+        with_tool_text = offer_tools and tools_cost is None
+
+        async def prepare(scale: float) -> tuple[list[BaseMessage], dict[str, Any], Any]:
             logger.info("Calling pre_hook to prepare %d messages", len(messages))
             hook_state = {
                 "messages": messages,
@@ -505,24 +527,55 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             }
             # CPU-bound (tokenising, and loading an encoding the first time): off the loop.
             prepared_state = await asyncio.to_thread(settings.pre_model_hook, hook_state)
-            prepared, report = prepared_state["messages"], prepared_state["context_report"]
-            window = prepared_state.get("context_window", window)
-            if isinstance(window, Mapping) and report.get("cut_planned"):
+            return prepared_state["messages"], prepared_state["context_report"], prepared_state.get("context_window", window)
+
+        async def server_count(prepared: list[BaseMessage]) -> int | None:
+            return None if settings.count_text is None else await settings.count_text(prepared, with_tool_text)
+
+        def content_fit(prepared: list[BaseMessage], report: Mapping[str, Any], counted: int) -> float:
+            ours = report["total_tokens"] - (0 if with_tool_text else report["tools_tokens"])
+            fitted = content_scale(counted, len(prepared), DEFAULT_FRAMING if framing is None else framing, ours)
+            return clamp_token_scale(fitted)
+
+        for attempt in (1, 2):
+            prepared, report, new_window = await prepare(scale)
+            # The server counts this request's own text: the factor follows its content (a JSON
+            # tool result costs some servers three times English), before the request is sent.
+            counted = await server_count(prepared)
+            refits = 0
+            while attempt == 1 and counted is not None and refits < MAX_REFITS:
+                fitted = content_fit(prepared, report, counted)
+                # Once refitted, only upwards: the content kept at the new budget is denser
+                # than the one measured (the safe side; the other way could swing back).
+                if abs(fitted / scale - 1) <= REFIT_TOLERANCE or (refits and fitted < scale):
+                    break
+                scale, refits = fitted, refits + 1
+                prepared, report, new_window = await prepare(scale)
+                counted = await server_count(prepared)
+            if counted is not None:
+                # What the budget kept may be less dense than the factor it was kept with (the
+                # tighter budget cut a JSON result away): the request's estimate is its own.
+                own = content_fit(prepared, report, counted)
+                report = {**report, "server_tokens_estimate": server_tokens_estimate(
+                    report["total_tokens"] - report["tools_tokens"], report["tools_tokens"], report["tools_server_tokens"], own)}
+            if isinstance(new_window, Mapping) and report.get("cut_planned"):
                 # Written now, in the background, so that it is ready when the planned cut comes.
-                start_summary(thread_id, messages, summary, {"start": window["planned"], "start_id": window.get("planned_id")}, report)
-            elif isinstance(window, Mapping) and report.get("window_moved") and not _covers(summary, window["start"]):
+                start_summary(thread_id, messages, summary, {"start": new_window["planned"], "start_id": new_window.get("planned_id")}, report)
+            elif isinstance(new_window, Mapping) and report.get("window_moved") and not _covers(summary, new_window["start"]):
                 # A cut the summary was not ready for: the question goes out now with the plain
                 # cut; the summary of what it dropped lands at a later call.
-                start_summary(thread_id, messages, summary, window, report)
+                start_summary(thread_id, messages, summary, new_window, report)
             logger.info("Messages prepared: %d → %d", len(messages), len(prepared))
             writer(events.context(report))
             prepared = await sendable(prepared)
             try:
                 response, tools_sent = await call_model(prepared, config, offer_tools)
+                window = new_window
                 break
             except Exception as exc:
                 if attempt == 2 or not settings.is_context_length_error(exc):
                     raise
+                window = new_window
                 scale = clamp_token_scale(max(scale, 1.0) * CONTEXT_RETRY_TIGHTENING)
                 logger.warning("Provider rejected the request as too long; retrying once with token scale %.2f", scale)
         logger.info("LLM call completed: tool_calls=%d", len(response.tool_calls))
@@ -531,20 +584,27 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         run_usage = _add_usage(run_usage, response)
         writer(events.usage(run_usage))
         # Calibration (issue 15): the provider's prompt count against our estimate, smoothed over calls.
-        samples = state.get("token_scale_samples", 0)
         # A text answer asked for without tools was a request without their definitions; with
         # their real cost known, the factor learns the messages alone.
         reported = response.usage_metadata
         real = reported.get("input_tokens") if reported else None
+        if len(response.tool_calls) > 1:
+            real = None  # llama-cpp-python adds up the prompt counts of one completion per call
         tools_real = report.get("tools_server_tokens")
+        sent_tools = tools_real if isinstance(tools_real, int) and tools_sent and report["tools_tokens"] else 0
         if isinstance(tools_real, int) and isinstance(real, int):
-            sent_tools = tools_real if tools_sent and report["tools_tokens"] else 0
             observed = observed_scale(real - sent_tools, report["total_tokens"] - report["tools_tokens"])
         else:
             estimated = report["total_tokens"] - (0 if tools_sent else report["tools_tokens"])
             observed = observed_scale(real, estimated)
-        if observed is None and settings.measure_scale is not None:
-            observed = await settings.measure_scale(prepared)
+        if counted is not None:
+            if observed is None:  # no usage: the request's own count is the best observation
+                observed = content_fit(prepared, report, counted)
+            if isinstance(real, int) and (tools_sent or not with_tool_text):
+                seen = observed_framing(real - sent_tools, counted, len(prepared))
+                if seen is not None:
+                    framing = smoothed_mean(framing, framing_samples, seen)
+                    framing_samples += 1
         if observed is not None:
             learned = state.get("token_scale") if samples else None
             scale = clamp_token_scale(smoothed_scale(learned, samples, observed))
@@ -554,6 +614,8 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             "context_report": report,
             "token_scale": scale,
             "token_scale_samples": samples,
+            "token_framing": framing,
+            "token_framing_samples": framing_samples,
             "llm_calls": calls + 1,
             "usage": run_usage,
             "context_window": window,

@@ -7,18 +7,28 @@ llama.cpp servers expose their tokenizer: llama-cpp-python as
 own ``llama-server`` as ``POST /tokenize`` (``{"content": ...}`` -> ``{"tokens": [...]}``).
 
 :class:`ServerTokenizer` sends the text of a prepared request (message texts, tool
-calls, tool definitions) to whichever the server has, counts the same text with our
-tiktoken encoding, and returns the ratio: the provider-tokens-per-our-token factor
-the calibration smooths. The chat template's own framing is not in it (it cannot be
-seen from outside); the usage a server reports, when it does, is preferred.
+calls, tool definitions) to whichever the server has and returns its count; the
+graph turns it into the request's factor before sending it (``context.calibration``:
+the chat template's framing around each message, which cannot be seen from outside,
+is learnt from the usage a server reports).
 
 Which endpoint works is remembered in the server's :class:`ServerTraits`; a server
 with neither is asked once.
+
+A tokenizer counts text, not the prompt a template makes of it. llama-cpp-python
+renders its chat templates with Jinja's HTML autoescape on: every ``"``, ``'``, ``&``,
+``<`` and ``>`` of a message reaches the model as ``&#34;`` and the like, so a JSON
+tool result costs three times what its text does (557 tokens for a 173-token list of
+templates at 4K, 21 % under our estimate). Whether a server does this is measured once
+(:meth:`ServerTokenizer.escapes`: a one-message request with such characters and one
+without, unstreamed with a 1-token reply, the difference of their prompt counts against
+the tokenizer's count of the text plain and escaped); when it does, message text is
+counted escaped (:func:`markup_escaped`). The probe's text starts with
+:data:`ESCAPE_PROBE_TEXT`, so a recording proxy can tell it apart.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,14 +38,18 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from .context.counting import content_text, json_text
-from .context.tokenizer import get_encoding
 from .server_traits import ServerTraits
+from .tool_results import PROBE_TIMEOUT, prompt_tokens
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ServerTokenizer", "request_text"]
+__all__ = ["ESCAPE_PROBE_TEXT", "ServerTokenizer", "is_escape_probe", "markup_escaped", "request_text"]
 
 TOKENIZE_TIMEOUT = 10.0
+# What a template's HTML autoescape changes (Jinja/MarkupSafe's table).
+_MARKUP_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;"})
+ESCAPE_PROBE_TEXT = "Count this:"
+_ESCAPE_PROBE_BODY = ' "a" & <b> \'c\'' * 16
 # (trait value, path, body key, how to read the count)
 _ENDPOINTS = (
     ("llama-cpp-python", "/extras/tokenize/count", "input", lambda data: data.get("count")),
@@ -43,13 +57,31 @@ _ENDPOINTS = (
 )
 
 
-def request_text(messages: Sequence[BaseMessage], tools: Sequence[Any]) -> str:
-    """The text a request carries: every message's text and tool calls, and the tool definitions."""
+def markup_escaped(text: str) -> str:
+    """``text`` as an HTML-autoescaping template renders it."""
+    return text.translate(_MARKUP_ESCAPES)
+
+
+def is_escape_probe(body: Any) -> bool:
+    """Whether a chat request body is one of :meth:`ServerTokenizer.escapes`' two requests."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return (isinstance(messages, list) and len(messages) == 1 and isinstance(messages[0], dict)
+            and str(messages[0].get("content") or "").startswith(ESCAPE_PROBE_TEXT))
+
+
+def request_text(messages: Sequence[BaseMessage], tools: Sequence[Any], *, escaped: bool = False) -> str:
+    """The text a request carries: every message's text and tool calls, and the tool definitions.
+
+    ``escaped``: message text and call arguments as an autoescaping template renders
+    them (tool definitions go through its ``tojson``, which does not escape this way).
+    """
     parts: list[str] = []
     for message in messages:
         parts.append(content_text(message.content))
         if isinstance(message, AIMessage):
             parts.extend(f"{c['name']} {json_text(c.get('args') or {})}" for c in message.tool_calls)
+    if escaped:
+        parts = [markup_escaped(p) for p in parts]
     parts.extend(json_text(t if isinstance(t, Mapping) else convert_to_openai_tool(t)) for t in tools)
     return "\n".join(p for p in parts if p)
 
@@ -60,13 +92,18 @@ def _server_root(base_url: str) -> str:
 
 
 class ServerTokenizer:
-    """The server's token count of a request's text, divided by ours (None when unknown)."""
+    """The server's token count of a request's text (None when it cannot tell)."""
 
-    def __init__(self, base_url: str, api_key: str | None, encoding: str, traits: ServerTraits) -> None:
+    def __init__(
+        self, base_url: str, api_key: str | None, traits: ServerTraits, model: str = "",
+        probe_timeout: float = PROBE_TIMEOUT,
+    ) -> None:
         self._root = _server_root(base_url)
+        self._chat_url = base_url.rstrip("/") + "/chat/completions"
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._encoding = encoding
         self._traits = traits
+        self._model = model
+        self._probe_timeout = min(probe_timeout, PROBE_TIMEOUT)
 
     async def _count(self, client: httpx.AsyncClient, text: str) -> int | None:
         known = self._traits.tokenizer
@@ -87,17 +124,53 @@ class ServerTokenizer:
             self._traits.tokenizer = "none"
         return None
 
-    async def scale(self, messages: Sequence[BaseMessage], tools: Sequence[Any]) -> float | None:
-        """Server tokens per tiktoken token for the text of this request."""
+    async def escapes(self, client: httpx.AsyncClient) -> bool:
+        """Whether the server's template HTML-escapes message text (measured once per server).
+
+        A server that reports no prompt counts, or whose counts fit neither reading, is
+        taken at its tokenizer's word (not escaping).
+        """
+        known = self._traits.escapes_markup
+        if known is None:
+            known = self._traits.escapes_markup = await self._measure_escapes(client)
+        return known
+
+    async def _measure_escapes(self, client: httpx.AsyncClient) -> bool:
+        plain, marked = ESCAPE_PROBE_TEXT, ESCAPE_PROBE_TEXT + _ESCAPE_PROBE_BODY
+        try:
+            counts = [await prompt_tokens(client, self._chat_url, _probe_body(self._model, text), self._headers)
+                      for text in (plain, marked)]
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            log.info("Could not check whether the model server escapes message text (%s)", type(exc).__name__)
+            return False
+        if None in counts:
+            return False
+        raw = [await self._count(client, text) for text in (plain, marked)]
+        escaped = [await self._count(client, markup_escaped(text)) for text in (plain, marked)]
+        if None in raw or None in escaped:
+            return False
+        rendered = counts[1] - counts[0]  # type: ignore[operator]
+        as_raw, as_escaped = raw[1] - raw[0], escaped[1] - escaped[0]  # type: ignore[operator]
+        escapes = abs(rendered - as_escaped) < abs(rendered - as_raw)
+        if escapes:
+            log.warning("The model server's chat template HTML-escapes message text: quotes and brackets "
+                        "cost it several tokens each, and are counted so")
+        return escapes
+
+    async def count(self, messages: Sequence[BaseMessage], tools: Sequence[Any]) -> int | None:
+        """The server's tokens for the text of this request as its template renders it (None: unknown)."""
         if self._traits.tokenizer == "none":
             return None
         text = request_text(messages, tools)
         if not text:
             return None
-        async with httpx.AsyncClient(timeout=TOKENIZE_TIMEOUT) as client:
+        async with httpx.AsyncClient(timeout=max(TOKENIZE_TIMEOUT, self._probe_timeout)) as client:
             theirs = await self._count(client, text)
-        if not theirs:
-            return None
-        # Tokenising is CPU work: off the loop.
-        ours = await asyncio.to_thread(lambda: len(get_encoding(self._encoding).encode_ordinary(text)))
-        return theirs / ours if ours else None
+            if theirs is not None and await self.escapes(client):
+                theirs = await self._count(client, request_text(messages, tools, escaped=True))
+        return theirs
+
+
+def _probe_body(model: str, text: str) -> dict[str, Any]:
+    return {"model": model, "messages": [{"role": "user", "content": text}], "max_tokens": 1,
+            "temperature": 0, "stream": False}

@@ -32,6 +32,8 @@ class ServerTraits:
     streams_tool_calls: bool = True
     # Which tokenizer endpoint answers ("llama-cpp-python", "llama.cpp"), "none", or None: not tried yet.
     tokenizer: str | None = None
+    # Whether its chat template HTML-escapes message text (llama-cpp-python's does); None: not measured.
+    escapes_markup: bool | None = None
     # Whether its chat template renders tool results ("kept", "dropped"), "unknown" (it reports
     # no prompt counts), or None: not measured yet (agent/tool_results.py).
     tool_results: str | None = None

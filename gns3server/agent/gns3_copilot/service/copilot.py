@@ -576,17 +576,22 @@ class CopilotService:
             return prepared
 
         traits = self._server_traits.for_config(llm_config)
-        measure_scale = probe_tool_results = measure_tools = None
+        count_text = probe_tool_results = measure_tools = None
         # An OpenAI-compatible server of its own (llama.cpp, Ollama, vLLM...): often one slot.
         own_server = _own_server(llm_config)
         if own_server:
-            tokenizer = ServerTokenizer(llm_config["base_url"], llm_config.get("api_key"), encoding, traits)
+            tokenizer = ServerTokenizer(
+                llm_config["base_url"], llm_config.get("api_key"), traits, llm_config["model"],
+                float(llm_config.get("timeout") or PROBE_TIMEOUT),
+            )
             offered = offer_key(fit.tools)
 
-            async def measure_scale(prepared: list[BaseMessage]) -> float | None:
-                # With the definitions' cost measured, the factor is the messages' alone.
-                known = traits.tools_cost.get(offered) is not None
-                return await tokenizer.scale(prepared, [] if known else fit.tools)
+            async def count_text(prepared: list[BaseMessage], with_tools: bool) -> int | None:
+                try:
+                    return await tokenizer.count(prepared, fit.tools if with_tools else [])
+                except Exception:  # a count that fails never fails the run: calibrate as before
+                    log.exception("Counting a request with the model server's tokenizer failed")
+                    return None
 
             async def measure_tools() -> int | None:
                 if offered not in traits.tools_cost:
@@ -622,7 +627,7 @@ class CopilotService:
                 else lambda tools: self._bind_tools_unstreamed(offer(tools), llm_config)  # type: ignore[misc]
             ),
             traits=traits,
-            measure_scale=measure_scale,
+            count_text=count_text,
             measure_tools=measure_tools,
             probe_tool_results=probe_tool_results,
             summary_server=own_server,

@@ -12,6 +12,11 @@ Two problems seen with small local models (issue 15):
   whole window. :func:`smoothed_scale` averages observations geometrically with a
   weight that starts at 1 and settles at :data:`SMOOTHING_WEIGHT`, and
   :func:`capped_budget` never lets any factor push past the window minus the reserve.
+- A factor learnt on earlier requests is wrong for a request whose content differs
+  (SmolLM2's tokenizer, with llama-cpp-python's escaping, spends three times our count
+  on JSON and about ours on English). Where the server's tokenizer counts the
+  request's own text, :func:`content_scale` makes the factor from that count plus the
+  chat template's framing per message (learnt from usage, :func:`observed_framing`).
 
 Pure functions, no I/O: the graph feeds them what the provider reported.
 """
@@ -28,6 +33,10 @@ __all__ = [
     "SMOOTHING_WEIGHT",
     "answer_tokens",
     "capped_budget",
+    "DEFAULT_FRAMING",
+    "content_scale",
+    "observed_framing",
+    "smoothed_mean",
     "default_max_tokens",
     "observed_scale",
     "smoothed_scale",
@@ -42,6 +51,10 @@ DEFAULT_ANSWER_SHARE = 8
 SMOOTHING_WEIGHT = 0.3
 # The least the prompt keeps when max_tokens is configured larger than the window allows.
 MIN_PROMPT_TOKENS = 64
+# Tokens a chat template adds around each message before any usage says: what our own count
+# adds (counting.TOKENS_PER_MESSAGE and the role); at most MAX_FRAMING are believed.
+DEFAULT_FRAMING = 4.0
+MAX_FRAMING = 32.0
 
 
 def default_max_tokens(limit_tokens: int) -> int:
@@ -90,3 +103,31 @@ def smoothed_scale(previous: float | None, samples: int, observed: float) -> flo
         return observed
     weight = max(1.0 / (samples + 1), SMOOTHING_WEIGHT)
     return math.exp((1 - weight) * math.log(previous) + weight * math.log(observed))
+
+
+
+def content_scale(server_text: int, messages: int, framing: float, our_tokens: int) -> float | None:
+    """The factor for a request whose text the server counts ``server_text`` tokens.
+
+    The template adds ``framing`` tokens per message around the text (its role tags);
+    ``our_tokens`` is our estimate of the same messages. Additive, not a ratio: the
+    framing does not grow with a message's length.
+    """
+    if our_tokens <= 0 or server_text < 0:
+        return None
+    return (server_text + framing * messages) / our_tokens
+
+
+def observed_framing(real_tokens: int, server_text: int, messages: int) -> float | None:
+    """Tokens per message a template added around the text, from a reported prompt count."""
+    if messages <= 0:
+        return None
+    return min(MAX_FRAMING, max(0.0, (real_tokens - server_text) / messages))
+
+
+def smoothed_mean(previous: float | None, samples: int, observed: float) -> float:
+    """:func:`smoothed_scale`'s weights, arithmetic (for a count that may be near 0)."""
+    if previous is None or samples <= 0:
+        return observed
+    weight = max(1.0 / (samples + 1), SMOOTHING_WEIGHT)
+    return (1 - weight) * previous + weight * observed
