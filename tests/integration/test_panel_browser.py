@@ -83,7 +83,8 @@ def user_rest(gns3_server: Any, admin_rest: Rest) -> Iterator[Rest]:
 @pytest.fixture(scope="module")
 def project(admin_rest: Rest, user_rest: Rest) -> Iterator[dict[str, Any]]:
     """A project with two linked VPCS PCs (created, never started)."""
-    created = admin_rest.ok("POST", "/v3/projects", {"name": f"Panel lab {uuid.uuid4().hex[:6]}"})
+    # auto_close off: GNS3 closes a project 5 s after the web UI's tab that opened it left.
+    created = admin_rest.ok("POST", "/v3/projects", {"name": f"Panel lab {uuid.uuid4().hex[:6]}", "auto_close": False})
     pid = created["project_id"]
     nodes = [admin_rest.ok("POST", f"/v3/projects/{pid}/nodes",
                            {"name": name, "node_type": "vpcs", "compute_id": "local", "x": x, "y": 0})

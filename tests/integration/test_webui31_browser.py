@@ -62,7 +62,11 @@ def user_rest(gns3_server: Any, admin_rest: Rest) -> Iterator[Rest]:
 
 @pytest.fixture(scope="module")
 def project(admin_rest: Rest, user_rest: Rest) -> Iterator[dict[str, Any]]:
-    created = admin_rest.ok("POST", "/v3/projects", {"name": f"Web UI 3.1 lab {uuid.uuid4().hex[:6]}"})
+    # auto_close off: GNS3 closes a project 5 s after its last notification listener left, and a
+    # page reload on a busy machine can take longer than that to reconnect (the next REST call
+    # then got 403 "The project is not opened").
+    created = admin_rest.ok("POST", "/v3/projects",
+                            {"name": f"Web UI 3.1 lab {uuid.uuid4().hex[:6]}", "auto_close": False})
     pid = created["project_id"]
     for name, x in (("PC1", -100), ("PC2", 100)):
         admin_rest.ok("POST", f"/v3/projects/{pid}/nodes",
