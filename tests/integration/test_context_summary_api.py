@@ -221,8 +221,10 @@ async def test_the_summary_survives_a_server_restart(tmp_path: Path, http):
 
 
 async def test_tokenizers_load_when_the_server_starts(gns3_server):
-    """Off the event loop, at start-up: the line is in the log before any chat (or soon after start)."""
+    """Off the event loop, at start-up: the line is in the log before any chat (or soon after start),
+    and no encoding was built on the event loop's thread (get_encoding logs a WARNING when one is)."""
     deadline = asyncio.get_running_loop().time() + 60
-    while "Tokenizers cl100k_base, o200k_base loaded in" not in gns3_server.log_file.read_text(errors="replace"):
+    while "Tokenizers cl100k_base, o200k_base loaded in" not in (log := gns3_server.log_file.read_text(errors="replace")):
         assert asyncio.get_running_loop().time() < deadline, "tokenizers not loaded within 60 s of start"
         await asyncio.sleep(0.2)  # polling the log file with a deadline: it has no event to wait on
+    assert "is being loaded on the event loop" not in log

@@ -8,12 +8,14 @@ run, or the next turn), stored with the session.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
+from gns3server.agent.gns3_copilot.agent.context import counting, tokenizer
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.context.summary import (
     SUMMARY_END,
@@ -22,7 +24,7 @@ from gns3server.agent.gns3_copilot.agent.context.summary import (
     summary_bounds,
 )
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
-from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, build_copilot_graph
+from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, _summarize, build_copilot_graph
 from gns3server.agent.gns3_copilot.agent.summary_writer import SummaryWriter
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
 
@@ -397,3 +399,27 @@ async def test_the_summary_is_written_before_the_cut_and_arrives_with_it():
             previous = model.calls[-2]  # everything the previous request sent is sent again unchanged
             assert [m.content for m in request[: len(previous)]] == [m.content for m in previous]
     assert cuts >= 2 and plans == cuts + (1 if state["context_window"].get("planned") else 0)
+
+
+async def test_a_summary_never_loads_a_tokenizer_on_the_event_loop(monkeypatch, caplog):
+    """Building an encoding takes 0.3-0.6 s: on the event loop every request of the server would wait."""
+    caplog.set_level(logging.WARNING)
+    # A fresh cache: as on a server whose warm-up has not finished when the first summary is written.
+    fresh = functools.cache(tokenizer.get_encoding.__wrapped__)
+    monkeypatch.setattr(counting, "get_encoding", fresh)
+
+    async def summarize(request):
+        return AIMessage("- R0: fine")
+
+    settings = AgentSettings(
+        tools=[], mode="lab_automation", bind_tools=lambda tools: None, pre_model_hook=lambda state: {},
+        load_topology=lambda project_id: None, is_context_length_error=lambda exc: False, summarize=summarize,
+    )
+    history = long_history(4) + [HumanMessage("q", id="q")]
+    window = {"start": 8, "start_id": "h4"}
+    result = await _summarize(settings, history, None, window, {"encoding": "o200k_base", "message_budget": 6000})
+    assert result is not None and result[0]["text"] == "- R0: fine"
+    assert fresh.cache_info().currsize == 1  # loaded for this summary ...
+    assert "loaded on the event loop" not in caplog.text  # ... in a worker thread
+    fresh("cl100k_base")  # the check itself: a load on the loop says so
+    assert "Tokenizer cl100k_base is being loaded on the event loop" in caplog.text

@@ -290,12 +290,15 @@ async def _summarize(
     if not isinstance(start, int) or start <= since:
         return None
     dropped = list(messages[since:start])
-    counter = TokenCounter(report.get("encoding", DEFAULT_ENCODING))
+    encoding = report.get("encoding", DEFAULT_ENCODING)
     # Bounded by the model's own budget: an 8K model gets a short summary and a short request.
     max_tokens, max_input = summary_bounds(int(report.get("message_budget") or 0))
-    request = await asyncio.to_thread(
-        summary_request, restored["text"] if restored else None, dropped, counter, max_input, max_tokens
-    )
+
+    def prepare() -> tuple[TokenCounter, list[BaseMessage]]:
+        counter = TokenCounter(encoding)  # may load the tokenizer's files: never on the event loop
+        return counter, summary_request(restored["text"] if restored else None, dropped, counter, max_input, max_tokens)
+
+    counter, request = await asyncio.to_thread(prepare)
     try:
         reply = await asyncio.wait_for(settings.summarize(request), settings.summary_timeout)
     except TimeoutError:
@@ -313,7 +316,8 @@ async def _summarize(
         logger.warning("Summary of %d dropped message(s) came back empty; keeping the plain cut", len(dropped))
         return None
     turns = (restored["turns"] if restored else 0) + count_turns(dropped)
-    logger.info("Conversation summary updated: %d turn(s) summarised in %d tokens", turns, counter.text(text))
+    tokens = await asyncio.to_thread(counter.text, text)
+    logger.info("Conversation summary updated: %d turn(s) summarised in %d tokens", turns, tokens)
     summary = {"text": text, "until": start, "until_id": window.get("start_id"), "turns": turns}
     return summary, _add_usage({}, reply)
 
