@@ -171,6 +171,26 @@ async def test_abort_while_the_summary_is_written_leaves_a_consistent_session(ad
     ]
 
 
+async def test_a_question_cancels_a_summary_call_out_to_the_same_local_server(admin, stub, project, gns3_server):
+    """A one-slot server (llama.cpp) would queue the question behind the summary call, for up to the
+    summary's 30 s: the run cancels it instead (the stub sees its client leave), and answers at once."""
+    session_id, big = await fill(admin, stub, project)
+    stub.enqueue_for(is_summary_request, reply(NOTES, hold_after=0))  # held, and never released
+    stub.enqueue("PC2 is fine.")
+    asked = len(stub.requests)
+    assert (await admin.chat(project, f"check PC2: {words(big)}", session_id=session_id))["content"] == "PC2 is fine."
+    await stub.wait_for_requests(asked + 2, STATE_DEADLINE)  # the summary call went out after the run
+    assert len(summary_requests(stub)) == 1 and stub.disconnects == 0
+    stub.enqueue("Thanks.")
+    result = await admin.chat(project, "thanks", session_id=session_id)
+    assert result["content"] == "Thanks." and result["status"] == "completed"
+    await stub.wait_for_disconnects(1, STATE_DEADLINE)  # the summary call, cancelled
+    log = gns3_server.log_file.read_text(errors="replace")
+    assert f"Summary call of session {session_id} cancelled: a question to the same model server goes first" in log
+    status, preview = await admin.get(sessions_path(project, session_id, "/context"))
+    assert status == 200 and preview["summary_text"] is None  # its turns are summarised at the next cut
+
+
 async def test_summary_switched_off(admin, stub, project):
     session_id, big = await fill(admin, stub, project, context_summary=False)
     asked = len(stub.requests)

@@ -44,20 +44,23 @@ def long_history(turns: int) -> list:
     return history
 
 
-def make_graph(model, summary_model, writer=None, *, checkpointer=None, summary=True, timeout=30.0, tools=()):
+def make_graph(model, summary_model, writer=None, *, checkpointer=None, summary=True, timeout=30.0, tools=(),
+               summary_server=None, summarize=None):
     config = {"context_limit": 2, "context_summary": summary}
     hook = create_pre_model_hook("System.\n{{topology_info}}", lambda s: None, lambda: config, lambda: list(tools))
 
     async def load_topology(project_id):
         return None
 
-    async def summarize(request):
+    async def summarize_with_model(request):
         return await summary_model.ainvoke(request)
 
+    summarize = summarize or summarize_with_model
     settings = AgentSettings(
         tools=list(tools),
         mode="lab_automation",
         bind_tools=lambda tools: model,
+        summary_server=summary_server,
         pre_model_hook=hook,
         load_topology=load_topology,
         is_context_length_error=lambda exc: False,
@@ -423,3 +426,84 @@ async def test_a_summary_never_loads_a_tokenizer_on_the_event_loop(monkeypatch, 
     assert "loaded on the event loop" not in caplog.text  # ... in a worker thread
     fresh("cl100k_base")  # the check itself: a load on the loop says so
     assert "Tokenizer cl100k_base is being loaded on the event loop" in caplog.text
+
+
+class OneSlotServer:
+    """A local model server that serves one request at a time (llama.cpp's default): the chat model
+    and the summary call share its slot; a summary call holds it until it is cancelled."""
+
+    URL = "http://127.0.0.1:8080/v1"
+
+    def __init__(self, model: ScriptedChatModel) -> None:
+        self.slot = asyncio.Lock()
+        self.model = model
+        self.summary_out = asyncio.Event()
+        self.summary_cancelled = asyncio.Event()
+
+    def bind(self, tools):
+        return self
+
+    async def astream(self, messages, config=None):
+        async with self.slot:  # a question queues here behind a summary call
+            async for chunk in self.model.astream(messages, config):
+                yield chunk
+
+    async def summarize(self, request):
+        async with self.slot:
+            self.summary_out.set()
+            try:
+                await asyncio.Event().wait()  # never answers: only a cancellation ends it
+            except asyncio.CancelledError:
+                self.summary_cancelled.set()
+                raise
+
+
+async def test_a_question_to_a_one_slot_server_cancels_the_summary_call_out_there(caplog):
+    """A summary call out to the run's own server would make the question wait (up to 30 s): it is
+    cancelled, the question goes at once, and its turns are summarised at the next cut."""
+    caplog.set_level(logging.INFO)
+    model = ScriptedChatModel()
+    model.enqueue("answer one", "answer two")
+    server = OneSlotServer(model)
+    writer = SummaryWriter(RUNNING.__contains__, lambda url: bool(RUNNING))  # any run talks to the one server
+    graph = make_graph(server, None, writer, summary_server=server.URL, summarize=server.summarize)
+    seen, state = await run(graph, long_history(12) + [HumanMessage("q1")], writer)
+    assert reports(seen)[0]["window_moved"] and text_of(seen) == "answer one"
+    # The run has ended: the summary call goes out and takes the server's one slot.
+    await asyncio.wait_for(server.summary_out.wait(), RUN_TIMEOUT)
+    assert writer.writing("s1") and server.slot.locked()
+
+    seen, _ = await run(graph, [HumanMessage("q2")], writer)  # would wait RUN_TIMEOUT behind it
+    assert text_of(seen) == "answer two" and server.summary_cancelled.is_set()
+    assert "Summary call of session s1 cancelled: a question to the same model server goes first" in caplog.text
+    await asyncio.wait_for(writer.wait("s1"), RUN_TIMEOUT)
+    assert not writer.writing("s1") and writer.landed("s1") is None
+    assert (await graph.aget_state(CONFIG)).values.get("context_summary") is None  # summarised at the next cut
+
+
+async def test_make_way_cancels_only_the_calls_out_to_that_server():
+    calls = {name: asyncio.Event() for name in ("local", "other", "cloud")}
+    cancelled: set[str] = set()
+
+    def write(name):
+        async def call():
+            calls[name].set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.add(name)
+                raise
+        return call
+
+    writer = SummaryWriter(lambda session_id: False, lambda server: False)
+    assert writer.start("s-local", write("local"), server="http://a:8080/v1")
+    assert writer.start("s-other", write("other"), server="http://b:8080/v1")
+    assert writer.start("s-cloud", write("cloud"))  # a cloud provider: no server of its own
+    for event in calls.values():
+        await asyncio.wait_for(event.wait(), RUN_TIMEOUT)
+    assert writer.make_way("http://a:8080/v1") == 1
+    await asyncio.wait_for(writer.wait("s-local"), RUN_TIMEOUT)
+    assert cancelled == {"local"} and not writer.writing("s-local")
+    assert writer.writing("s-other") and writer.writing("s-cloud")
+    assert writer.make_way("http://a:8080/v1") == 0  # nothing left out there
+    await asyncio.wait_for(asyncio.gather(writer.cancel("s-other"), writer.cancel("s-cloud")), RUN_TIMEOUT)

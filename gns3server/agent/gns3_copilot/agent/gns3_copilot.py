@@ -180,7 +180,8 @@ class AgentSettings:
     summarize: Callable[[list[BaseMessage]], Awaitable[AIMessage]] | None = None
     summary_timeout: float = DEFAULT_SUMMARY_TIMEOUT
     # A model server of its own (a local OpenAI-compatible server, often one request at a time):
-    # the summary call waits until no run talks to it instead of competing with their calls.
+    # the summary call waits until no run talks to it instead of competing with their calls, and a
+    # run that calls its model there cancels a summary call still out to it (its question goes first).
     summary_server: str | None = None
     # Writes summaries in the background (required with ``summarize``); shared by the runs of a server.
     summary_writer: SummaryWriter | None = None
@@ -511,6 +512,10 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         run_usage = dict(state.get("usage") or {})
         thread_id = str((config.get("configurable") or {}).get("thread_id") or "")
         summary = take_landed_summary(thread_id, messages, state.get("context_summary"), run_usage)
+        if summaries is not None and settings.summary_server is not None:
+            # This run talks to its model server from here: a background summary call out to the same
+            # server (one slot, often) would make its question wait, up to the summary's timeout.
+            summaries.make_way(settings.summary_server)
         tools_cost = await settings.measure_tools() if settings.measure_tools is not None and offer_tools else None
         samples = state.get("token_scale_samples", 0)
         framing = state.get("token_framing")
