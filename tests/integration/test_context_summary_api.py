@@ -191,15 +191,45 @@ async def test_a_question_cancels_a_summary_call_out_to_the_same_local_server(ad
     assert status == 200 and preview["summary_text"] is None  # its turns are summarised at the next cut
 
 
+async def summaries_idle(admin: API, project: str, session_id: str) -> dict[str, Any]:
+    """The session's context preview once no summary of it is being written: a summary started by
+    a run is pending from that run on, and is sent to a local server only once the run has ended."""
+    deadline = asyncio.get_running_loop().time() + STATE_DEADLINE
+    while True:
+        status, preview = await admin.get(sessions_path(project, session_id, "/context"))
+        assert status == 200, preview
+        if preview["summary_pending"] is False:
+            return preview
+        assert asyncio.get_running_loop().time() < deadline, f"a summary still pending after {STATE_DEADLINE} s"
+        await asyncio.sleep(0.1)
+
+
 async def test_summary_switched_off(admin, stub, project):
     session_id, big = await fill(admin, stub, project, context_summary=False)
     asked = len(stub.requests)
+    stub.enqueue_for(is_summary_request, NOTES)  # what a wrongly started summary would get
     stub.enqueue("No summary.")
     async with admin.stream(project, message=f"check PC2: {words(big)}", session_id=session_id) as sse:
         events = await sse.rest()
-    assert answer(events) == "No summary." and len(stub.requests) == asked + 1
+    assert answer(events) == "No summary."
     report = next(e for e in events if e["type"] == "context")["report"]
     assert report["window_moved"] and report["summary_tokens"] == 0
+    preview = await summaries_idle(admin, project, session_id)
+    assert len(stub.requests) == asked + 1 and summary_requests(stub) == []
+    assert preview["summary_text"] is None
+
+
+async def test_a_summary_is_pending_until_it_comes_back(admin, stub, project):
+    """What test_summary_switched_off waits on: a summary started by a run is pending until it is over."""
+    session_id, big = await fill(admin, stub, project)
+    stub.enqueue_for(is_summary_request, reply(NOTES, hold_after=0))  # held until released
+    stub.enqueue("PC2 is fine.")
+    assert (await admin.chat(project, f"check PC2: {words(big)}", session_id=session_id))["content"] == "PC2 is fine."
+    status, preview = await admin.get(sessions_path(project, session_id, "/context"))
+    assert status == 200 and preview["summary_pending"] is True
+    stub.release()
+    preview = await summaries_idle(admin, project, session_id)
+    assert len(summary_requests(stub)) == 1 and preview["summary_text"] == NOTES
 
 
 async def test_the_summary_survives_a_server_restart(tmp_path: Path, http):

@@ -8,9 +8,11 @@ run, or the next turn), stored with the session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -26,8 +28,11 @@ from gns3server.agent.gns3_copilot.agent.context.summary import (
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, _summarize, build_copilot_graph
 from gns3server.agent.gns3_copilot.agent.summary_writer import SummaryWriter
+from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
+from tests.support.streams import collect
 
+ALICE = User("u-alice", "alice", "token-alice")
 CONFIG = {"configurable": {"thread_id": "s1", "project_id": "p1"}}
 RUN_TIMEOUT = 30.0  # generous: a run that waited for a held summary would hang until the test's end
 SUMMARY_DEADLINE = 3.0  # a summary call that never answers is given up after this (seconds)
@@ -298,12 +303,41 @@ async def test_close_stores_what_landed_and_cancels_what_is_still_out():
     assert writer.landed("s1") is None
 
 
-async def test_summary_off_means_no_summary_call():
+@pytest.mark.parametrize("summary", [True, False])
+async def test_context_summary_false_means_no_summary_call(storage, summary):
+    """The setting as a user writes it in the LLM config, through the service that reads it; the
+    summary calls are counted once the session's writer is idle (a wrong one would still be pending)."""
     model, summary_model = ScriptedChatModel(), ScriptedChatModel()
-    model.enqueue("answer")
-    seen, state = await run(make_graph(model, summary_model, summary=False), long_history(12) + [HumanMessage("q")])
-    assert summary_model.calls == [] and state["context_window"]["start"] > 0
-    assert reports(seen)[0]["summary_tokens"] == 0
+
+    def make_tools(context):
+        @tool
+        def show(device: str) -> str:
+            """Show a device."""
+            return f"{device}: up"
+
+        return [show]
+
+    service = CopilotService(
+        storage, tools_factory=make_tools, is_context_length_error=lambda exc: False,
+        # Chat calls have the tool bound; the summary is asked without tools.
+        bind_tools=lambda tools, config: (model if tools else summary_model).bind_tools(tools),
+        client_factory=lambda token: contextlib.nullcontext(), load_topology=lambda client, project_id: asyncio.sleep(0),
+    )
+    llm = {"context_limit": 2, "model": "scripted", "context_summary": summary}
+    summary_model.enqueue(*["- notes"] * 10)
+    session_id, moved = None, False
+    for i in range(8):
+        model.enqueue(f"R{i} is fine. {words(120)}")
+        record, stream = await service.chat(ALICE, "p1", f"check R{i}: {words(120)}", session_id=session_id, llm_config=llm)
+        session_id = record.session_id
+        seen = await asyncio.wait_for(collect(stream), RUN_TIMEOUT)
+        assert seen[-1]["status"] == "completed", seen
+        moved = moved or any(r["window_moved"] or r["cut_planned"] for r in reports(seen))
+    assert moved  # the window cut (or planned a cut): where a summary would be written
+    await asyncio.wait_for(service.summaries_idle(session_id), RUN_TIMEOUT)
+    assert not service.summary_pending(session_id)
+    assert (len(summary_model.calls) > 0) is summary
+    assert all("running notes" in str(call[0].content) for call in summary_model.calls)
 
 
 async def test_a_long_summary_is_cut_to_its_bound():

@@ -351,7 +351,17 @@ class CopilotService:
             "context_window": values.get("context_window"),
             "context_summary": values.get("context_summary"),
         }
-        return dict((await asyncio.to_thread(settings.pre_model_hook, state))["context_report"])
+        report = dict((await asyncio.to_thread(settings.pre_model_hook, state))["context_report"])
+        report["summary_pending"] = self.summary_pending(session_id)
+        return report
+
+    def summary_pending(self, session_id: str) -> bool:
+        """A summary of this session is being written in the background (or waits for its model server)."""
+        return self._summaries.writing(session_id)
+
+    async def summaries_idle(self, session_id: str) -> None:
+        """Return once no summary of this session is being written or stored."""
+        await self._summaries.wait(session_id)
 
     async def history(self, user: User, session_id: str, *, reveal: bool = False) -> list[dict[str, Any]]:
         """The stored conversation. A fault-injection session's tool calls (the faults) are hidden
