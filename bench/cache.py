@@ -252,8 +252,8 @@ def write_per_request(rows: list[dict[str, Any]], out: TextIO, as_csv: bool = Fa
         return
     out.write("| " + " | ".join(PER_REQUEST_COLUMNS) + " |\n")
     out.write("|" + "---|" * len(PER_REQUEST_COLUMNS) + "\n")
-    for line in lines:
-        out.write("| " + " | ".join(f"{v:,}" if isinstance(v, int) else str(v) for v in line) + " |\n")
+    out.writelines("| " + " | ".join(f"{v:,}" if isinstance(v, int) else str(v) for v in line) + " |\n"
+                   for line in lines)
 
 
 def main() -> None:

@@ -84,8 +84,11 @@ def test_the_marker_is_placed_by_the_message_id_not_by_counting_turns(signed_in:
     stub.enqueue_for(is_summary_request, SUMMARY)
     stub.enqueue("PC2 is fine.")
     send_live(panel, f"check PC2: {words(room + report['message_budget'] // 10)}")  # the cut
-    preview = wait_for(panel.driver, lambda d: (lambda r: r if r["summary_text"] and not r["summary_pending"] else None)(
-        context(user_rest, pid, session_id)), "no summary stored")
+    def stored(driver: Any) -> dict[str, Any] | None:
+        report = context(user_rest, pid, session_id)
+        return report if report["summary_text"] and not report["summary_pending"] else None
+
+    preview = wait_for(panel.driver, stored, "no summary stored")
     history = user_rest.ok("GET", f"{COPILOT}/projects/{pid}/chat/sessions/{session_id}/history")
     messages = history["messages"] if isinstance(history, dict) else history
     users = [m for m in messages if m["role"] == "user"]

@@ -514,7 +514,7 @@ async def test_a_question_to_a_one_slot_server_cancels_the_summary_call_out_ther
     server = OneSlotServer(model)
     writer = SummaryWriter(RUNNING.__contains__, lambda url: bool(RUNNING))  # any run talks to the one server
     graph = make_graph(server, None, writer, summary_server=server.URL, summarize=server.summarize)
-    seen, state = await run(graph, long_history(12) + [HumanMessage("q1")], writer)
+    seen, _ = await run(graph, long_history(12) + [HumanMessage("q1")], writer)
     assert reports(seen)[0]["window_moved"] and text_of(seen) == "answer one"
     # The run has ended: the summary call goes out and takes the server's one slot.
     await asyncio.wait_for(server.summary_out.wait(), RUN_TIMEOUT)

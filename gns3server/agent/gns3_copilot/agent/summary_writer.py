@@ -109,13 +109,13 @@ class SummaryWriter:
     ) -> None:
         while server is not None and self._server_busy(server):  # not beside anyone's model calls there
             await self._run_ended.wait()
-        calling = (server, asyncio.current_task())
-        if server is not None:
-            self._calling[session_id] = calling  # from here until it returns, a question there cancels it
+        calling = None
+        if server is not None:  # from here until it returns, a question to that server cancels it
+            calling = self._calling[session_id] = (server, asyncio.current_task())
         try:
             result = await write()
         finally:
-            if self._calling.get(session_id) is calling:
+            if calling is not None and self._calling.get(session_id) is calling:
                 del self._calling[session_id]
         if result is None:
             return
