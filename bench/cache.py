@@ -32,19 +32,23 @@ the copilot starts one (when the next cut is planned, or at a cut no summary was
 ready for) and taken at the next question, as the graph does; the hook places it).
 
 Run: ``.venv/bin/python bench/cache.py`` (``--limits 8,16`` for those two only, at full
-size; ``--quick`` for a smoke run).
+size; ``--quick`` for a smoke run). ``--per-request [FILE]`` adds, after the tables, one row per
+request (conversation, limit, requests at, variant, request number, the message it is sent at,
+tokens sent, tokens of the longest prefix identical to the previous request's, whether the
+budget was full by then); to FILE if given (CSV if it ends in ``.csv``, else the same table).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import functools
 import random
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -137,8 +141,13 @@ def request_points(messages: list[BaseMessage], per: str) -> list[int]:
     return points
 
 
-def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], per: str = "call") -> dict[str, float]:
-    """Send the requests the copilot would send; measure what repeats the previous request."""
+def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], per: str = "call") -> dict[str, Any]:
+    """Send the requests the copilot would send; measure what repeats the previous request.
+
+    The figures over the whole replay, and ``per_request``: for each request, where it is sent
+    (``at``: index of the conversation's message), its tokens (``sent``), those of its longest
+    prefix identical to the previous request's (``shared``) and whether the budget was full by then.
+    """
     hook = _hook(limit, options)
     counter = TokenCounter()
     for i, message in enumerate(messages):  # ids, as the checkpointer gives them
@@ -149,6 +158,7 @@ def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], 
     full = False
     cached_full = total_full = new_full = uncached = requests_full = turns_full = saved_full = 0
     cuts = 0
+    per_request: list[dict[str, Any]] = []
     for index in starts:
         # A summary started at a planned cut (or at a cut it was not ready for) has come back
         # since: as in the graph, it is taken at the next question (the hook places it).
@@ -186,6 +196,7 @@ def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], 
         total = report["total_tokens"]
         uncached += total - shared
         full = full or report["messages_dropped"] > 0
+        per_request.append({"request": len(per_request) + 1, "at": index, "sent": total, "shared": shared, "full": full})
         if full:
             requests_full += 1
             cached_full += shared
@@ -201,6 +212,7 @@ def replay(messages: list[BaseMessage], limit: int, options: Mapping[str, Any], 
         "uncached": uncached,
         "turns_kept": turns_full / requests_full if requests_full else float("nan"),
         "masked_saved": saved_full / requests_full if requests_full else float("nan"),
+        "per_request": per_request,
     }
 
 
@@ -217,10 +229,39 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+PER_REQUEST_COLUMNS = ("conversation", "limit", "requests at", "variant", "request", "at message",
+                       "tokens sent", "shared prefix tokens", "budget full")
+
+
+def per_request_rows(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """One tuple per request of every replay in ``rows`` (the aggregate rows, with their ``per_request``)."""
+    return [
+        (r["profile"], f"{r['limit']}K", r["per"], r["variant"], q["request"], q["at"], q["sent"], q["shared"],
+         "yes" if q["full"] else "no")
+        for r in rows for q in r["per_request"]
+    ]
+
+
+def write_per_request(rows: list[dict[str, Any]], out: TextIO, as_csv: bool = False) -> None:
+    """The per-request table, as CSV or as a Markdown table like the others."""
+    lines = per_request_rows(rows)
+    if as_csv:
+        writer = csv.writer(out)
+        writer.writerow(PER_REQUEST_COLUMNS)
+        writer.writerows(lines)
+        return
+    out.write("| " + " | ".join(PER_REQUEST_COLUMNS) + " |\n")
+    out.write("|" + "---|" * len(PER_REQUEST_COLUMNS) + "\n")
+    out.writelines("| " + " | ".join(f"{v:,}" if isinstance(v, int) else str(v) for v in line) + " |\n"
+                   for line in lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="smaller conversations, for a smoke run")
     parser.add_argument("--limits", default="8,16,128", help="context limits to run, of 8,16,128 (full sizes)")
+    parser.add_argument("--per-request", nargs="?", const="-", metavar="FILE",
+                        help="also a row per request: printed, or written to FILE (CSV if it ends in .csv)")
     args = parser.parse_args()
     sizes = {8: 300, 16: 500, 128: 2000}
     cases = [(k, sizes[k]) for k in map(int, args.limits.split(","))] if not args.quick else [(8, 120), (16, 200)]
@@ -236,6 +277,13 @@ def main() -> None:
                                  **result, "vs_plain": result["uncached"] / plain_uncached})
                     print(f"  {profile} {limit}K {n} {per} {name}: done", file=sys.stderr, flush=True)
     print(table(rows))
+    if args.per_request == "-":
+        print()
+        write_per_request(rows, sys.stdout)
+    elif args.per_request:
+        with open(args.per_request, "w", encoding="utf-8", newline="") as out:
+            write_per_request(rows, out, as_csv=args.per_request.endswith(".csv"))
+        print(f"\nPer-request table written to {args.per_request}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -171,15 +171,65 @@ async def test_abort_while_the_summary_is_written_leaves_a_consistent_session(ad
     ]
 
 
+async def test_a_question_cancels_a_summary_call_out_to_the_same_local_server(admin, stub, project, gns3_server):
+    """A one-slot server (llama.cpp) would queue the question behind the summary call, for up to the
+    summary's 30 s: the run cancels it instead (the stub sees its client leave), and answers at once."""
+    session_id, big = await fill(admin, stub, project)
+    stub.enqueue_for(is_summary_request, reply(NOTES, hold_after=0))  # held, and never released
+    stub.enqueue("PC2 is fine.")
+    asked = len(stub.requests)
+    assert (await admin.chat(project, f"check PC2: {words(big)}", session_id=session_id))["content"] == "PC2 is fine."
+    await stub.wait_for_requests(asked + 2, STATE_DEADLINE)  # the summary call went out after the run
+    assert len(summary_requests(stub)) == 1 and stub.disconnects == 0
+    stub.enqueue("Thanks.")
+    result = await admin.chat(project, "thanks", session_id=session_id)
+    assert result["content"] == "Thanks." and result["status"] == "completed"
+    await stub.wait_for_disconnects(1, STATE_DEADLINE)  # the summary call, cancelled
+    log = gns3_server.log_file.read_text(errors="replace")
+    assert f"Summary call of session {session_id} cancelled: a question to the same model server goes first" in log
+    status, preview = await admin.get(sessions_path(project, session_id, "/context"))
+    assert status == 200 and preview["summary_text"] is None  # its turns are summarised at the next cut
+
+
+async def summaries_idle(admin: API, project: str, session_id: str) -> dict[str, Any]:
+    """The session's context preview once no summary of it is being written: a summary started by
+    a run is pending from that run on, and is sent to a local server only once the run has ended."""
+    deadline = asyncio.get_running_loop().time() + STATE_DEADLINE
+    while True:
+        status, preview = await admin.get(sessions_path(project, session_id, "/context"))
+        assert status == 200, preview
+        if preview["summary_pending"] is False:
+            return preview
+        assert asyncio.get_running_loop().time() < deadline, f"a summary still pending after {STATE_DEADLINE} s"
+        await asyncio.sleep(0.1)
+
+
 async def test_summary_switched_off(admin, stub, project):
     session_id, big = await fill(admin, stub, project, context_summary=False)
     asked = len(stub.requests)
+    stub.enqueue_for(is_summary_request, NOTES)  # what a wrongly started summary would get
     stub.enqueue("No summary.")
     async with admin.stream(project, message=f"check PC2: {words(big)}", session_id=session_id) as sse:
         events = await sse.rest()
-    assert answer(events) == "No summary." and len(stub.requests) == asked + 1
+    assert answer(events) == "No summary."
     report = next(e for e in events if e["type"] == "context")["report"]
     assert report["window_moved"] and report["summary_tokens"] == 0
+    preview = await summaries_idle(admin, project, session_id)
+    assert len(stub.requests) == asked + 1 and summary_requests(stub) == []
+    assert preview["summary_text"] is None
+
+
+async def test_a_summary_is_pending_until_it_comes_back(admin, stub, project):
+    """What test_summary_switched_off waits on: a summary started by a run is pending until it is over."""
+    session_id, big = await fill(admin, stub, project)
+    stub.enqueue_for(is_summary_request, reply(NOTES, hold_after=0))  # held until released
+    stub.enqueue("PC2 is fine.")
+    assert (await admin.chat(project, f"check PC2: {words(big)}", session_id=session_id))["content"] == "PC2 is fine."
+    status, preview = await admin.get(sessions_path(project, session_id, "/context"))
+    assert status == 200 and preview["summary_pending"] is True
+    stub.release()
+    preview = await summaries_idle(admin, project, session_id)
+    assert len(summary_requests(stub)) == 1 and preview["summary_text"] == NOTES
 
 
 async def test_the_summary_survives_a_server_restart(tmp_path: Path, http):
@@ -221,8 +271,10 @@ async def test_the_summary_survives_a_server_restart(tmp_path: Path, http):
 
 
 async def test_tokenizers_load_when_the_server_starts(gns3_server):
-    """Off the event loop, at start-up: the line is in the log before any chat (or soon after start)."""
+    """Off the event loop, at start-up: the line is in the log before any chat (or soon after start),
+    and no encoding was built on the event loop's thread (get_encoding logs a WARNING when one is)."""
     deadline = asyncio.get_running_loop().time() + 60
-    while "Tokenizers cl100k_base, o200k_base loaded in" not in gns3_server.log_file.read_text(errors="replace"):
+    while "Tokenizers cl100k_base, o200k_base loaded in" not in (log := gns3_server.log_file.read_text(errors="replace")):
         assert asyncio.get_running_loop().time() < deadline, "tokenizers not loaded within 60 s of start"
         await asyncio.sleep(0.2)  # polling the log file with a deadline: it has no event to wait on
+    assert "is being loaded on the event loop" not in log

@@ -8,12 +8,16 @@ run, or the next turn), stored with the session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
+from gns3server.agent.gns3_copilot.agent.context import counting, tokenizer
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.context.summary import (
     SUMMARY_END,
@@ -22,13 +26,16 @@ from gns3server.agent.gns3_copilot.agent.context.summary import (
     summary_bounds,
 )
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
-from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, build_copilot_graph
+from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, _summarize, build_copilot_graph
 from gns3server.agent.gns3_copilot.agent.summary_writer import SummaryWriter
+from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
+from tests.support.streams import collect
 
+ALICE = User("u-alice", "alice", "token-alice")
 CONFIG = {"configurable": {"thread_id": "s1", "project_id": "p1"}}
 RUN_TIMEOUT = 30.0  # generous: a run that waited for a held summary would hang until the test's end
-SUMMARY_DEADLINE = 3.0  # a summary call that never answers is given up after this (seconds)
+SUMMARY_DEADLINE = 1.0  # a summary call that never answers is given up after this (seconds)
 
 
 def words(n: int, word: str = "interface") -> str:
@@ -42,20 +49,23 @@ def long_history(turns: int) -> list:
     return history
 
 
-def make_graph(model, summary_model, writer=None, *, checkpointer=None, summary=True, timeout=30.0, tools=()):
+def make_graph(model, summary_model, writer=None, *, checkpointer=None, summary=True, timeout=30.0, tools=(),
+               summary_server=None, summarize=None):
     config = {"context_limit": 2, "context_summary": summary}
     hook = create_pre_model_hook("System.\n{{topology_info}}", lambda s: None, lambda: config, lambda: list(tools))
 
     async def load_topology(project_id):
         return None
 
-    async def summarize(request):
+    async def summarize_with_model(request):
         return await summary_model.ainvoke(request)
 
+    summarize = summarize or summarize_with_model
     settings = AgentSettings(
         tools=list(tools),
         mode="lab_automation",
         bind_tools=lambda tools: model,
+        summary_server=summary_server,
         pre_model_hook=hook,
         load_topology=load_topology,
         is_context_length_error=lambda exc: False,
@@ -203,18 +213,31 @@ async def test_a_failed_summary_falls_back_to_the_plain_cut(caplog):
 
 
 async def test_a_summary_that_never_answers_times_out_in_the_background(caplog):
+    """Whether the run or the timeout ends first on a busy machine does not matter here (that the
+    question never waits for a summary is the held-summary tests' point): the call is given up
+    after its timeout, with the log line, and nothing is stored."""
     caplog.set_level(logging.INFO)
-    model, summary_model = ScriptedChatModel(), ScriptedChatModel()
-    summary_model.enqueue(ScriptedResponse("too late", gate=asyncio.Event()))  # never released
+    model = ScriptedChatModel()
     model.enqueue("the answer")
+    asked, given_up = asyncio.Event(), asyncio.Event()
+
+    async def never_answers(request):
+        asked.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:  # only the summary's timeout ends it here
+            given_up.set()
+            raise
+
     writer = new_writer()
-    # Long enough that a scripted run on a busy machine answers first, short enough for a unit test.
-    graph = make_graph(model, summary_model, writer, timeout=SUMMARY_DEADLINE)
+    graph = make_graph(model, None, writer, timeout=SUMMARY_DEADLINE, summarize=never_answers)
     seen, _ = await run(graph, long_history(12) + [HumanMessage("q?")], writer)
-    assert text_of(seen) == "the answer" and writer.writing("s1")  # answered before the timeout
-    await asyncio.wait_for(writer.wait("s1"), RUN_TIMEOUT)
+    assert text_of(seen) == "the answer"
+    await asyncio.wait_for(asked.wait(), RUN_TIMEOUT)
+    await asyncio.wait_for(writer.wait("s1"), RUN_TIMEOUT)  # generous: a busy machine is slow
+    assert given_up.is_set() and not writer.writing("s1") and writer.landed("s1") is None
+    assert f"timed out after {SUMMARY_DEADLINE:.0f} s; the plain cut stays until the next cut" in caplog.text
     assert (await graph.aget_state(CONFIG)).values.get("context_summary") is None
-    assert f"timed out after {SUMMARY_DEADLINE:.0f} s" in caplog.text
 
 
 async def test_turns_a_failed_summary_missed_are_summarised_at_the_next_cut():
@@ -293,12 +316,41 @@ async def test_close_stores_what_landed_and_cancels_what_is_still_out():
     assert writer.landed("s1") is None
 
 
-async def test_summary_off_means_no_summary_call():
+@pytest.mark.parametrize("summary", [True, False])
+async def test_context_summary_false_means_no_summary_call(storage, summary):
+    """The setting as a user writes it in the LLM config, through the service that reads it; the
+    summary calls are counted once the session's writer is idle (a wrong one would still be pending)."""
     model, summary_model = ScriptedChatModel(), ScriptedChatModel()
-    model.enqueue("answer")
-    seen, state = await run(make_graph(model, summary_model, summary=False), long_history(12) + [HumanMessage("q")])
-    assert summary_model.calls == [] and state["context_window"]["start"] > 0
-    assert reports(seen)[0]["summary_tokens"] == 0
+
+    def make_tools(context):
+        @tool
+        def show(device: str) -> str:
+            """Show a device."""
+            return f"{device}: up"
+
+        return [show]
+
+    service = CopilotService(
+        storage, tools_factory=make_tools, is_context_length_error=lambda exc: False,
+        # Chat calls have the tool bound; the summary is asked without tools.
+        bind_tools=lambda tools, config: (model if tools else summary_model).bind_tools(tools),
+        client_factory=lambda token: contextlib.nullcontext(), load_topology=lambda client, project_id: asyncio.sleep(0),
+    )
+    llm = {"context_limit": 2, "model": "scripted", "context_summary": summary}
+    summary_model.enqueue(*["- notes"] * 10)
+    session_id, moved = None, False
+    for i in range(8):
+        model.enqueue(f"R{i} is fine. {words(120)}")
+        record, stream = await service.chat(ALICE, "p1", f"check R{i}: {words(120)}", session_id=session_id, llm_config=llm)
+        session_id = record.session_id
+        seen = await asyncio.wait_for(collect(stream), RUN_TIMEOUT)
+        assert seen[-1]["status"] == "completed", seen
+        moved = moved or any(r["window_moved"] or r["cut_planned"] for r in reports(seen))
+    assert moved  # the window cut (or planned a cut): where a summary would be written
+    await asyncio.wait_for(service.summaries_idle(session_id), RUN_TIMEOUT)
+    assert not service.summary_pending(session_id)
+    assert (len(summary_model.calls) > 0) is summary
+    assert all("running notes" in str(call[0].content) for call in summary_model.calls)
 
 
 async def test_a_long_summary_is_cut_to_its_bound():
@@ -397,3 +449,108 @@ async def test_the_summary_is_written_before_the_cut_and_arrives_with_it():
             previous = model.calls[-2]  # everything the previous request sent is sent again unchanged
             assert [m.content for m in request[: len(previous)]] == [m.content for m in previous]
     assert cuts >= 2 and plans == cuts + (1 if state["context_window"].get("planned") else 0)
+
+
+async def test_a_summary_never_loads_a_tokenizer_on_the_event_loop(monkeypatch, caplog):
+    """Building an encoding takes 0.3-0.6 s: on the event loop every request of the server would wait."""
+    caplog.set_level(logging.WARNING)
+    # A fresh cache: as on a server whose warm-up has not finished when the first summary is written.
+    fresh = functools.cache(tokenizer.get_encoding.__wrapped__)
+    monkeypatch.setattr(counting, "get_encoding", fresh)
+
+    async def summarize(request):
+        return AIMessage("- R0: fine")
+
+    settings = AgentSettings(
+        tools=[], mode="lab_automation", bind_tools=lambda tools: None, pre_model_hook=lambda state: {},
+        load_topology=lambda project_id: None, is_context_length_error=lambda exc: False, summarize=summarize,
+    )
+    history = long_history(4) + [HumanMessage("q", id="q")]
+    window = {"start": 8, "start_id": "h4"}
+    result = await _summarize(settings, history, None, window, {"encoding": "o200k_base", "message_budget": 6000})
+    assert result is not None and result[0]["text"] == "- R0: fine"
+    assert fresh.cache_info().currsize == 1  # loaded for this summary ...
+    assert "loaded on the event loop" not in caplog.text  # ... in a worker thread
+    fresh("cl100k_base")  # the check itself: a load on the loop says so
+    assert "Tokenizer cl100k_base is being loaded on the event loop" in caplog.text
+
+
+class OneSlotServer:
+    """A local model server that serves one request at a time (llama.cpp's default): the chat model
+    and the summary call share its slot; a summary call holds it until it is cancelled."""
+
+    URL = "http://127.0.0.1:8080/v1"
+
+    def __init__(self, model: ScriptedChatModel) -> None:
+        self.slot = asyncio.Lock()
+        self.model = model
+        self.summary_out = asyncio.Event()
+        self.summary_cancelled = asyncio.Event()
+
+    def bind(self, tools):
+        return self
+
+    async def astream(self, messages, config=None):
+        async with self.slot:  # a question queues here behind a summary call
+            async for chunk in self.model.astream(messages, config):
+                yield chunk
+
+    async def summarize(self, request):
+        async with self.slot:
+            self.summary_out.set()
+            try:
+                await asyncio.Event().wait()  # never answers: only a cancellation ends it
+            except asyncio.CancelledError:
+                self.summary_cancelled.set()
+                raise
+
+
+async def test_a_question_to_a_one_slot_server_cancels_the_summary_call_out_there(caplog):
+    """A summary call out to the run's own server would make the question wait (up to 30 s): it is
+    cancelled, the question goes at once, and its turns are summarised at the next cut."""
+    caplog.set_level(logging.INFO)
+    model = ScriptedChatModel()
+    model.enqueue("answer one", "answer two")
+    server = OneSlotServer(model)
+    writer = SummaryWriter(RUNNING.__contains__, lambda url: bool(RUNNING))  # any run talks to the one server
+    graph = make_graph(server, None, writer, summary_server=server.URL, summarize=server.summarize)
+    seen, _ = await run(graph, long_history(12) + [HumanMessage("q1")], writer)
+    assert reports(seen)[0]["window_moved"] and text_of(seen) == "answer one"
+    # The run has ended: the summary call goes out and takes the server's one slot.
+    await asyncio.wait_for(server.summary_out.wait(), RUN_TIMEOUT)
+    assert writer.writing("s1") and server.slot.locked()
+
+    seen, _ = await run(graph, [HumanMessage("q2")], writer)  # would wait RUN_TIMEOUT behind it
+    assert text_of(seen) == "answer two" and server.summary_cancelled.is_set()
+    assert "Summary call of session s1 cancelled: a question to the same model server goes first" in caplog.text
+    await asyncio.wait_for(writer.wait("s1"), RUN_TIMEOUT)
+    assert not writer.writing("s1") and writer.landed("s1") is None
+    assert (await graph.aget_state(CONFIG)).values.get("context_summary") is None  # summarised at the next cut
+
+
+async def test_make_way_cancels_only_the_calls_out_to_that_server():
+    calls = {name: asyncio.Event() for name in ("local", "other", "cloud")}
+    cancelled: set[str] = set()
+
+    def write(name):
+        async def call():
+            calls[name].set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.add(name)
+                raise
+        return call
+
+    writer = SummaryWriter(lambda session_id: False, lambda server: False)
+    assert writer.start("s-local", write("local"), server="http://a:8080/v1")
+    assert writer.start("s-other", write("other"), server="http://b:8080/v1")
+    assert writer.start("s-cloud", write("cloud"))  # a cloud provider: no server of its own
+    for event in calls.values():
+        await asyncio.wait_for(event.wait(), RUN_TIMEOUT)
+    assert writer.make_way("http://a:8080/v1") == 1
+    await asyncio.wait_for(writer.wait("s-local"), RUN_TIMEOUT)
+    assert cancelled == {"local"} and not writer.writing("s-local")
+    assert writer.writing("s-other") and writer.writing("s-cloud")
+    assert writer.make_way("http://a:8080/v1") == 0  # nothing left out there
+    await asyncio.wait_for(asyncio.gather(writer.cancel("s-other"), writer.cancel("s-cloud")), RUN_TIMEOUT)

@@ -19,7 +19,11 @@ from pydantic import SecretStr
 
 from gns3server.agent.gns3_copilot.agent import model_factory
 from gns3server.agent.gns3_copilot.agent.context.tokenizer import ENCODING_SPECS
-from gns3server.agent.gns3_copilot.agent.context_manager import CONTEXT_STRATEGY_RATIOS, resolve_budget
+from gns3server.agent.gns3_copilot.agent.context_manager import (
+    CONTEXT_STRATEGY_RATIOS,
+    resolve_budget,
+    resolve_window_settings,
+)
 from gns3server.agent.gns3_copilot.agent.llm_errors import LLMTimeoutError, provider_error
 from gns3server.agent.gns3_copilot.agent.model_factory import (
     LLMConfigError,
@@ -209,6 +213,44 @@ def test_schema_accepts_exactly_what_resolve_budget_accepts(limit: Any, strategy
     except LLMConfigError:
         schema_ok = False
     assert schema_ok == budget_ok
+
+
+# Values around and between the bounds of each history-window field, and of every wrong type.
+_WINDOW_VALUES = st.one_of(
+    st.sampled_from([0, 0.05, 0.0499999, 0.1, 0.0999999, 0.65, 1, 1.0, 1.0000001, 2, 999, 1000, 1001, 10**6, -1]),
+    st.integers(-5, 1100), st.floats(), st.booleans(), st.text(max_size=3), st.lists(st.integers(), max_size=1),
+)
+
+
+@given(
+    field=st.sampled_from(["context_low_water", "tool_output_share", "tool_output_turns", "context_summary",
+                           "mask_tool_outputs"]),
+    value=st.one_of(_WINDOW_VALUES, st.none()),
+)
+def test_schema_accepts_exactly_what_resolve_window_settings_accepts(field: str, value: Any) -> None:
+    config: dict[str, Any] = {"model": "m", "context_limit": 8}
+    if value is not None:  # None (the field absent) is the default for both
+        config[field] = value
+    try:
+        resolve_window_settings(config)
+        runtime_ok = True
+    except ValueError:
+        runtime_ok = False
+    try:
+        validate_llm_config(config)
+        schema_ok = True
+    except LLMConfigError:
+        schema_ok = False
+    assert schema_ok == runtime_ok, (field, value)
+
+
+def test_window_settings_errors_state_their_bounds() -> None:
+    for field, value, bounds in [("context_low_water", 1.5, "a number between 0.1 and 1"),
+                                 ("tool_output_share", 0.01, "a number between 0.05 and 1"),
+                                 ("tool_output_turns", 1001, "an integer between 1 and 1000")]:
+        with pytest.raises(ValueError) as info:
+            resolve_window_settings({field: value})
+        assert str(info.value) == f"Invalid {field}: {value!r} ({bounds})"
 
 
 def test_importing_does_no_work() -> None:

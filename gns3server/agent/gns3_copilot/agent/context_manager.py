@@ -68,6 +68,11 @@ DEFAULT_CONTEXT_STRATEGY = "balanced"
 # How far a provider's reported token counts may correct our estimate. Up to 4: a server
 # that HTML-escapes message text counts a JSON tool result at three times our count.
 TOKEN_SCALE_BOUNDS = (0.75, 4.0)
+# The history-window fields' ranges, both ends included (llm_config.schema.json says the same;
+# a unit test checks that the two accept exactly the same values).
+LOW_WATER_RANGE = (0.1, 1.0)
+TOOL_OUTPUT_SHARE_RANGE = (0.05, 1.0)
+TOOL_OUTPUT_TURNS_RANGE = (1, 1000)
 
 __all__ = [
     "CONTEXT_STRATEGY_RATIOS",
@@ -150,11 +155,12 @@ class WindowSettings(TypedDict):
 
 
 def _number_in(config: Mapping[str, Any], name: str, default: float, low: float, high: float) -> float:
+    """``config[name]`` if a number in ``low``-``high`` (both included, as the LLM-config schema says)."""
     value = config.get(name, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value <= high:
-        raise ValueError(f"Invalid {name}: {value!r} (a number greater than {low} and at most {high})")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ValueError(f"Invalid {name}: {value!r} (a number between {low:g} and {high:g})")
     return float(value)
 
 
@@ -162,8 +168,8 @@ def resolve_window_settings(llm_config: Mapping[str, Any] | None) -> WindowSetti
     """Validate the config's history-window fields (``context_low_water``, ``context_summary``,
     ``mask_tool_outputs``, ``tool_output_turns``, ``tool_output_share``) and fill in their defaults."""
     config = llm_config or {}
-    low_water = _number_in(config, "context_low_water", DEFAULT_LOW_WATER, 0.1 - 1e-9, 1.0)
-    share = _number_in(config, "tool_output_share", TOOL_OUTPUT_SHARE, 0.05 - 1e-9, 1.0)
+    low_water = _number_in(config, "context_low_water", DEFAULT_LOW_WATER, *LOW_WATER_RANGE)
+    share = _number_in(config, "tool_output_share", TOOL_OUTPUT_SHARE, *TOOL_OUTPUT_SHARE_RANGE)
     flags = {}
     for name in ("context_summary", "mask_tool_outputs"):
         value = config.get(name, True)
@@ -175,8 +181,9 @@ def resolve_window_settings(llm_config: Mapping[str, Any] | None) -> WindowSetti
     turns = config.get("tool_output_turns", DEFAULT_TOOL_OUTPUT_TURNS)
     if turns is None:
         turns = DEFAULT_TOOL_OUTPUT_TURNS
-    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
-        raise ValueError(f"Invalid tool_output_turns: {turns!r} (an integer of at least 1)")
+    low, high = TOOL_OUTPUT_TURNS_RANGE
+    if isinstance(turns, bool) or not isinstance(turns, int) or not low <= turns <= high:
+        raise ValueError(f"Invalid tool_output_turns: {turns!r} (an integer between {low} and {high})")
     return WindowSettings(
         low_water=low_water,
         summary=flags["context_summary"],

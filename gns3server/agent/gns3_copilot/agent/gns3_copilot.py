@@ -180,7 +180,8 @@ class AgentSettings:
     summarize: Callable[[list[BaseMessage]], Awaitable[AIMessage]] | None = None
     summary_timeout: float = DEFAULT_SUMMARY_TIMEOUT
     # A model server of its own (a local OpenAI-compatible server, often one request at a time):
-    # the summary call waits until no run talks to it instead of competing with their calls.
+    # the summary call waits until no run talks to it instead of competing with their calls, and a
+    # run that calls its model there cancels a summary call still out to it (its question goes first).
     summary_server: str | None = None
     # Writes summaries in the background (required with ``summarize``); shared by the runs of a server.
     summary_writer: SummaryWriter | None = None
@@ -290,12 +291,15 @@ async def _summarize(
     if not isinstance(start, int) or start <= since:
         return None
     dropped = list(messages[since:start])
-    counter = TokenCounter(report.get("encoding", DEFAULT_ENCODING))
+    encoding = report.get("encoding", DEFAULT_ENCODING)
     # Bounded by the model's own budget: an 8K model gets a short summary and a short request.
     max_tokens, max_input = summary_bounds(int(report.get("message_budget") or 0))
-    request = await asyncio.to_thread(
-        summary_request, restored["text"] if restored else None, dropped, counter, max_input, max_tokens
-    )
+
+    def prepare() -> tuple[TokenCounter, list[BaseMessage]]:
+        counter = TokenCounter(encoding)  # may load the tokenizer's files: never on the event loop
+        return counter, summary_request(restored["text"] if restored else None, dropped, counter, max_input, max_tokens)
+
+    counter, request = await asyncio.to_thread(prepare)
     try:
         reply = await asyncio.wait_for(settings.summarize(request), settings.summary_timeout)
     except TimeoutError:
@@ -313,7 +317,8 @@ async def _summarize(
         logger.warning("Summary of %d dropped message(s) came back empty; keeping the plain cut", len(dropped))
         return None
     turns = (restored["turns"] if restored else 0) + count_turns(dropped)
-    logger.info("Conversation summary updated: %d turn(s) summarised in %d tokens", turns, counter.text(text))
+    tokens = await asyncio.to_thread(counter.text, text)
+    logger.info("Conversation summary updated: %d turn(s) summarised in %d tokens", turns, tokens)
     summary = {"text": text, "until": start, "until_id": window.get("start_id"), "turns": turns}
     return summary, _add_usage({}, reply)
 
@@ -507,6 +512,10 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         run_usage = dict(state.get("usage") or {})
         thread_id = str((config.get("configurable") or {}).get("thread_id") or "")
         summary = take_landed_summary(thread_id, messages, state.get("context_summary"), run_usage)
+        if summaries is not None and settings.summary_server is not None:
+            # This run talks to its model server from here: a background summary call out to the same
+            # server (one slot, often) would make its question wait, up to the summary's timeout.
+            summaries.make_way(settings.summary_server)
         tools_cost = await settings.measure_tools() if settings.measure_tools is not None and offer_tools else None
         samples = state.get("token_scale_samples", 0)
         framing = state.get("token_framing")

@@ -14,6 +14,9 @@ in progress. Rules, per session:
   server, so it never overlaps a conversation's model calls (this session's or
   another's): such a server queues the second request or, as llama-cpp-python's
   does by default (``interrupt_requests``), ends the answer it is streaming;
+- and once it is out, a run that starts talking to that server cancels it
+  (:meth:`make_way`): the question would otherwise queue behind it for up to the
+  summary's timeout. Its turns are summarised at the next cut, as after a failure;
 - a write never outlives its own timeout (the caller bounds ``write``), and
   :meth:`cancel` (a deleted session) and :meth:`close` (the server stopping)
   end every task cleanly: landed summaries are stored first, unfinished calls
@@ -59,6 +62,8 @@ class SummaryWriter:
         self._landed: dict[str, Landed] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: dict[str, set[asyncio.Task[None]]] = {}
+        # session -> (the server of its own its summary call is out to, the task making it)
+        self._calling: dict[str, tuple[str, asyncio.Task[Any] | None]] = {}
         self._closed = False
         self._run_ended = asyncio.Event()  # replaced each time a run ends (wakes every waiter)
 
@@ -104,7 +109,14 @@ class SummaryWriter:
     ) -> None:
         while server is not None and self._server_busy(server):  # not beside anyone's model calls there
             await self._run_ended.wait()
-        result = await write()
+        calling = None
+        if server is not None:  # from here until it returns, a question to that server cancels it
+            calling = self._calling[session_id] = (server, asyncio.current_task())
+        try:
+            result = await write()
+        finally:
+            if calling is not None and self._calling.get(session_id) is calling:
+                del self._calling[session_id]
         if result is None:
             return
         summary, usage = result
@@ -158,6 +170,25 @@ class SummaryWriter:
                 return
             if stored and self._landed.get(session_id) is landed:
                 del self._landed[session_id]
+
+    def make_way(self, server: str) -> int:
+        """A run starts talking to ``server``: cancel the summary calls out to it (how many were).
+
+        A server of one slot would make the run's question wait behind them; each
+        cancelled summary's turns are summarised at the next cut.
+        """
+        cancelled = 0
+        for session_id, (busy, task) in list(self._calling.items()):
+            if busy != server or task is None or task.done():
+                continue
+            del self._calling[session_id]
+            if self._writing.get(session_id) is task:
+                del self._writing[session_id]  # a cut of the new run may start the next one at once
+            task.cancel()
+            cancelled += 1
+            log.info("Summary call of session %s cancelled: a question to the same model server goes first; "
+                     "its turns are summarised at the next cut", session_id)
+        return cancelled
 
     def after_run(self, session_id: str) -> None:
         """A run of the session ended: summaries waiting for its server look again; what landed is stored."""

@@ -351,7 +351,17 @@ class CopilotService:
             "context_window": values.get("context_window"),
             "context_summary": values.get("context_summary"),
         }
-        return dict((await asyncio.to_thread(settings.pre_model_hook, state))["context_report"])
+        report = dict((await asyncio.to_thread(settings.pre_model_hook, state))["context_report"])
+        report["summary_pending"] = self.summary_pending(session_id)
+        return report
+
+    def summary_pending(self, session_id: str) -> bool:
+        """A summary of this session is being written in the background (or waits for its model server)."""
+        return self._summaries.writing(session_id)
+
+    async def summaries_idle(self, session_id: str) -> None:
+        """Return once no summary of this session is being written or stored."""
+        await self._summaries.wait(session_id)
 
     async def history(self, user: User, session_id: str, *, reveal: bool = False) -> list[dict[str, Any]]:
         """The stored conversation. A fault-injection session's tool calls (the faults) are hidden
@@ -381,11 +391,14 @@ class CopilotService:
         session_id: str | None = None,
         mode: str = "lab_automation",
         kind: str = "chat",
+        message_id: str | None = None,
     ) -> tuple[SessionRecord, AsyncIterator[Event]]:
         """Start a run; returns the session and its events (ending with ``done``).
 
         ``kind`` is ``fault_injection`` for ``chat/inject``: the session's runs use the
         fault-injection prompt and record the lab-changing tool calls as faults.
+        ``message_id``: the id the question is stored with (the history and the budget
+        report's ``summary_until_id`` name it; a new one when absent).
         Closing the event iterator early cancels the run, as a disconnect should.
         """
         check_mode(mode)
@@ -408,7 +421,7 @@ class CopilotService:
             raise ConfirmationPendingError(
                 f"Session {record.session_id} is waiting for you to approve or reject: {names}{late}"
             )
-        start = {"messages": [HumanMessage(message)], "llm_calls": 0, "usage": {}}
+        start = {"messages": [HumanMessage(message, id=message_id or str(uuid.uuid4()))], "llm_calls": 0, "usage": {}}
         return record, self._start(record, user, start, dict(llm_config), mode)
 
     async def confirm(

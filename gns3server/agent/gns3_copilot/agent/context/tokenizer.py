@@ -13,6 +13,7 @@ worker thread at start-up to keep that cost off the event loop.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import functools
 import gzip
@@ -152,10 +153,27 @@ def load_ranks(name: str) -> dict[bytes, int]:
     return _parse_ranks(contents)
 
 
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 @functools.cache
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
-    """The (process-wide, immutable) encoding ``name``, built once from local data."""
+    """The (process-wide, immutable) encoding ``name``, built once from local data.
+
+    Building it on an event loop's thread stalls every request of the server for the
+    time it takes: that is logged (a WARNING), so that a test or an operator sees it.
+    """
     spec = _spec(name)
+    if _on_event_loop():
+        logging.getLogger(__name__).warning(
+            "Tokenizer %s is being loaded on the event loop (it stalls the server meanwhile); "
+            "load it in a worker thread", name,
+        )
     return tiktoken.Encoding(
         name=spec.name,
         pat_str=spec.pattern,

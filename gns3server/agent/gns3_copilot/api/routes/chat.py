@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Mapping
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -18,6 +19,9 @@ log = logging.getLogger(__name__)
 router = APIRouter()
 
 SESSION_HEADER = "X-Copilot-Session-Id"
+# The id the question is stored with: the panel finds it in the history and in the budget
+# report (``summary_until_id``, where the summary marker goes) without reloading the history.
+MESSAGE_HEADER = "X-Copilot-Message-Id"
 
 
 @router.post(
@@ -50,10 +54,12 @@ async def chat_stream(
         await session_for_chat(state, user, body.session_id, project_id)
     llm_config = await state.llm_config_for_run(user, body.llm_config_id, groups)
     mode = state.mode(body.mode, llm_config)
+    message_id = str(uuid.uuid4())
     record, events = await state.service.chat(
-        user, project_id, body.message, llm_config=llm_config, session_id=body.session_id, mode=mode
+        user, project_id, body.message, llm_config=llm_config, session_id=body.session_id, mode=mode,
+        message_id=message_id,
     )
-    return await respond(request, record.session_id, events, body.stream)
+    return await respond(request, record.session_id, events, body.stream, {MESSAGE_HEADER: message_id})
 
 
 @router.post(
@@ -91,9 +97,11 @@ async def confirm(
     return await respond(request, record.session_id, events, body.stream)
 
 
-async def respond(request: Request, session_id: str, events: AsyncIterator[Event], stream: bool) -> Response:
-    """The run as SSE, or gathered into one JSON answer (``stream: false``)."""
-    headers = {SESSION_HEADER: session_id}
+async def respond(
+    request: Request, session_id: str, events: AsyncIterator[Event], stream: bool, extra: Mapping[str, str] | None = None
+) -> Response:
+    """The run as SSE, or gathered into one JSON answer (``stream: false``); ``extra``: more headers."""
+    headers = {SESSION_HEADER: session_id, **(extra or {})}
     if not stream:
         result = await unless_disconnected(request.receive, gather_result(session_id, events))
         if result is None:  # the client left; its run was cancelled

@@ -113,15 +113,16 @@ export class Api {
   /**
    * Start a run and iterate its events (`{type, ...}` objects, in order).
    * `onSession(id)` is called as soon as the session id is known (response
-   * header, or the first event that carries one). Aborting `signal` closes the
+   * header, or the first event that carries one); `onMessage(id)` with the id the
+   * message is stored with (response header). Aborting `signal` closes the
    * connection, which cancels the run on the server. `llmConfigId`: one of
    * the user's LLM configs (absent: the user's default, else the server's).
    */
-  chat(projectId, { message, sessionId, mode, llmConfigId }, { signal, onSession } = {}) {
+  chat(projectId, { message, sessionId, mode, llmConfigId }, { signal, onSession, onMessage } = {}) {
     const payload = { message, stream: true, mode };
     if (sessionId) payload.session_id = sessionId;
     if (llmConfigId) payload.llm_config_id = llmConfigId;
-    return this.eventStream(`${this.chatBase(projectId)}/stream`, payload, { signal, onSession });
+    return this.eventStream(`${this.chatBase(projectId)}/stream`, payload, { signal, onSession, onMessage });
   }
 
   /**
@@ -138,7 +139,7 @@ export class Api {
       { signal, onSession });
   }
 
-  async *eventStream(url, payload, { signal, onSession } = {}) {
+  async *eventStream(url, payload, { signal, onSession, onMessage } = {}) {
     const response = await fetch(url, {
       method: "POST",
       headers: this.headers({ "Content-Type": "application/json", Accept: "text/event-stream" }),
@@ -152,6 +153,8 @@ export class Api {
     }
     const headerSession = response.headers.get("X-Copilot-Session-Id");
     if (headerSession && onSession) onSession(headerSession);
+    const headerMessage = response.headers.get("X-Copilot-Message-Id");
+    if (headerMessage && onMessage) onMessage(headerMessage);
     yield* parseEventStream(response.body, (event) => {
       if (onSession && typeof event.session_id === "string") onSession(event.session_id);
     });

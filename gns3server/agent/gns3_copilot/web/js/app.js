@@ -432,9 +432,11 @@ function scrollDown(force = false) {
   if (force || box.dataset.follow !== "false") box.scrollTop = box.scrollHeight;
 }
 
-function userBubble(text) {
+/** A user message; `id`: the id it is stored with (the summary marker is placed by it). */
+function userBubble(text, id) {
   const item = el("article", "message message-user");
   item.setAttribute("aria-label", "You");
+  if (id) item.dataset.messageId = id;
   item.append(el("div", "bubble", text));
   return item;
 }
@@ -511,7 +513,7 @@ function renderHistory(messages) {
   for (const message of messages) {
     if (message.role === "user") {
       turn = null;
-      box.append(userBubble(message.content));
+      box.append(userBubble(message.content, message.id));
     } else if (message.role === "assistant") {
       if (!turn) {
         turn = new Turn();
@@ -628,10 +630,14 @@ function showSummaryMarker(report) {
   const cost = report.summary_tokens ? ` (${report.summary_tokens} tokens)` : "";
   marker.firstChild.textContent = `Earlier conversation summarised: ${turns} turn${turns === 1 ? "" : "s"}${cost}`;
   marker.lastChild.textContent = report.summary_text;
-  // The summary covers the first `turns` user turns: it goes before the next user message.
-  const anchor = box.querySelectorAll(".message-user")[turns];
+  // Right after what the summary covers: before the message the report names as the first one
+  // after it. Not shown here (an id the page does not know): at the top of the conversation.
+  const until = report.summary_until_id;
+  const anchor = until
+    ? [...box.querySelectorAll(".message-user")].find((node) => node.dataset.messageId === until)
+    : null;
   if (anchor) box.insertBefore(marker, anchor);
-  else box.append(marker);
+  else box.insertBefore(marker, box.querySelector(".message"));
 }
 
 async function refreshMeter(sessionId, token) {
@@ -674,7 +680,7 @@ async function send(text) {
   $("prompt").value = "";
   await runTurn((run, signal, adopt) => state.api.chat(state.projectId,
     { message, sessionId: state.sessionId, mode: state.mode, llmConfigId: run.llmConfigId || undefined },
-    { signal, onSession: adopt }), (error) => {
+    { signal, onSession: adopt, onMessage: (id) => { question.dataset.messageId = id; } }), (error) => {
     // Refused before the run started: nothing was sent, so the text goes back in the box.
     question.remove();
     if (!box.querySelector(".message")) $("empty-chat").hidden = false;
