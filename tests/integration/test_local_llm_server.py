@@ -58,7 +58,7 @@ async def _superadmin(privilege: str, path: str) -> str:
 
 @pytest.fixture
 async def copilot(tmp_path, gns3_server):
-    """The service as the server builds it: all seven tools (console ones included)."""
+    """The service as the server builds it: all eight tools (console ones included)."""
     storage = await open_sqlite_storage(tmp_path / "copilot")
     console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(tmp_path / "audit"), lambda user_id: _superadmin)
     service = CopilotService(
@@ -106,7 +106,7 @@ async def test_turns_complete_fit_the_window_and_keep_earlier_turns_at_2k(llama,
     _, _second = await _turn(copilot, admin, project_id, "What is a router?", config, record.session_id)
     _, third = await _turn(copilot, admin, project_id, "What is my lab called?", config, record.session_id)
 
-    # Earlier turns are still in the request at 2K (the default mode, all seven tools allowed).
+    # Earlier turns are still in the request at 2K (the default mode, all eight tools allowed).
     last = _reports(third)[0]
     assert last["tool_offer"] in ("compact", "essential")
     assert last["messages_in"] >= 5 and last["messages_out"] >= 3, last

@@ -53,7 +53,7 @@ DEFAULT_ANSWER_SHARE = 8
 # Weight of a new observation once a few have been seen (the first ones count more).
 SMOOTHING_WEIGHT = 0.3
 # The least room a configured max_tokens must leave in the window for the prompt: the short
-# system prompt and the essential tools (about 420 tokens, docs/llm-config.md) and a short
+# system prompt and the essential tools (about 380 tokens, docs/llm-config.md) and a short
 # question. The default reply reserve leaves more at every window (744 at 1K).
 MIN_PROMPT_TOKENS = 512
 # Tokens a chat template adds around each message before any usage says: what our own count
