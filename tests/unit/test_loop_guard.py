@@ -49,3 +49,36 @@ def test_a_call_repeated_three_times_is_seen_whatever_its_outcome():
     assert not repeats_a_call(turn)
     assert repeats_a_call(turn + _attempt(3, {}, "success"))
     assert not repeats_a_call([HumanMessage("old")] + turn[1:] + _attempt(3, {}) + [HumanMessage("new")])
+
+
+def _junk_attempt(n: int, raw: str, name: str | None = "gns3_topology") -> list:
+    """A call whose arguments are not JSON, answered with an error as the tools node does."""
+    call_id = f"j{n}"
+    return [
+        AIMessage("", invalid_tool_calls=[{"name": name, "args": raw, "id": call_id, "error": None}]),
+        ToolMessage(f"Error: the arguments of {name} are not valid JSON: {raw}", tool_call_id=call_id,
+                    name=name, status="error"),
+    ]
+
+
+def test_three_identical_calls_with_unparsable_arguments_stop_the_turn():
+    # SmolLM2 at 2K repeated the same junk until the step limit: they fail the same way every time.
+    turn = [HumanMessage("go")] + _junk_attempt(1, "{x, x") + _junk_attempt(2, "{x, x")
+    assert repeated_failure_answer(turn) is None
+    answer = repeated_failure_answer(turn + _junk_attempt(3, "{x, x"))
+    assert answer is not None and answer.startswith("I stopped: the tool gns3_topology failed 3 times")
+    assert "not valid JSON: {x, x" in answer
+    nameless = [HumanMessage("go")] + [m for n in range(3) for m in _junk_attempt(n, "{", name=None)]
+    assert (repeated_failure_answer(nameless) or "").startswith("I stopped: the tool (unnamed) failed 3 times")
+
+
+def test_unparsable_arguments_count_only_when_the_same_and_in_the_turn():
+    varied = [HumanMessage("go")] + _junk_attempt(1, "{a") + _junk_attempt(2, "{b") + _junk_attempt(3, "{c")
+    assert repeated_failure_answer(varied) is None
+    other_tools = [HumanMessage("go")] + _junk_attempt(1, "{a", "t1") + _junk_attempt(2, "{a", "t2") + _junk_attempt(3, "{a", "t3")
+    assert repeated_failure_answer(other_tools) is None
+    earlier = [HumanMessage("old")] + _junk_attempt(1, "{a") + _junk_attempt(2, "{a")
+    assert repeated_failure_answer(earlier + [HumanMessage("new")] + _junk_attempt(3, "{a")) is None
+    # Raw text that happens to be a valid call's JSON is not that call: the two never add up.
+    mixed = [HumanMessage("go")] + _attempt(1, {}) + _attempt(2, {}) + _junk_attempt(3, "{}")
+    assert repeated_failure_answer(mixed) is None

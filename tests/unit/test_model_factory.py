@@ -127,6 +127,24 @@ def test_missing_required_field(missing: str) -> None:
     assert (info.value.field, info.value.rule) == (missing, "required")
 
 
+@pytest.mark.parametrize(("context_limit", "max_tokens"), [(2, 5000), (2, 2000), (2, 1489), (1, 1000), (8, 7600)])
+def test_a_max_tokens_that_leaves_the_prompt_no_room_in_the_window_is_refused(context_limit: int, max_tokens: int) -> None:
+    # The reply's room comes out of the window: the prompt must keep at least 512 tokens of it.
+    with pytest.raises(LLMConfigError) as info:
+        validate_llm_config({**BASE, "context_limit": context_limit, "max_tokens": max_tokens})
+    assert (info.value.field, info.value.rule) == ("max_tokens", "window")
+    assert str(info.value) == (
+        "max_tokens: must leave at least 512 tokens of the context window for the prompt: "
+        "at most context_limit * 1000 - 512"
+    )
+    assert info.value.errors == [("max_tokens", "window", str(info.value).removeprefix("max_tokens: "))]
+
+
+def test_a_max_tokens_that_leaves_the_prompt_its_room_is_kept() -> None:
+    assert validate_llm_config({**BASE, "context_limit": 2, "max_tokens": 1488})["max_tokens"] == 1488
+    assert "max_tokens" not in validate_llm_config({**BASE, "context_limit": 1})  # the default fits any window
+
+
 def test_every_problem_is_listed_once_per_field() -> None:
     with pytest.raises(LLMConfigError) as info:
         validate_llm_config({"model": "", "temperature": 9, "apikey": SECRET})

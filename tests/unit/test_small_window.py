@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
+from pathlib import Path
 
 import pytest
 
+from gns3server.agent.gns3_copilot.agent.context.calibration import answer_tokens
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
+from gns3server.agent.gns3_copilot.agent.context_manager import resolve_budget
+from gns3server.agent.gns3_copilot.agent.gns3_copilot import tools_for_mode
 from gns3server.agent.gns3_copilot.agent.prompts import compact_system_prompt_for, system_prompt_for
 from gns3server.agent.gns3_copilot.agent.small_window import ESSENTIAL_TOOLS, FIXED_SHARE, compact_tool, fit_to_window
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
@@ -36,6 +41,38 @@ def test_each_window_gets_the_richest_offer_that_fits(tools, limit, level):
     assert chosen.level == level
     assert chosen.fixed_tokens <= chosen.budget * FIXED_SHARE
     assert chosen.fixed_tokens == COUNTER.tools(chosen.tools) + COUNTER.text(chosen.system_prompt)
+
+
+LLM_CONFIG_DOC = Path(__file__).resolve().parents[2] / "docs" / "llm-config.md"
+NUMBER_WORDS = {"three": 3, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+TABLE_ROW = re.compile(
+    r"^\| (\d+) \| ([\d,]+) \| ([\d,]+) \| (full|compact|essential) \((\d+) tools[^|]*\| ~([\d,]+) \| ~([\d,]+)", re.MULTILINE
+)
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def test_the_documented_window_table_is_what_the_code_offers(tools):
+    """docs/llm-config.md's "what each window gets" (it once said 4K got the full offer, and seven tools)."""
+    doc = LLM_CONFIG_DOC.read_text(encoding="utf-8")
+    heading = re.search(r"What each window gets with the (\w+) tools of lab-automation mode", doc)
+    assert heading is not None and NUMBER_WORDS[heading.group(1)] == len(tools_for_mode(tools, "lab_automation"))
+    rows = TABLE_ROW.findall(doc)
+    assert [int(r[0]) for r in rows] == [2, 3, 4, 5, 8, 32]
+    for limit, reply, budget, level, count, fixed, left in rows:
+        config = {"context_limit": int(limit)}
+        chosen = fit(tools, int(limit))
+        assert (chosen.level, len(chosen.tools)) == (level, int(count)), limit
+        assert (_number(reply), _number(budget)) == (answer_tokens(config), resolve_budget(config)["budget"]), limit
+        assert _number(fixed) == pytest.approx(chosen.fixed_tokens, rel=0.05), limit
+        assert _number(left) == pytest.approx(resolve_budget(config)["budget"] - chosen.fixed_tokens, rel=0.05), limit
+    teaching = re.search(r"Teaching mode's (\w+) read-only tools go in full from 2K \(~([\d,]+) tokens", doc)
+    assert teaching is not None
+    chosen = fit(tools_for_mode(tools, "teaching"), 2, "teaching")
+    assert (chosen.level, len(chosen.tools)) == ("full", NUMBER_WORDS[teaching.group(1)])
+    assert _number(teaching.group(2)) == pytest.approx(chosen.fixed_tokens, rel=0.05)
 
 
 def test_the_essential_offer_keeps_the_essential_tools_compact(tools):

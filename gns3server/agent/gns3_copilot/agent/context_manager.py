@@ -35,7 +35,7 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 
-from .context.calibration import answer_tokens, capped_budget
+from .context.calibration import answer_tokens, capped_budget, max_tokens_problem
 from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter, content_text, json_text
 from .context.injection import TOPOLOGY_SHARE, TopologyText, fit_topology, inject
 from .context.summary import (
@@ -137,6 +137,10 @@ def resolve_budget(llm_config: Mapping[str, Any] | None) -> ContextBudget:
         allowed = ", ".join(sorted(CONTEXT_STRATEGY_RATIOS))
         raise ValueError(f"Invalid context_strategy: {strategy!r} (allowed: {allowed})")
     ratio = CONTEXT_STRATEGY_RATIOS[strategy]
+    # issue 15: a reply reserve that leaves the prompt (almost) no room cannot be honoured.
+    problem = max_tokens_problem(limit, config.get("max_tokens"))
+    if problem is not None:
+        raise ValueError(f"Invalid max_tokens: {config['max_tokens']!r} ({problem})")
     return ContextBudget(
         context_limit=limit,
         strategy=strategy,

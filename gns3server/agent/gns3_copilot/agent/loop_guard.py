@@ -4,7 +4,10 @@ Small models, shown an error, often call the same tool with the same arguments
 again, until the step limit (25 calls, minutes of a local server's time). Three
 identical failures in one turn are enough to know it will not get better: the run
 ends with a plain answer that says what failed, instead of another model call
-(:func:`repeated_failure_answer`). A call repeated as often that succeeded has
+(:func:`repeated_failure_answer`). Calls whose arguments are not valid JSON
+(LangChain's ``invalid_tool_calls``, answered with an error) count the same way, by
+name and raw arguments: a small model repeating the same junk would otherwise run to
+the step limit. A call repeated as often that succeeded has
 given the model what it will give: the next model call is made without tools, so
 that it answers from what it has (:func:`repeats_a_call`).
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -32,6 +36,14 @@ REPEATED_FAILURE_MESSAGE = (
 )
 
 
+# (tool name, "json" for parsed arguments or "raw" for unparsable ones, the arguments' text)
+_CallKey = tuple[str, str, str]
+
+
+def _key(name: str, args: Any) -> _CallKey:
+    return (name, "json", json.dumps(args or {}, sort_keys=True, default=str))
+
+
 def _current_turn(messages: Sequence[BaseMessage]) -> Sequence[BaseMessage]:
     for index in range(len(messages) - 1, -1, -1):
         if isinstance(messages[index], HumanMessage):
@@ -43,15 +55,18 @@ def repeated_failure_answer(messages: Sequence[BaseMessage], limit: int = REPEAT
     """The answer to give instead of calling the model again, or None to go on.
 
     Counts, within the current turn, tool calls with the same name and arguments
-    whose result was an error; ``limit`` of them end the run.
+    whose result was an error (unparsable arguments compared as sent); ``limit`` of
+    them end the run.
     """
-    calls: dict[str, tuple[str, str]] = {}
-    failures: Counter[tuple[str, str]] = Counter()
-    last_error: dict[tuple[str, str], str] = {}
+    calls: dict[str, _CallKey] = {}
+    failures: Counter[_CallKey] = Counter()
+    last_error: dict[_CallKey, str] = {}
     for message in _current_turn(messages):
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                calls[call.get("id") or ""] = (call["name"], json.dumps(call.get("args") or {}, sort_keys=True, default=str))
+                calls[call.get("id") or ""] = _key(call["name"], call.get("args"))
+            for bad in message.invalid_tool_calls:
+                calls[bad.get("id") or ""] = (bad.get("name") or "", "raw", str(bad.get("args") or ""))
         elif isinstance(message, ToolMessage) and message.status == "error":
             key = calls.get(message.tool_call_id)
             if key is not None:
@@ -62,15 +77,15 @@ def repeated_failure_answer(messages: Sequence[BaseMessage], limit: int = REPEAT
             error = last_error[key]
             if len(error) > ERROR_EXCERPT_CHARS:
                 error = error[:ERROR_EXCERPT_CHARS] + " [...]"
-            return REPEATED_FAILURE_MESSAGE.format(name=key[0], n=count, error=error)
+            return REPEATED_FAILURE_MESSAGE.format(name=key[0] or "(unnamed)", n=count, error=error)
     return None
 
 
 def repeats_a_call(messages: Sequence[BaseMessage], limit: int = REPEATED_FAILURE_LIMIT) -> bool:
     """Whether the current turn has made the same tool call (name and arguments) ``limit`` times."""
-    seen: Counter[tuple[str, str]] = Counter()
+    seen: Counter[_CallKey] = Counter()
     for message in _current_turn(messages):
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                seen[(call["name"], json.dumps(call.get("args") or {}, sort_keys=True, default=str))] += 1
+                seen[_key(call["name"], call.get("args"))] += 1
     return any(count >= limit for count in seen.values())

@@ -34,7 +34,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
 from ..errors import CopilotError, ErrorKind
-from .context.calibration import answer_tokens
+from .context.calibration import answer_tokens, max_tokens_problem
 from .context_manager import resolve_budget
 
 log = logging.getLogger(__name__)
@@ -148,10 +148,18 @@ CREDENTIALS_IN_URL = (
 
 def _semantic_problems(config: Any) -> list[tuple[str | None, str, str]]:
     """Rules a JSON Schema cannot say with a clear message."""
-    base_url = config.get("base_url") if isinstance(config, Mapping) else None
+    if not isinstance(config, Mapping):
+        return []
+    problems: list[tuple[str | None, str, str]] = []
+    base_url = config.get("base_url")
     if isinstance(base_url, str) and URL_CREDENTIALS.match(base_url):
-        return [("base_url", "credentials", CREDENTIALS_IN_URL)]
-    return []
+        problems.append(("base_url", "credentials", CREDENTIALS_IN_URL))
+    # The reply's room comes out of the window (issue 15): one that leaves the prompt no room
+    # would make every request overflow it.
+    window = max_tokens_problem(config.get("context_limit"), config.get("max_tokens"))
+    if window is not None:
+        problems.append(("max_tokens", "window", window))
+    return problems
 
 
 def _short(name: object) -> str:

@@ -6,7 +6,8 @@ Two problems seen with small local models (issue 15):
   prompt that fitted still overflows. :func:`answer_tokens` is the output reserve
   (the config's ``max_tokens``, else :func:`default_max_tokens` scaled to the
   window); the model factory sends it and :func:`capped_budget` keeps the prompt
-  below the window minus it.
+  below the window minus it. A ``max_tokens`` that would leave the prompt less than
+  :data:`MIN_PROMPT_TOKENS` of the window is refused (:func:`max_tokens_problem`).
 - The correction factor (provider tokens per token we estimate) came from the
   previous call alone and swung 0.75-1.5; below 1 it grew the budget up to the
   whole window. :func:`smoothed_scale` averages observations geometrically with a
@@ -30,6 +31,7 @@ from typing import Any
 __all__ = [
     "MIN_DEFAULT_MAX_TOKENS",
     "MAX_DEFAULT_MAX_TOKENS",
+    "MIN_PROMPT_TOKENS",
     "SMOOTHING_WEIGHT",
     "answer_tokens",
     "capped_budget",
@@ -38,6 +40,7 @@ __all__ = [
     "observed_framing",
     "smoothed_mean",
     "default_max_tokens",
+    "max_tokens_problem",
     "observed_scale",
     "smoothed_scale",
 ]
@@ -49,8 +52,10 @@ MAX_DEFAULT_MAX_TOKENS = 4096
 DEFAULT_ANSWER_SHARE = 8
 # Weight of a new observation once a few have been seen (the first ones count more).
 SMOOTHING_WEIGHT = 0.3
-# The least the prompt keeps when max_tokens is configured larger than the window allows.
-MIN_PROMPT_TOKENS = 64
+# The least room a configured max_tokens must leave in the window for the prompt: the short
+# system prompt and the essential tools (about 380 tokens, docs/llm-config.md) and a short
+# question. The default reply reserve leaves more at every window (744 at 1K).
+MIN_PROMPT_TOKENS = 512
 # Tokens a chat template adds around each message before any usage says: what our own count
 # adds (counting.TOKENS_PER_MESSAGE and the role); at most MAX_FRAMING are believed.
 DEFAULT_FRAMING = 4.0
@@ -73,15 +78,34 @@ def answer_tokens(llm_config: Mapping[str, Any]) -> int:
     return default_max_tokens(int(llm_config["context_limit"]) * 1000)
 
 
+def max_tokens_problem(context_limit: Any, max_tokens: Any) -> str | None:
+    """Why ``max_tokens`` leaves the prompt too little of the window, or None when it does not.
+
+    Only a valid pair is judged (``context_limit`` and ``max_tokens`` ints > 0): the
+    schema reports the rest. The prompt must keep :data:`MIN_PROMPT_TOKENS` of the
+    ``context_limit * 1000`` tokens.
+    """
+    for value in (context_limit, max_tokens):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            return None
+    if max_tokens <= context_limit * 1000 - MIN_PROMPT_TOKENS:
+        return None
+    return (
+        f"must leave at least {MIN_PROMPT_TOKENS} tokens of the context window for the prompt: "
+        f"at most context_limit * 1000 - {MIN_PROMPT_TOKENS}"
+    )
+
+
 def capped_budget(budget: int, scale: float, limit_tokens: int, reserve: int) -> int:
     """The input budget in our token units, corrected by ``scale`` and capped.
 
     ``budget / scale`` when the provider counts ``scale`` tokens per token of ours;
-    never more than ``limit_tokens - reserve`` whatever ``scale`` says (a factor
-    below 1 learnt on one request must not fill the window on the next).
+    never more than ``limit_tokens - reserve`` of the provider's tokens, nor of ours,
+    whatever ``scale`` says (a factor below 1 learnt on one request must not fill the
+    window on the next; one above 1 makes each of our tokens cost more of it).
     """
-    ceiling = max(MIN_PROMPT_TOKENS, limit_tokens - reserve)
-    return max(0, min(int(budget / scale), ceiling))
+    ceiling = limit_tokens - reserve
+    return max(0, min(int(budget / scale), int(ceiling / max(scale, 1.0))))
 
 
 def observed_scale(reported_prompt_tokens: Any, estimated_tokens: Any) -> float | None:
