@@ -15,11 +15,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.errors import SessionBusyError
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
 from gns3server.agent.gns3_copilot.tools.toolset import build_tools
+from tests.support.gns3_admin import OwnSessionClient
 from tests.support.openai_stub import (
     OpenAIStub,
     context_length_exceeded,
@@ -60,7 +60,7 @@ def make_service(storage, gns3_server) -> CopilotService:
         tools_factory=build_tools,
         bind_tools=create_base_model_with_tools,
         is_context_length_error=is_context_length_error,
-        client_factory=lambda token: GNS3Client(gns3_server.base_url, token=token),
+        client_factory=lambda token: OwnSessionClient(gns3_server.base_url, token=token),
     )
 
 

@@ -7,12 +7,12 @@ import pytest
 
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import tools_for_mode
 from gns3server.agent.gns3_copilot.gns3_client import (
-    GNS3Client,
     GNS3ConflictError,
     GNS3NotFoundError,
 )
 from gns3server.agent.gns3_copilot.tools.errors import ToolError
 from gns3server.agent.gns3_copilot.tools.toolset import RunContext, build_tools
+from tests.support.gns3_admin import OwnSessionClient
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 async def tools(gns3_server, gns3_project):
     token = await gns3_server.token()
-    context = RunContext(lambda: GNS3Client(gns3_server.base_url, token=token), gns3_project["project_id"], "admin", "s")
+    context = RunContext(lambda: OwnSessionClient(gns3_server.base_url, token=token), gns3_project["project_id"], "admin", "s")
     built = build_tools(context)
     return {t.name: t for t in built}
 
