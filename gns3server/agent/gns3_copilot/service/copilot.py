@@ -22,7 +22,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +81,8 @@ INTERRUPT = "__interrupt__"
 ABORTED_TOOL_RESULT = "[aborted by the user before this tool call finished]"
 HEARTBEAT_SECONDS = 15.0
 Event = events.Event
+EventStream = AsyncGenerator[Event, None]
+"""A run's events; closing it early (``aclose()``: a client gone, a shutdown) cancels the run."""
 
 
 @dataclass(frozen=True)
@@ -381,7 +383,7 @@ class CopilotService:
         session_id: str | None = None,
         mode: str = "lab_automation",
         kind: str = "chat",
-    ) -> tuple[SessionRecord, AsyncIterator[Event]]:
+    ) -> tuple[SessionRecord, EventStream]:
         """Start a run; returns the session and its events (ending with ``done``).
 
         ``kind`` is ``fault_injection`` for ``chat/inject``: the session's runs use the
@@ -420,7 +422,7 @@ class CopilotService:
         llm_config: Mapping[str, Any],
         mode: str = "lab_automation",
         approval_id: str | None = None,
-    ) -> tuple[SessionRecord, AsyncIterator[Event]]:
+    ) -> tuple[SessionRecord, EventStream]:
         """Resume a run that waits for approval: the calls run (or are rejected), then the answer.
 
         ``approval_id``, when given, must be the pending approval's (the one the
@@ -467,7 +469,7 @@ class CopilotService:
 
     def _start(
         self, record: SessionRecord, user: User, start: Any, llm_config: dict[str, Any], mode: str
-    ) -> AsyncIterator[Event]:
+    ) -> EventStream:
         if self._closed:
             raise ServiceClosingError("The GNS3 server is stopping; try again once it is back")
         if record.session_id in self._runs:
@@ -504,7 +506,7 @@ class CopilotService:
         await asyncio.gather(*(run.stop() for run in list(self._runs.values())))
         await self._summaries.close()
 
-    async def _events(self, run: _Run) -> AsyncIterator[Event]:
+    async def _events(self, run: _Run) -> EventStream:
         try:
             while True:
                 try:
@@ -618,13 +620,13 @@ class CopilotService:
             return await model.ainvoke(request)
 
         timeout = llm_config.get("timeout")
+        unstreamed = self._bind_tools_unstreamed
         return AgentSettings(
             tools=tools,
             mode=mode,
             bind_tools=lambda tools: self._bind_tools(offer(tools), llm_config),
             bind_tools_unstreamed=(
-                None if self._bind_tools_unstreamed is None
-                else lambda tools: self._bind_tools_unstreamed(offer(tools), llm_config)  # type: ignore[misc]
+                None if unstreamed is None else lambda tools: unstreamed(offer(tools), llm_config)
             ),
             traits=traits,
             count_text=count_text,

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from ...service.copilot import Event
+from ...service.copilot import EventStream
 from ..dependencies import CurrentUser, GroupIds, OwnedSession, ProjectId, State, session_for_chat
 from ..schemas import ChatRequest, ChatResult, ConfirmRequest
 from ..sse import SSE_HEADERS, gather_result, sse_stream, unless_disconnected
@@ -91,7 +90,7 @@ async def confirm(
     return await respond(request, record.session_id, events, body.stream)
 
 
-async def respond(request: Request, session_id: str, events: AsyncIterator[Event], stream: bool) -> Response:
+async def respond(request: Request, session_id: str, events: EventStream, stream: bool) -> Response:
     """The run as SSE, or gathered into one JSON answer (``stream: false``)."""
     headers = {SESSION_HEADER: session_id}
     if not stream:
