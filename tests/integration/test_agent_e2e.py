@@ -114,10 +114,11 @@ async def test_multi_turn_conversation_with_real_tools(copilot, stub, admin, gns
     assert {n["name"] for n in nodes} == {"PC1", "PC8", "PC9"}
     by_id = {n["node_id"]: n["name"] for n in nodes}
     assert [{by_id[e["node_id"]] for e in link["nodes"]} for link in links] == [{"PC8", "PC9"}]
+    # Its only node did not start: the call failed, GNS3's reason said to the model and the panel.
     start = next(e for e in seen if e["type"] == "tool_end" and e["name"] == "gns3_node_action")
-    assert '"failed": 1' in start["output"] and '"status": "error"' in start["output"]
+    assert start["status"] == "error" and start["output"].startswith("Error: start PC8: every one failed\n- PC8: ")
     start_result = stub.requests[-1]["messages"][-1]
-    assert start_result["role"] == "tool" and "error" in start_result["content"]
+    assert start_result["role"] == "tool" and start_result["content"] == start["output"]
 
     history = await copilot.history(admin, record.session_id)
     assert [m["role"] for m in history].count("user") == 2

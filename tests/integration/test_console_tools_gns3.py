@@ -8,6 +8,7 @@ from langchain_core.tools import ToolException
 
 from gns3server.agent.gns3_copilot.console import VPCS, AuditLog, DeviceLocks, load_policy
 from gns3server.agent.gns3_copilot.tools.console import ConfigCommandsTool, ShowCommandsTool
+from gns3server.agent.gns3_copilot.tools.errors import ToolError, failure_outcome
 from tests.support.gns3_admin import OwnSessionClient
 
 
@@ -29,8 +30,11 @@ async def test_tools_read_consoles_from_gns3_and_report_stopped_nodes(gns3_serve
     }
     show, config = ShowCommandsTool(**common), ConfigCommandsTool(**common)
     try:
-        # Stopped in GNS3 and nothing serves its console: reported, and audited as not run.
-        (stopped,) = (await show.ainvoke({"devices": ["pc1"], "commands": ["show ip"]}))["devices"]
+        # Stopped in GNS3 and nothing serves its console: the call failed (its only device did), said
+        # with the device's outcome, and audited as not run.
+        with pytest.raises(ToolError, match="- PC1: PC1 is stopped; start it first") as failed:
+            await show.ainvoke({"devices": ["pc1"], "commands": ["show ip"]})
+        (stopped,) = failure_outcome(failed.value)["devices"]
         assert stopped["status"] == "failed" and stopped["error"].startswith("PC1 is stopped; start it first")
         with pytest.raises(ToolException, match="no node named 'R9'"):
             await config.ainvoke({"device": "R9", "commands": ["hostname R9"]})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import gc
 import importlib
+import json
 import pkgutil
 import re
 from pathlib import Path
@@ -56,8 +57,9 @@ from gns3server.agent.gns3_copilot.service.errors import (
 from gns3server.agent.gns3_copilot.service.storage import CheckpointSchemaError
 from gns3server.agent.gns3_copilot.tools.errors import (
     ToolError,
+    every_item_failed,
+    failure_outcome,
     model_message,
-    result_failed,
     tool_error,
 )
 from gns3server.agent.gns3_copilot.tools.permissions import PermissionRefused
@@ -292,11 +294,21 @@ def test_the_tools_policy_shows_tool_errors_and_hides_bugs() -> None:
         assert translated.public_message == down.public_message and "10.0.0.1" not in translated.public_message
     assert model_message(RuntimeError("/secret/path")) is None
     assert model_message(ValueError("invalid literal for int()")) is None
-    assert result_failed({"device": "R1", "status": "failed", "error": "timed out"})
-    assert result_failed({"device": "R1", "status": "blocked", "error": "blocked by the console policy"})
-    assert not result_failed({"device": "R1", "status": "error", "error": ""})  # the device answered: the model reads it
-    assert not result_failed({"devices": [{"device": "R1", "status": "failed"}]})
-    assert not result_failed("text")
+    assert failure_outcome(refused) is None and failure_outcome(RuntimeError("x")) is None
+
+
+def test_a_call_whose_every_item_failed_is_one_error_that_still_reports_them() -> None:
+    devices = [{"device": "R1", "status": "failed", "error": "timed out"},
+               {"device": "R2", "status": "blocked", "error": "blocked by the console policy; nothing was sent"}]
+    failed = every_item_failed("the commands on R1, R2", [(d["device"], d["error"]) for d in devices],
+                               outcome={"devices": devices})
+    assert isinstance(failed, ToolError) and failure_outcome(failed) == {"devices": devices}
+    assert str(failed) == ("the commands on R1, R2: every one failed\n- R1: timed out\n"
+                           "- R2: blocked by the console policy; nothing was sent")
+    # The model reads the reasons, then each item's outcome (what was sent, what the device said).
+    said = model_message(failed)
+    assert said is not None and said.startswith(str(failed) + "\n")
+    assert json.loads(said.split("\n", 3)[3]) == {"devices": devices}
 
 
 def test_the_graph_imports_nothing_of_gns3_or_the_console() -> None:

@@ -57,7 +57,7 @@ from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
 from ..redaction import SECRETS, scrub
-from ..tools.errors import model_message, result_failed
+from ..tools.errors import failure_outcome, model_message
 from ..tools.toolset import RunContext
 from .errors import (
     ApprovalExpiredError,
@@ -641,7 +641,7 @@ class CopilotService:
             summarize=summarize if resolve_window_settings(llm_config)["summary"] else None,
             summary_writer=self._summaries,
             summary_timeout=min(DEFAULT_SUMMARY_TIMEOUT, timeout) if isinstance(timeout, (int, float)) else DEFAULT_SUMMARY_TIMEOUT,
-            tool_errors=ToolErrorPolicy(message=model_message, failed=result_failed),
+            tool_errors=ToolErrorPolicy(message=model_message, outcome=failure_outcome),
         )
 
     async def _execute_hiding_key(
