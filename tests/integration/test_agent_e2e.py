@@ -72,7 +72,7 @@ def llm(stub: OpenAIStub, **extra: Any) -> dict[str, Any]:
         "api_key": "sk-e2e-secret",
         "context_limit": 16,
         "max_retries": 0,
-        "timeout": 5,
+        "timeout": 20,  # generous for a busy machine; only a test wanting a timeout sets a short one
         **extra,
     }
 
@@ -173,12 +173,17 @@ async def test_abort_mid_stream_and_busy(copilot, stub, admin, gns3_project):
 
 
 @pytest.mark.parametrize(
-    ("fault", "code"),
-    [(rate_limited(), "llm_rate_limited"), (server_error(), "llm_server_error"), (hang(), "llm_timeout")],
+    ("fault", "code", "timeout"),
+    [
+        (rate_limited(), "llm_rate_limited", 20),
+        (server_error(), "llm_server_error", 20),
+        (hang(), "llm_timeout", 1),  # the server never answers: only this one must time out
+    ],
 )
-async def test_provider_faults_end_with_a_clean_error(copilot, stub, admin, gns3_project, fault, code):
+async def test_provider_faults_end_with_a_clean_error(copilot, stub, admin, gns3_project, fault, code, timeout):
     stub.enqueue(fault)
-    record, stream = await copilot.chat(admin, gns3_project["project_id"], "hi", llm_config=llm(stub, timeout=1))
+    record, stream = await copilot.chat(admin, gns3_project["project_id"], "hi",
+                                        llm_config=llm(stub, timeout=timeout))
     seen = await collect(stream)
     assert [e["type"] for e in seen][-2:] == ["error", "done"]
     assert seen[-2]["code"] == code and "sk-e2e" not in seen[-2]["message"]
