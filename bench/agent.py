@@ -13,6 +13,12 @@ scripted model answers instantly, so the time measured is our code's.
 3. Storage: the database's size on disk after 50 / 100 / 200 turns and the
    time per turn, ours (superseded checkpoints pruned after every run) next to
    LangGraph's default of keeping every checkpoint.
+4. The token-count cache's cost: one conversation of 200 turns (50 with
+   ``--quick``) with the cache bounded by its default 32 MiB, with no byte bound
+   (entries only), and with a bound its history overflows (128 KiB, so that
+   older messages are counted again): entries and bytes the cache holds after the run
+   (``TokenCounter.cache_info``, the memory its texts take) and the time per turn,
+   the three taking turns in the same run.
 
 Run: ``.venv/bin/python bench/agent.py`` (``--quick`` for a smoke run).
 """
@@ -36,7 +42,8 @@ from loop_stalls import loop_stalls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
+from gns3server.agent.gns3_copilot.agent.context.counting import DEFAULT_CACHE_BYTES, TokenCounter
+from gns3server.agent.gns3_copilot.agent.context.tokenizer import DEFAULT_ENCODING
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
 from tests.support.scripted_model import ScriptedChatModel
@@ -120,13 +127,18 @@ def make_service(storage: Any, model: ScriptedChatModel, baseline: bool) -> Copi
     return service
 
 
-async def turn_times(turns: int, baseline: bool, data_dir: Path, keep_all: bool = False) -> list[float]:
-    """Milliseconds per turn; ``keep_all`` keeps every checkpoint, as LangGraph does by default."""
+async def turn_times(
+    turns: int, baseline: bool, data_dir: Path, keep_all: bool = False, counter: TokenCounter | None = None
+) -> list[float]:
+    """Milliseconds per turn; ``keep_all`` keeps every checkpoint, as LangGraph does by default;
+    ``counter``: the one the service counts with (a new default one otherwise)."""
     storage = await open_sqlite_storage(data_dir)
     if keep_all:
         storage._prune = None
     model = ScriptedChatModel(chunk_chars=16)
     service = make_service(storage, model, baseline)
+    if counter is not None:
+        service._counters[DEFAULT_ENCODING] = counter
     session_id = None
     times = []
     try:
@@ -168,6 +180,28 @@ async def concurrent(sessions: int, turns: int, data_dir: Path) -> dict[str, flo
     return {"events": sum(counts), "seconds": elapsed, "max_stall_ms": max(stalls), "p99_stall_ms": statistics.quantiles(stalls, n=100)[98]}
 
 
+CACHE_BOUNDS = {
+    f"{DEFAULT_CACHE_BYTES >> 20} MiB (default)": DEFAULT_CACHE_BYTES,
+    "no byte bound (entries only)": 1 << 62,
+    "128 KiB (overflowed)": 128 << 10,
+}
+
+
+async def cache_cost(turns: int, rounds: int, data_dir: Path) -> list[tuple[str, int, int, float]]:
+    """(bound, entries, bytes held, ms per turn over the last 5 turns, median of rounds) per cache bound.
+    The bounds take turns round by round, so that a busy machine's drifting load is shared out."""
+    times: dict[str, list[float]] = {name: [] for name in CACHE_BOUNDS}
+    held: dict[str, tuple[int, int]] = {}
+    names = list(CACHE_BOUNDS)
+    for i in range(rounds):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            counter = TokenCounter(cache_bytes=CACHE_BOUNDS[name])
+            per_turn = await turn_times(turns, False, data_dir / f"cache{i}-{names.index(name)}", counter=counter)
+            times[name].append(statistics.median(per_turn[-5:]))
+            held[name] = counter.cache_info()
+    return [(name, *held[name], statistics.median(times[name])) for name in names]
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -191,6 +225,8 @@ async def main() -> None:
                 times = await turn_times(turns, False, where, keep_all=keep_all)
                 row += [disk_mb(where), statistics.median(times[-5:])]
             storage_rows.append(row)
+        cache_turns, cache_rounds = (50, 3) if args.quick else (200, 3)
+        cache_rows = await cache_cost(cache_turns, cache_rounds, Path(tmp))
     print()
     print("| concurrent sessions | events | seconds | events/s | longest loop stall ms | p99 stall ms |")
     print("|---:|---:|---:|---:|---:|---:|")
@@ -201,6 +237,12 @@ async def main() -> None:
     print("|---:|---:|---:|---:|---:|")
     for turns, ours_mb, ours_ms, all_mb, all_ms in storage_rows:
         print(f"| {turns} | {ours_mb:.1f} | {all_mb:.1f} | {ours_ms:.1f} | {all_ms:.1f} |")
+    print()
+    print(f"token-count cache after {cache_turns} turns of one conversation (median of {cache_rounds} rounds)")
+    print("| cache bound | entries | bytes held (MiB) | ms per turn (last 5) |")
+    print("|---|---:|---:|---:|")
+    for name, entries, size, ms in cache_rows:
+        print(f"| {name} | {entries} | {size / (1 << 20):.2f} | {ms:.1f} |")
 
 
 def disk_mb(directory: Path) -> float:

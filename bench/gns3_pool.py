@@ -34,9 +34,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Self
+from typing import Any
 
 import aiohttp
 import psutil
@@ -51,7 +52,7 @@ from gns3_process import GNS3ServerProcess
 from gns3server.agent.gns3_copilot.gns3_client import GNS3Client, GNS3Connection
 from gns3server.agent.gns3_copilot.tools import GNS3TopologyTool
 
-ClientFactory = Callable[[], GNS3Client]
+ClientFactory = Callable[[], AbstractAsyncContextManager[GNS3Client]]
 
 
 class Connections:
@@ -140,9 +141,9 @@ async def run(rounds: int, sequential: int, concurrency: int, nodes: int) -> lis
                 gns3 = psutil.Process(server.process.pid)
                 variants = [
                     Variant("session per read (naive)",
-                            lambda: _OwnSessionClient(server.base_url, token, own), own, pid, gns3),
+                            lambda: _SessionPerOperation(server.base_url, token, own), own, pid, gns3),
                     Variant("shared connector, session per operation (before)",
-                            lambda: _ConnectorClient(server.base_url, token, connector, shared), shared, pid, gns3),
+                            lambda: _SessionPerOperation(server.base_url, token, shared, connector), shared, pid, gns3),
                     Variant("one pool (now)", lambda: pool.client(token), pooled, pid, gns3),
                 ]
                 for variant in variants:  # warm-up, not counted: first connections, server caches
@@ -160,34 +161,24 @@ async def run(rounds: int, sequential: int, concurrency: int, nodes: int) -> lis
             await asyncio.to_thread(server.stop)
 
 
-class _OwnSessionClient(GNS3Client):
-    """The naive baseline: its own session (and connections) for each read, closed after it."""
+class _SessionPerOperation:
+    """The naive baseline: a client over a session (and connections) of its own for each read, closed after it;
+    over ``connector`` (kept open), the copilot before issue 14: a ClientSession per operation on one connector."""
 
-    def __init__(self, base_url: str, token: str, counter: Connections) -> None:
-        super().__init__(base_url, token=token)
-        self._counter = counter
+    def __init__(
+        self, base_url: str, token: str, counter: Connections, connector: aiohttp.TCPConnector | None = None
+    ) -> None:
+        self._base_url, self._token, self._counter, self._connector = base_url, token, counter, connector
+        self._session: aiohttp.ClientSession | None = None
 
-    async def __aenter__(self) -> Self:
-        self._session = aiohttp.ClientSession(trace_configs=[self._counter.trace])
-        return self
-
-    async def close(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
-
-
-class _ConnectorClient(_OwnSessionClient):
-    """The copilot before issue 14: a ClientSession per operation over the server's one connector."""
-
-    def __init__(self, base_url: str, token: str, connector: aiohttp.TCPConnector, counter: Connections) -> None:
-        super().__init__(base_url, token, counter)
-        self._connector = connector
-
-    async def __aenter__(self) -> Self:
+    async def __aenter__(self) -> GNS3Client:
         self._session = aiohttp.ClientSession(
-            connector=self._connector, connector_owner=False, trace_configs=[self._counter.trace])
-        return self
+            connector=self._connector, connector_owner=self._connector is None, trace_configs=[self._counter.trace])
+        return GNS3Client(self._base_url, session=self._session, token=self._token)
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
 
 
 def table(results: list[tuple[str, dict[str, Any]]], rounds: int, sequential: int, concurrency: int) -> str:

@@ -51,10 +51,10 @@ from gns3server.agent.gns3_copilot.agent.model_factory import (
 from gns3server.agent.gns3_copilot.agent.prompts import system_prompt_for
 from gns3server.agent.gns3_copilot.agent.tool_results import TOOL_RESULT_HEADER
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
 from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools
+from tests.support.gns3_admin import OwnSessionClient
 from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 from tests.support.recording_proxy import RecordingProxy, real_prompt_tokens
 
@@ -124,7 +124,7 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
         bind_tools=create_base_model_with_tools,
         bind_tools_unstreamed=lambda tools, config: create_base_model_with_tools(tools, config, stream=False),
         is_context_length_error=is_context_length_error,
-        client_factory=lambda token: GNS3Client(gns3.base_url, token=token),
+        client_factory=lambda token: OwnSessionClient(gns3.base_url, token=token),
     )
     admin = User("admin-id", "admin", await gns3.token(), is_superadmin=True)
     try:

@@ -15,11 +15,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.errors import SessionBusyError
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
 from gns3server.agent.gns3_copilot.tools.toolset import build_tools
+from tests.support.gns3_admin import OwnSessionClient
 from tests.support.openai_stub import (
     OpenAIStub,
     context_length_exceeded,
@@ -60,7 +60,7 @@ def make_service(storage, gns3_server) -> CopilotService:
         tools_factory=build_tools,
         bind_tools=create_base_model_with_tools,
         is_context_length_error=is_context_length_error,
-        client_factory=lambda token: GNS3Client(gns3_server.base_url, token=token),
+        client_factory=lambda token: OwnSessionClient(gns3_server.base_url, token=token),
     )
 
 
@@ -72,7 +72,7 @@ def llm(stub: OpenAIStub, **extra: Any) -> dict[str, Any]:
         "api_key": "sk-e2e-secret",
         "context_limit": 16,
         "max_retries": 0,
-        "timeout": 5,
+        "timeout": 20,  # generous for a busy machine; only a test wanting a timeout sets a short one
         **extra,
     }
 
@@ -114,10 +114,11 @@ async def test_multi_turn_conversation_with_real_tools(copilot, stub, admin, gns
     assert {n["name"] for n in nodes} == {"PC1", "PC8", "PC9"}
     by_id = {n["node_id"]: n["name"] for n in nodes}
     assert [{by_id[e["node_id"]] for e in link["nodes"]} for link in links] == [{"PC8", "PC9"}]
+    # Its only node did not start: the call failed, GNS3's reason said to the model and the panel.
     start = next(e for e in seen if e["type"] == "tool_end" and e["name"] == "gns3_node_action")
-    assert '"failed": 1' in start["output"] and '"status": "error"' in start["output"]
+    assert start["status"] == "error" and start["output"].startswith("Error: start PC8: every one failed\n- PC8: ")
     start_result = stub.requests[-1]["messages"][-1]
-    assert start_result["role"] == "tool" and "error" in start_result["content"]
+    assert start_result["role"] == "tool" and start_result["content"] == start["output"]
 
     history = await copilot.history(admin, record.session_id)
     assert [m["role"] for m in history].count("user") == 2
@@ -172,12 +173,17 @@ async def test_abort_mid_stream_and_busy(copilot, stub, admin, gns3_project):
 
 
 @pytest.mark.parametrize(
-    ("fault", "code"),
-    [(rate_limited(), "llm_rate_limited"), (server_error(), "llm_server_error"), (hang(), "llm_timeout")],
+    ("fault", "code", "timeout"),
+    [
+        (rate_limited(), "llm_rate_limited", 20),
+        (server_error(), "llm_server_error", 20),
+        (hang(), "llm_timeout", 1),  # the server never answers: only this one must time out
+    ],
 )
-async def test_provider_faults_end_with_a_clean_error(copilot, stub, admin, gns3_project, fault, code):
+async def test_provider_faults_end_with_a_clean_error(copilot, stub, admin, gns3_project, fault, code, timeout):
     stub.enqueue(fault)
-    record, stream = await copilot.chat(admin, gns3_project["project_id"], "hi", llm_config=llm(stub, timeout=1))
+    record, stream = await copilot.chat(admin, gns3_project["project_id"], "hi",
+                                        llm_config=llm(stub, timeout=timeout))
     seen = await collect(stream)
     assert [e["type"] for e in seen][-2:] == ["error", "done"]
     assert seen[-2]["code"] == code and "sk-e2e" not in seen[-2]["message"]

@@ -140,10 +140,12 @@ async def test_output_cap_keeps_head_marker_and_tail(shell, policy, audit):
 
 
 async def test_timeout_then_a_new_connection_works(shell, policy, audit):
-    result = await run(shell, ["sleep 5", "echo never"], "config", policy, audit, timeout=0.5)
+    # One deadline bounds the call: the file's generous one, so that spawning bash and its prompt
+    # fit on a busy machine; the command outlasts it by far, so it is the command that times out.
+    result = await run(shell, ["sleep 600", "echo never"], "config", policy, audit)
     assert result.status == "failed"
     assert [r.status for r in result.results] == ["timeout", "not_run"]
-    assert result.error == "timed out on 'sleep 5'"
+    assert result.error == "timed out on 'sleep 600'"
     timed_out = shell.shells[-1]
 
     again = await run(shell, ["echo $((6*7))"], "config", policy, audit)
@@ -153,4 +155,4 @@ async def test_timeout_then_a_new_connection_works(shell, policy, audit):
     # and the sleep are gone.
     assert timed_out.returncode is not None and not session_pids(timed_out.pid)
     outcomes = [(e.command, e.outcome) for e in reversed(await audit.entries(device="Host1"))]
-    assert outcomes == [("sleep 5", "timeout"), ("echo never", "not_run"), ("echo $((6*7))", "ok")]
+    assert outcomes == [("sleep 600", "timeout"), ("echo never", "not_run"), ("echo $((6*7))", "ok")]

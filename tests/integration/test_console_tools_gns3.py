@@ -7,8 +7,9 @@ from gns3_labs import vpcs_template_id
 from langchain_core.tools import ToolException
 
 from gns3server.agent.gns3_copilot.console import VPCS, AuditLog, DeviceLocks, load_policy
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
 from gns3server.agent.gns3_copilot.tools.console import ConfigCommandsTool, ShowCommandsTool
+from gns3server.agent.gns3_copilot.tools.errors import ToolError, failure_outcome
+from tests.support.gns3_admin import OwnSessionClient
 
 
 async def allow_all(privilege: str, path: str) -> str:
@@ -24,13 +25,16 @@ async def test_tools_read_consoles_from_gns3_and_report_stopped_nodes(gns3_serve
     token = await gns3_server.token()
     audit = AuditLog(tmp_path)
     common = {
-        "client_factory": lambda: GNS3Client(gns3_server.base_url, token=token), "project_id": project_id,
+        "client_factory": lambda: OwnSessionClient(gns3_server.base_url, token=token), "project_id": project_id,
         "policy": load_policy(), "locks": DeviceLocks(), "audit": audit, "authorize": allow_all, "user": "admin", "session_id": "s1",
     }
     show, config = ShowCommandsTool(**common), ConfigCommandsTool(**common)
     try:
-        # Stopped in GNS3 and nothing serves its console: reported, and audited as not run.
-        (stopped,) = (await show.ainvoke({"devices": ["pc1"], "commands": ["show ip"]}))["devices"]
+        # Stopped in GNS3 and nothing serves its console: the call failed (its only device did), said
+        # with the device's outcome, and audited as not run.
+        with pytest.raises(ToolError, match="- PC1: PC1 is stopped; start it first") as failed:
+            await show.ainvoke({"devices": ["pc1"], "commands": ["show ip"]})
+        (stopped,) = failure_outcome(failed.value)["devices"]
         assert stopped["status"] == "failed" and stopped["error"].startswith("PC1 is stopped; start it first")
         with pytest.raises(ToolException, match="no node named 'R9'"):
             await config.ainvoke({"device": "R9", "commands": ["hostname R9"]})

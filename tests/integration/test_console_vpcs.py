@@ -13,6 +13,7 @@ from vpcs_process import VPCSProcess
 
 from gns3server.agent.gns3_copilot.console import VPCS, Device, DeviceLocks, Who, run_commands
 from gns3server.agent.gns3_copilot.tools.console import ConfigCommandsTool, ShowCommandsTool
+from gns3server.agent.gns3_copilot.tools.errors import ToolError, failure_outcome
 
 pytestmark = pytest.mark.integration
 
@@ -168,8 +169,9 @@ async def test_console_tools(vpcs, vpcs2, policy, audit):
     assert [d["device"] for d in shown["devices"]] == ["PC1", "PC2"]
     assert all(d["status"] == "ok" and "NAME" in d["results"][0]["output"] for d in shown["devices"])
 
-    refused = await show.ainvoke({"devices": ["PC1"], "commands": ["set pcname X"]})
-    assert refused["devices"][0]["status"] == "blocked"
+    with pytest.raises(ToolError, match="PC1: every one failed") as refused:  # its only device was blocked
+        await show.ainvoke({"devices": ["PC1"], "commands": ["set pcname X"]})
+    assert failure_outcome(refused.value)["devices"][0]["status"] == "blocked"
 
     configured = await config.ainvoke({"device": "PC2", "commands": ["set pcname PC2"]})
     assert configured["status"] == "ok" and configured["results"][0]["status"] == "ok"

@@ -17,10 +17,10 @@ from langchain_core.messages import AIMessage
 
 from gns3server.agent.gns3_copilot.agent.loop_guard import REPEATED_FAILURE_LIMIT
 from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
 from gns3server.agent.gns3_copilot.tools.toolset import build_tools
+from tests.support.gns3_admin import OwnSessionClient
 from tests.support.openai_stub import OpenAIStub, cut_stream, empty_stream, reply, server_error, tool_call
 from tests.support.streams import collect, text_of
 
@@ -46,7 +46,7 @@ async def _service(tmp_path, gns3_server, **extra: Any):
         bind_tools=create_base_model_with_tools,
         bind_tools_unstreamed=functools.partial(create_base_model_with_tools, stream=False),
         is_context_length_error=is_context_length_error,
-        client_factory=lambda token: GNS3Client(gns3_server.base_url, token=token),
+        client_factory=lambda token: OwnSessionClient(gns3_server.base_url, token=token),
         **extra,
     )
     return storage, service

@@ -20,10 +20,10 @@ import pytest
 
 from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
 from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, build_tools
+from tests.support.gns3_admin import OwnSessionClient
 from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 from tests.support.recording_proxy import RecordingProxy, real_prompt_tokens
 from tests.support.streams import collect, text_of
@@ -67,7 +67,7 @@ async def copilot(tmp_path, gns3_server):
         bind_tools=create_base_model_with_tools,
         bind_tools_unstreamed=lambda tools, config: create_base_model_with_tools(tools, config, stream=False),
         is_context_length_error=is_context_length_error,
-        client_factory=lambda token: GNS3Client(gns3_server.base_url, token=token),
+        client_factory=lambda token: OwnSessionClient(gns3_server.base_url, token=token),
     )
     yield service
     await service.close()

@@ -195,7 +195,8 @@ async def test_policy_refuses_commands_and_the_audit_names_the_key(gns3_server, 
     async with mcp_client(gns3_server.base_url, key["key"]) as client:
         args = {"devices": ["PC1"], "commands": ["show ip", "ip 10.0.0.9/24"], "project_id": project}
         blocked = await client.call_tool("gns3_show_commands", args)
-        (device,) = payload(blocked)["devices"]
+        assert blocked.isError and payload(blocked).startswith("the commands on PC1: every one failed\n- PC1: blocked")
+        (device,) = blocked.structuredContent["devices"]  # what the failed call still reports
         assert device["status"] == "blocked" and [r["status"] for r in device["results"]] == ["not_run", "blocked"]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 0.0.0.0/0"
     assert await audit(admin, f"mcp:key:{key['name']}", project) == [

@@ -7,12 +7,12 @@ import pytest
 
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import tools_for_mode
 from gns3server.agent.gns3_copilot.gns3_client import (
-    GNS3Client,
     GNS3ConflictError,
     GNS3NotFoundError,
 )
 from gns3server.agent.gns3_copilot.tools.errors import ToolError
 from gns3server.agent.gns3_copilot.tools.toolset import RunContext, build_tools
+from tests.support.gns3_admin import OwnSessionClient
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 async def tools(gns3_server, gns3_project):
     token = await gns3_server.token()
-    context = RunContext(lambda: GNS3Client(gns3_server.base_url, token=token), gns3_project["project_id"], "admin", "s")
+    context = RunContext(lambda: OwnSessionClient(gns3_server.base_url, token=token), gns3_project["project_id"], "admin", "s")
     built = build_tools(context)
     return {t.name: t for t in built}
 
@@ -45,13 +45,17 @@ async def test_create_nodes_link_and_act_on_them(tools, gns3_client, gns3_projec
     assert link["link"] == "A e0 <-> B Ethernet0"
     assert len(await gns3_client.links(project_id)) == 1
 
-    started = await tools["gns3_node_action"].ainvoke({"action": "start", "nodes": ["A", "b"]})
-    assert [r["node"] for r in started["results"]] == ["A", "B"]
-    # VPCS cannot start here (no uBridge): GNS3's reason comes back per node.
-    assert started["failed"] == 2 and all(r["status"] == "error" and r["error"] for r in started["results"])
-    for action in ("stop", "suspend", "reload"):
+    # VPCS cannot start here (no uBridge): the call failed on every node, GNS3's reason given per node.
+    with pytest.raises(ToolError) as not_started:
+        await tools["gns3_node_action"].ainvoke({"action": "start", "nodes": ["A", "b"]})
+    lines = str(not_started.value).split("\n")
+    assert lines[0] == "start A, B: every one failed" and [line[:5] for line in lines[1:]] == ["- A: ", "- B: "]
+    assert all(len(line) > 5 for line in lines[1:])
+    for action in ("stop", "suspend"):
         result = await tools["gns3_node_action"].ainvoke({"action": action, "nodes": ["A"]})
-        assert result["action"] == action and "results" in result
+        assert result == {"action": action, "results": [{"node": "A", "status": "ok"}], "failed": 0}
+    with pytest.raises(ToolError, match="reload A: every one failed\n- A: VPCS"):  # it starts VPCS again
+        await tools["gns3_node_action"].ainvoke({"action": "reload", "nodes": ["A"]})
     stopped = await tools["gns3_node_action"].ainvoke({"action": "stop", "nodes": ["all"]})
     assert stopped == {"action": "stop", "nodes": "all", "status": "ok"}
     assert {n["status"] for n in await gns3_client.nodes(project_id)} == {"stopped"}

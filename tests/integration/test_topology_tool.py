@@ -13,12 +13,13 @@ from langchain_core.messages import ToolMessage
 from gns3server.agent.gns3_copilot.gns3_client import GNS3APIError, GNS3Client, fetch_topology
 from gns3server.agent.gns3_copilot.tools import GNS3TopologyTool
 from gns3server.agent.gns3_copilot.tools.errors import ToolError
+from tests.support.gns3_admin import OwnSessionClient
 
 pytestmark = pytest.mark.integration
 
 
 def _tool(base_url: str, token: str) -> GNS3TopologyTool:
-    return GNS3TopologyTool(client_factory=lambda: GNS3Client(base_url, token=token, timeout=10))
+    return GNS3TopologyTool(client_factory=lambda: OwnSessionClient(base_url, token=token, timeout=10))
 
 
 async def test_tool_returns_the_structured_topology(

@@ -1,8 +1,10 @@
-"""A GNS3 client for tests and benchmarks: logs in, and sets up what they work on.
+"""GNS3 clients for tests and benchmarks: a session of their own, logging in, setting up labs.
 
-The copilot itself only ever acts with the requesting user's token
-(``GNS3Client``); logging in with a password, logging in again when the token
-expires or is refused, and creating, opening, closing or deleting projects are
+The copilot itself only ever acts with the requesting user's token over its
+server's one connection pool (``GNS3Connection``, whose ``GNS3Client``s borrow
+its session). A client that opens a session of its own, logging in with a
+password, logging in again when the token expires or is refused, and creating
+nodes without a template or creating, opening, closing or deleting projects are
 what tests and benchmarks need to build their labs, so they live here.
 """
 
@@ -10,15 +12,34 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import TracebackType
 from typing import Any
+
+import aiohttp
 
 from gns3server.agent.gns3_copilot.gns3_client.client import GNS3Client, token_expiry
 from gns3server.agent.gns3_copilot.gns3_client.exceptions import GNS3AuthenticationError, GNS3ServerError
 
-__all__ = ["AdminClient"]
+__all__ = ["AdminClient", "OwnSessionClient"]
 
 
-class AdminClient(GNS3Client):
+class OwnSessionClient(GNS3Client):
+    """A :class:`GNS3Client` with an HTTP session of its own, for a test or a benchmark talking to a
+    server alone: made inside a running event loop, closed on leaving ``async with``."""
+
+    def __init__(self, base_url: str, **kwargs: Any) -> None:
+        super().__init__(base_url, session=aiohttp.ClientSession(), **kwargs)
+
+    async def close(self) -> None:
+        await self._session.close()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+class AdminClient(OwnSessionClient):
     """A :class:`GNS3Client` that logs in with ``username``/``password`` on first use, and
     again (once for many concurrent calls) when its token expires or GNS3 refuses it."""
 
@@ -87,6 +108,13 @@ class AdminClient(GNS3Client):
 
     async def delete_project(self, project_id: str) -> None:
         await self.request("DELETE", f"/projects/{project_id}")
+
+    async def create_node(
+        self, project_id: str, *, name: str, node_type: str, compute_id: str = "local", **fields: Any
+    ) -> dict[str, Any]:
+        """Create a node without a template (``fields`` as in GNS3's node schema; the tools use templates)."""
+        body = {"name": name, "node_type": node_type, "compute_id": compute_id, **fields}
+        return await self.request("POST", f"/projects/{project_id}/nodes", json=body)
 
     async def node(self, project_id: str, node_id: str) -> dict[str, Any]:
         return await self.request("GET", f"/projects/{project_id}/nodes/{node_id}")

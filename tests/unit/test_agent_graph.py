@@ -155,16 +155,21 @@ async def test_tool_failures_become_error_results(caplog):
 
 
 async def test_the_tool_error_policy_is_the_callers(caplog):
-    """What the model reads of a tool's failure, and which results are failures, is the policy passed in."""
+    """What the model reads of a tool's failure, and what a failed call still reports, is the policy
+    passed in; a tool fails by raising, and whatever it returns is a result."""
 
     class DeviceGone(Exception):
-        pass
+        def __init__(self, text: str, undo: dict[str, Any] | None = None) -> None:
+            super().__init__(text)
+            self.undo = undo
 
     @tool
     def probe(target: str) -> dict[str, Any]:
         """Probe a target."""
         if target == "gone":
             raise DeviceGone("R9 is gone")
+        if target == "half":
+            raise DeviceGone("R8 stopped answering", undo={"tool": "probe", "args": {"target": "back"}})
         return {"target": target, "ok": target != "bad"}
 
     seen_by_policy: list[BaseException] = []
@@ -173,16 +178,23 @@ async def test_the_tool_error_policy_is_the_callers(caplog):
         seen_by_policy.append(exc)
         return f"the lab says: {exc}" if isinstance(exc, DeviceGone) else None
 
-    policy = ToolErrorPolicy(message=message, failed=lambda result: result.get("ok") is False)
+    def outcome(exc: BaseException) -> dict[str, Any] | None:
+        return {"undo": exc.undo} if isinstance(exc, DeviceGone) and exc.undo else None
+
+    policy = ToolErrorPolicy(message=message, outcome=outcome)
     model = ScriptedChatModel()
     model.enqueue(
-        AIMessage("", tool_calls=[call("probe", {"target": t}, t) for t in ("gone", "bad", "fine")]), "Done."
+        AIMessage("", tool_calls=[call("probe", {"target": t}, t) for t in ("gone", "half", "bad", "fine")]), "Done."
     )
-    _, state = await run(_probe_graph(model, probe, tool_errors=policy))
+    seen, state = await run(_probe_graph(model, probe, tool_errors=policy))
     results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
     assert results["gone"].content == "Error: the lab says: R9 is gone" and results["gone"].status == "error"
-    assert results["bad"].status == "error" and results["fine"].status == "success"
-    assert [type(e) for e in seen_by_policy] == [DeviceGone]
+    assert results["half"].status == "error"
+    assert results["bad"].status == "success" and results["fine"].status == "success"  # data, whatever it says
+    assert [type(e) for e in seen_by_policy] == [DeviceGone, DeviceGone]
+    ends = {e["tool_call_id"]: e for e in seen if e["type"] == "tool_end"}
+    # A failed call's undo (a change it may have half made) reaches the event, as a result's does.
+    assert ends["half"]["undo"] == {"tool": "probe", "args": {"target": "back"}} and "undo" not in ends["gone"]
     # The default policy knows LangChain's ToolException only: the same failure is then a bug, logged.
     model.enqueue(AIMessage("", tool_calls=[call("probe", {"target": "gone"}, "g2")]), "Done.")
     _, state = await run(_probe_graph(model, probe))

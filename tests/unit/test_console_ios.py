@@ -38,7 +38,8 @@ async def ios():
     await server.stop()
 
 
-def run(device, commands, *, mode="show", locks=None, policy, audit, timeout=5.0, **kw):
+def run(device, commands, *, mode="show", locks=None, policy, audit, timeout=60.0, **kw):
+    """A batch with a deadline generous for a busy machine: a test wanting a timeout gives its own."""
     return run_commands(device, commands, mode=mode, policy=policy, locks=locks or DeviceLocks(), audit=audit, who=WHO, timeout=timeout, **kw)
 
 
@@ -130,17 +131,20 @@ async def test_ios_pager_is_answered_when_paging_stays_on(policy, audit):
     assert "More" not in output and "\b" not in output
 
 
-async def test_a_paged_command_gets_one_timeout_for_all_its_pages(policy, audit):
+async def test_a_paged_command_gets_one_timeout_for_all_its_pages():
     # Each page comes at once when asked for, but there is no last page: the command's
-    # timeout must bound all its pages together, not start again at every page.
+    # timeout must bound all its pages together, not start again at every page. Only the
+    # command has the short timeout; connecting and the prompt get a generous one.
     server = await FakeIOS(honour_paging_off=False).start()
     try:
-        device = Device("R1", "127.0.0.1", server.port, IOS)
-        result = await asyncio.wait_for(run(device, ["show forever"], policy=policy, audit=audit, timeout=1.0), 60)
+        async with TelnetConsole("127.0.0.1", server.port) as console:
+            session = DriverSession(console, IOS)
+            await session.open(60)
+            with pytest.raises(ConsoleTimeout) as caught:
+                await asyncio.wait_for(session.command("show forever", 1.0), 60)
     finally:
         await server.stop()
-    (command,) = result.results
-    assert command.status == "timeout" and "line 1" in command.output
+    assert "line 1" in caught.value.output
 
 
 class _EndlessPages:
@@ -192,11 +196,13 @@ async def test_silent_console_times_out(policy, audit):
     silent = await SilentConsole().start()
     try:
         console = TelnetConsole("127.0.0.1", silent.port)
-        await console.connect(1.0)
+        await console.connect(60)
         with pytest.raises(ConsoleTimeout):
             await console.read_until(re.compile("#"), 0.2)
         await console.close()
-        result = await run(Device("R1", "127.0.0.1", silent.port, IOS), ["show run"], policy=policy, audit=audit, timeout=0.3)
+        # One deadline bounds the batch: long enough for a loopback connect on a busy machine, the rest
+        # of it spent waiting for a prompt that never comes.
+        result = await run(Device("R1", "127.0.0.1", silent.port, IOS), ["show run"], policy=policy, audit=audit, timeout=2.0)
     finally:
         await silent.stop()
     assert result.status == "failed" and "no prompt" in result.error
@@ -222,15 +228,15 @@ async def test_one_device_is_serialised_two_devices_run_concurrently(policy, aud
     try:
         r1 = Device("R1", "127.0.0.1", first.port, IOS)
         a = asyncio.create_task(run(r1, ["show slow"], locks=locks, policy=policy, audit=audit))
-        await asyncio.wait_for(first.slow_started.wait(), 5)
+        await asyncio.wait_for(first.slow_started.wait(), 60)
         b = asyncio.create_task(run(r1, ["show run"], locks=locks, policy=policy, audit=audit))
         # Another device is not held up by R1's lock: its slow command starts too.
         c = asyncio.create_task(run(Device("R2", "127.0.0.1", second.port, IOS), ["show slow"], locks=locks, policy=policy, audit=audit))
-        await asyncio.wait_for(second.slow_started.wait(), 5)
+        await asyncio.wait_for(second.slow_started.wait(), 60)
         assert locks.locked("127.0.0.1", first.port) and not b.done()
         assert first.events == [("open", 1)]  # the second run on R1 waits for the lock
         gate.set()
-        results = await asyncio.wait_for(asyncio.gather(a, b, c), 5)
+        results = await asyncio.wait_for(asyncio.gather(a, b, c), 60)
     finally:
         gate.set()
         await first.stop()
@@ -247,7 +253,7 @@ async def test_lock_wait_is_bounded():
         with pytest.raises(DeviceBusyError):
             async with locks.hold("127.0.0.1", 1, timeout=0.05):
                 pass
-        async with locks.hold("127.0.0.1", 2, timeout=0.05):
+        async with locks.hold("127.0.0.1", 2, timeout=60):  # another device's lock is free: no wait
             pass
     assert locks.active() == 0
 
@@ -342,7 +348,7 @@ async def test_a_long_echo_arriving_in_several_reads_is_still_recognised():
     console = TelnetConsole("127.0.0.1", 1)
     console._reader = PiecewiseReader(echo[:300], echo[300:], b"done\r\nhost$ ")  # type: ignore[assignment]
     console._writer = RecordingWriter()  # type: ignore[assignment]
-    output = await DriverSession(console, LINUX).command(command, timeout=5)
+    output = await DriverSession(console, LINUX).command(command, timeout=60)
     assert output == "done"
     assert console._writer.sent == (command + "\r").encode()
 
@@ -354,7 +360,7 @@ async def test_a_cancelled_batch_still_audits_what_was_typed(policy, audit):
     try:
         device = Device("R1", "127.0.0.1", ios.port, IOS)
         batch = asyncio.create_task(run(device, ["show run", "show slow", "show running-config"], policy=policy, audit=audit))
-        await asyncio.wait_for(ios.slow_started.wait(), 5)
+        await asyncio.wait_for(ios.slow_started.wait(), 60)
         batch.cancel()
         with pytest.raises(asyncio.CancelledError):
             await batch

@@ -10,6 +10,9 @@ import pytest
 from gns3server.agent.gns3_copilot.console import AuditLog, ConsoleClosed, TelnetConsole, Who
 from gns3server.agent.gns3_copilot.console.audit import AUDIT_DB_NAME
 
+WAIT = 30.0
+"""How long a read or connect that should succeed may take: generous, for a busy machine (it ends at once)."""
+
 IAC, DONT, DO, WONT, WILL, SB, SE = 255, 254, 253, 252, 251, 250, 240
 
 
@@ -39,13 +42,13 @@ async def test_telnet_commands_are_stripped_and_answered_once_if_asked(answer):
     server = await serve_once(payload, replies)
     port = server.sockets[0].getsockname()[1]
     async with TelnetConsole("127.0.0.1", port, answer_options=answer) as console:
-        await console.connect(2)
-        text, _ = await console.read_until(re.compile(r"R1#\Z"), 2)
+        await console.connect(WAIT)
+        text, _ = await console.read_until(re.compile(r"R1#\Z"), WAIT)
         assert text == "café \ufffd R1#"  # IAC IAC is a data byte 255 (not UTF-8)
         await console.send_line("end")
         got = b""
         while not got.endswith(b"end\r"):
-            got += await asyncio.wait_for(replies.get(), 2)
+            got += await asyncio.wait_for(replies.get(), WAIT)
     server.close()
     await server.wait_closed()
     expected = bytes([IAC, DO, 1, IAC, WONT, 24, IAC, WILL, 3]) if answer else b""
@@ -65,7 +68,7 @@ async def test_characters_split_across_reads_are_decoded_whole():
     reader = ByteByByte()
     reader.feed_data("interface «uplink» — état ✓\r\nR1#".encode())
     console._reader = reader  # the decoding under test sits behind the socket
-    text, _ = await console.read_until(re.compile(r"R1#"), 2)
+    text, _ = await console.read_until(re.compile(r"R1#"), WAIT)
     assert text == "interface «uplink» — état ✓\r\nR1#"
 
 
@@ -76,9 +79,9 @@ async def test_closed_console_is_reported_with_its_output():
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     async with TelnetConsole("127.0.0.1", server.sockets[0].getsockname()[1]) as console:
-        await console.connect(2)
+        await console.connect(WAIT)
         with pytest.raises(ConsoleClosed) as info:
-            await console.read_until(re.compile("#"), 2)
+            await console.read_until(re.compile("#"), WAIT)
     assert info.value.output == "bye"
     server.close()
     await server.wait_closed()

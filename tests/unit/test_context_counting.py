@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import tracemalloc
 
 import pydantic
 import pydantic.v1
@@ -155,6 +157,31 @@ def test_cache_is_bounded_by_the_size_of_the_texts_it_keeps():
     # The most recent ones are kept (LRU): counting them again needs no encoding.
     counter.encoding = None  # any encoding now would fail
     assert [counter.message(m) for m in outputs[-3:]] == counts[-3:]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["路由器接口状态正常" * 1200, "🔌📡" * 2500, "interface réseau é" * 600, "show ip interface brief " * 900],
+    ids=["CJK", "emoji", "Latin-1", "ASCII"],
+)
+def test_the_byte_bound_is_the_memory_the_kept_texts_take(text: str):
+    """Measured from outside (tracemalloc), once the messages are gone: a non-ASCII string takes 2 or 4
+    bytes per character, plus the UTF-8 copy encoding it made, not one per character."""
+    bound = 1_000_000
+    counter = TokenCounter(cache_bytes=bound)  # the encoding loaded before tracing
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for i in range(60):
+            counter.message(HumanMessage(f"{i} {text}"))
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    entries, size = counter.cache_info()
+    assert held <= size <= bound  # what the cache counts covers what it holds, within the bound
+    assert size > bound - held / entries * 2  # and it is full: the bound is not wasted by over-counting
+    assert entries < 60  # some were dropped for it
 
 
 def test_a_text_bigger_than_the_whole_cache_is_counted_and_not_kept():

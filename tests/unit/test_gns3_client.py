@@ -35,7 +35,7 @@ from gns3server.agent.gns3_copilot.gns3_client import (
 )
 from gns3server.agent.gns3_copilot.tools import GNS3TopologyTool
 from gns3server.agent.gns3_copilot.tools.errors import ToolError, model_message
-from tests.support.gns3_admin import AdminClient
+from tests.support.gns3_admin import AdminClient, OwnSessionClient
 
 PID = "5a1c3f0e-8d2b-4c6a-9e7f-0123456789ab"
 
@@ -104,7 +104,7 @@ async def stub() -> AsyncIterator[Stub]:
 )
 async def test_status_maps_to_one_error_class(stub: Stub, status: int, error: type[GNS3APIError]) -> None:
     stub.answer("GET", f"/v3/projects/{PID}", status, {"message": f"GNS3 says {status}"})
-    async with GNS3Client(stub.base_url, token="t") as client:
+    async with OwnSessionClient(stub.base_url, token="t") as client:
         with pytest.raises(error) as caught:
             await client.project(PID)
     assert type(caught.value) is error and isinstance(caught.value, GNS3Error)
@@ -117,7 +117,7 @@ async def test_validation_message_loses_the_server_traceback(stub: Stub) -> None
                '  File "/srv/gns3server/api/routes/controller/nodes.py", line 268, in start_node\n'
                "    POST /v3/projects/{project_id}/nodes/{node_id}/start")
     stub.answer("POST", f"/v3/projects/{PID}/nodes/start", 422, {"message": message})
-    async with GNS3Client(stub.base_url, token="t") as client:
+    async with OwnSessionClient(stub.base_url, token="t") as client:
         with pytest.raises(GNS3APIError) as caught:
             await client.node_action(PID, "start")
     assert caught.value.message == "1 validation error:\n  {'type': 'missing', 'loc': ('body',)}"
@@ -126,7 +126,7 @@ async def test_validation_message_loses_the_server_traceback(stub: Stub) -> None
 async def test_bodies_that_are_not_json(stub: Stub) -> None:
     stub.answer("GET", "/v3/projects", 200, "<html>proxy</html>", "text/html")
     stub.answer("GET", "/v3/templates", 502, "<html>Bad Gateway</html>", "text/html")
-    async with GNS3Client(stub.base_url, token="t") as client:
+    async with OwnSessionClient(stub.base_url, token="t") as client:
         with pytest.raises(GNS3ServerError, match="not JSON") as not_json:
             await client.projects()
         with pytest.raises(GNS3ServerError) as bad_gateway:
@@ -154,7 +154,7 @@ async def test_expired_token_many_calls_one_login(stub: Stub) -> None:
 
 
 async def test_expired_token_without_credentials_is_not_sent(stub: Stub) -> None:
-    async with GNS3Client(stub.base_url, token=_jwt(time.time() - 60)) as client:
+    async with OwnSessionClient(stub.base_url, token=_jwt(time.time() - 60)) as client:
         with pytest.raises(GNS3AuthenticationError, match="expired at"):
             await client.projects()
     assert stub.calls == []
@@ -195,20 +195,17 @@ async def test_one_connection_many_users_per_request_tokens(stub: Stub) -> None:
         connection.client("late")
 
 
-async def test_client_must_be_entered() -> None:
-    client = GNS3Client("http://127.0.0.1:9", token="t")
-    with pytest.raises(RuntimeError, match="async with"):
-        await client.projects()
-    async with client:
-        with pytest.raises(RuntimeError, match="already open"):
-            await client.__aenter__()
+async def test_a_client_has_no_session_of_its_own() -> None:
+    """The copilot cannot open a session per operation: a client borrows one (its connection's)."""
+    with pytest.raises(TypeError, match="session"):
+        GNS3Client("http://127.0.0.1:9", token="t")  # no session=
 
 
 async def test_refused_connection_names_the_url() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, never listening: connections are refused
-        async with GNS3Client(f"http://127.0.0.1:{port}", token="t") as client:
+        async with OwnSessionClient(f"http://127.0.0.1:{port}", token="t") as client:
             with pytest.raises(GNS3ConnectionError) as caught:
                 await client.projects()
     assert caught.value.url == f"http://127.0.0.1:{port}/v3/projects"
@@ -225,7 +222,7 @@ async def test_link_ports_by_name_short_name_or_case(stub: Stub) -> None:
          "ports": [{"name": "Ethernet0", "short_name": "e0", "adapter_number": 0, "port_number": 0}]},
     ]
     stub.answer("POST", f"/v3/projects/{PID}/links", 201, {"link_id": "l1"})
-    async with GNS3Client(stub.base_url, token="t") as client:
+    async with OwnSessionClient(stub.base_url, token="t") as client:
         for port_a, port_b in (("f0/1", "e0"), ("FastEthernet0/1", "Ethernet0"), ("fastethernet0/1", "E0")):
             assert await client.create_link(PID, "R1", port_a, "PC1", port_b, nodes=nodes) == {"link_id": "l1"}
         # Node names as the other tools take them: exactly, else ignoring case.
@@ -252,7 +249,7 @@ async def test_tool_reports_an_unreachable_server() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        tool = GNS3TopologyTool(client_factory=lambda: GNS3Client(base_url, token="t"))
+        tool = GNS3TopologyTool(client_factory=lambda: OwnSessionClient(base_url, token="t"))
         with pytest.raises(ToolError) as caught:
             await tool.ainvoke({"project_id": PID})
     assert isinstance(caught.value.__cause__, GNS3ConnectionError)
@@ -269,7 +266,7 @@ async def test_rest_topology_is_the_raw_payloads(stub: Stub) -> None:
     stub.answer("GET", f"/v3/projects/{PID}", 200, project)
     stub.answer("GET", f"/v3/projects/{PID}/nodes", 200, nodes)
     stub.answer("GET", f"/v3/projects/{PID}/links", 200, links)
-    async with GNS3Client(stub.base_url, token="t") as client:
+    async with OwnSessionClient(stub.base_url, token="t") as client:
         rest = await fetch_rest_topology(client, PID)
         built = await fetch_topology(client, PID)
     assert rest == built.as_rest() == {"project_id": PID, "name": "lab", "status": "opened", "nodes": nodes, "links": links}

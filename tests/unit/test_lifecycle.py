@@ -2,8 +2,10 @@
 
 "Open" is observed from outside, not from the objects' own flags: file
 descriptors of this process under the test's directory (every database is a
-file there), aiohttp sessions not closed, database threads alive —
-compared with what was open before (other tests of the process may leave theirs).
+file there), aiohttp sessions not closed (every one made during the test is
+kept, so one leaked and unreachable is not collected out of sight), database
+threads alive — compared with what was open before (other tests of the process
+may leave theirs).
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import asyncio
 import gc
 import os
 import signal
+import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,9 @@ from gns3server.agent.gns3_copilot.api.launcher import install
 from gns3server.agent.gns3_copilot.api.lifecycle import copilot_running, exit_signals
 from gns3server.agent.gns3_copilot.api.llm_store import DATABASE_NAME as LLM_DB
 from gns3server.agent.gns3_copilot.api.settings import CopilotSettings
+from gns3server.agent.gns3_copilot.console.audit import AUDIT_DB_NAME, AUDIT_SCHEMA
 from gns3server.agent.gns3_copilot.console.policy import PolicyError
+from gns3server.agent.gns3_copilot.db.schema import VERSION_TABLE, SchemaTooNewError
 from gns3server.agent.gns3_copilot.mcp.keys import DATABASE_NAME as MCP_KEYS_DB
 from gns3server.agent.gns3_copilot.service.storage import DATABASE_NAME as STORAGE_DB
 
@@ -47,9 +53,28 @@ def _open_files_under(root: Path) -> list[str]:
     return sorted(found)
 
 
+_MADE: list[aiohttp.ClientSession] = []
+"""Every aiohttp session made during the current test (see ``_keep_every_session``)."""
+
+
+@pytest.fixture(autouse=True)
+def _keep_every_session(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    made = aiohttp.ClientSession.__init__
+
+    def keeping(self: aiohttp.ClientSession, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        _MADE.append(self)
+
+    monkeypatch.setattr(aiohttp.ClientSession, "__init__", keeping)
+    yield
+    _MADE.clear()
+
+
 def _open_sessions() -> list[aiohttp.ClientSession]:
     gc.collect()
-    return [o for o in gc.get_objects() if isinstance(o, aiohttp.ClientSession) and not o.closed]
+    found = {id(o): o for o in gc.get_objects() if isinstance(o, aiohttp.ClientSession)}
+    found.update((id(o), o) for o in _MADE)
+    return [o for o in found.values() if not o.closed]
 
 
 def _live_database_threads() -> list[threading.Thread]:
@@ -86,6 +111,15 @@ def _break_llm_store(root: Path) -> dict[str, Any]:
     return {}
 
 
+def _break_audit(root: Path) -> dict[str, Any]:
+    """An audit file written by a newer copilot: refused (SchemaTooNewError) once the GNS3 pool is open."""
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(root / "data" / AUDIT_DB_NAME)) as db, db:
+        db.execute(f"CREATE TABLE {VERSION_TABLE} (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+        db.execute(f"INSERT INTO {VERSION_TABLE} VALUES (?, ?)", (AUDIT_SCHEMA.component, AUDIT_SCHEMA.latest + 1))
+    return {}
+
+
 def _break_policy(root: Path) -> dict[str, Any]:
     return {"console_policy": root / "no-such-policy.toml"}
 
@@ -106,6 +140,7 @@ def _break_mcp_keys(root: Path) -> dict[str, Any]:
 FAILING_STEPS: dict[str, tuple[Callable[[Path], dict[str, Any]], type[BaseException]]] = {
     "session storage": (_break_storage, Exception),
     "LLM config store": (_break_llm_store, Exception),
+    "audit log": (_break_audit, SchemaTooNewError),
     "console policy": (_break_policy, PolicyError),
     "prompt files": (_break_prompts, PromptFileError),
     "MCP keys": (_break_mcp_keys, Exception),

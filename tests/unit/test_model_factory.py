@@ -593,8 +593,9 @@ async def test_timeout_in_the_middle_of_a_stream(stub: OpenAIStub) -> None:
     received: list[str] = []
     # The config's timeout bounds the silence between chunks (langchain-openai's chunk timeout, a
     # TimeoutError) as well as the HTTP read (openai's APITimeoutError): either is llm_timeout.
+    # The hold never ends, so any timeout fires; 5 s leaves a busy machine time for the first chunks.
     with pytest.raises((openai.APITimeoutError, TimeoutError)) as info:
-        async for chunk in create_chat_model(_config(stub, timeout=0.3)).astream("hi"):
+        async for chunk in create_chat_model(_config(stub, timeout=5)).astream("hi"):
             received.append(str(chunk.content))
     assert "".join(received) == "partial "  # the two 4-character chunks sent before the hold
     assert isinstance(provider_error(info.value), LLMTimeoutError)

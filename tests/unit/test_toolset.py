@@ -6,10 +6,10 @@ from dataclasses import replace
 
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import needs_confirmation, tools_for_mode
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
 from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools
+from tests.support.gns3_admin import OwnSessionClient
 
-CONTEXT = RunContext(lambda: GNS3Client("http://127.0.0.1:1"), "p1", "alice", "s1", "u-alice")
+CONTEXT = RunContext(lambda: OwnSessionClient("http://127.0.0.1:1"), "p1", "alice", "s1", "u-alice")
 
 
 def permissions_of(user_id: str):

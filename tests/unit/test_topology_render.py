@@ -1,5 +1,5 @@
 """The topology model (``gns3_client/topology.py``) and its compact, level-reduced text
-(``agent/context/topology.py``): one resolver names link ends for both (pure)."""
+(``agent/context/topology.py``): one resolver names link ends for both, and for the link tool (pure)."""
 
 from __future__ import annotations
 
@@ -262,3 +262,27 @@ def test_odd_ends_are_named_alike_by_the_model_and_the_text() -> None:
 @given(topologies())
 def test_model_and_text_name_every_link_alike(topology: dict[str, Any]) -> None:
     assert sorted(_rendered_links(topology)) == _model_links(topology)
+
+
+def test_the_link_tool_names_links_and_ports_as_the_topology_does() -> None:
+    """tools/links.py resolves ends with the one resolver: a nameless port and one the node lacks included."""
+    from gns3server.agent.gns3_copilot.tools.errors import ToolError
+    from gns3server.agent.gns3_copilot.tools.links import _find_link
+
+    nodes = [_node("r1", "R1", "qemu", 2, 5001), _node("r2", "R2", "qemu", 3, 5002)]
+    nodes[0]["ports"][1] = {"adapter_number": 1, "port_number": 0}
+    links = [_link("l1", ("r1", 0), ("r2", 0)), _link("l2", ("r1", 1), ("r2", 1)), _link("l3", ("r1", 7), ("r2", 2))]
+    topology = {"project_id": PID, "name": "odd", "status": "opened", "nodes": nodes, "links": links}
+    expected = ["R1 a1/p0 <-> R2 e1", "R1 a7/p0 <-> R2 e2", "R1 e0 <-> R2 e0"]
+    assert _model_links(topology) == expected
+    with pytest.raises(ToolError) as several:
+        _find_link(links, nodes, "R1", "R2", None)
+    assert str(several.value) == (
+        "R1 and R2 share several links (R1 e0 <-> R2 e0; R1 a1/p0 <-> R2 e1; R1 a7/p0 <-> R2 e2); say which with port_a"
+    )
+    # A port is found by the name the text shows it with, by its own names, or by GNS3's label.
+    assert _find_link(links, nodes, "R1", "R2", "a1/p0")["link_id"] == "l2"
+    assert _find_link(links, nodes, "R1", "R2", "A7/P0")["link_id"] == "l3"
+    assert _find_link(links, nodes, "R1", "R2", "Ethernet0")["link_id"] == "l1"
+    links[0]["nodes"][0]["label"] = {"text": "uplink"}
+    assert _find_link(links, nodes, "R1", "R2", "uplink")["link_id"] == "l1"

@@ -13,6 +13,7 @@ service layer never speaks HTTP. The packages own their branches::
     ├── api: NoLLMConfigError, TokenExpiredError, ...          (api/errors.py and the routes)
     ├── LLMConfigError, PromptFileError, SettingsError, PolicyError   (also ValueErrors)
     ├── TokenizerDataError                                      (also a RuntimeError)
+    ├── SchemaError ..., DatabaseClosedError                    (db/: also RuntimeErrors)
     ├── GNS3Error ...                    gns3_client/exceptions.py: GNS3's refusals keep their kinds
     ├── ConsoleError ...                 console/: a device console that cannot be used
     ├── LLMError ...                     agent/llm_errors.py: provider and model-server failures
@@ -51,7 +52,7 @@ class ErrorKind(StrEnum):
     TOO_MANY = "too_many"
     """A per-user limit is reached."""
     UNAVAILABLE = "unavailable"
-    """The copilot is starting or stopping."""
+    """The copilot is starting or stopping, or cannot use its storage."""
     UPSTREAM = "upstream"
     """GNS3, a device console or a run behind the request failed."""
     LLM_AUTH = "llm_auth"

@@ -7,9 +7,10 @@ pre-model hook itself before every model call, streams its own typed events
 report, and retries once with a tighter budget when the provider says the
 request is too long. The ``tools`` node enforces the mode's tool set and turns
 every failure into an error ``ToolMessage`` so that no tool call is ever left
-without an answer. What the model may read of a tool's exception, and which
-returned results are failures, is the :class:`ToolErrorPolicy` the caller passes
-in: the graph knows nothing of GNS3 or consoles.
+without an answer. A tool fails by raising, never by what it returns; what the
+model may read of a tool's exception, and what a failed call still reports, is
+the :class:`ToolErrorPolicy` the caller passes in: the graph knows nothing of
+GNS3 or consoles.
 
 :func:`build_copilot_graph` compiles the graph from closures over one run's
 settings (model, tools, mode, hook); compiling is cheap, and state lives in the
@@ -137,23 +138,25 @@ def tool_exception_message(exc: BaseException) -> str | None:
     return str(exc) if isinstance(exc, ToolException) else None
 
 
-def never_failed(result: Any) -> bool:
-    """No returned result is a failure (the tool raises when it fails)."""
-    return False
+def no_outcome(exc: BaseException) -> Mapping[str, Any] | None:
+    """A failed call reports nothing besides its message."""
+    return None
 
 
 @dataclass(frozen=True)
 class ToolErrorPolicy:
     """How the tools node reads tool failures (the tools' own convention, passed in).
 
-    ``message(exc)`` is the text the model reads for an exception a tool raised,
-    or None for a bug (logged with its traceback; the model reads that the tool
-    failed unexpectedly). ``failed(result)`` says whether a result the tool
-    returned reports a failure (the call's status is then "error").
+    A tool fails by raising (the call's status is then "error"); whatever it
+    returns is a result. ``message(exc)`` is the text the model reads for an
+    exception a tool raised, or None for a bug (logged with its traceback; the
+    model reads that the tool failed unexpectedly). ``outcome(exc)`` is what a
+    failed call still reports, or None: its ``undo``, if any, is the undo of a
+    change the call may have half made (fault injection records it).
     """
 
     message: Callable[[BaseException], str | None] = tool_exception_message
-    failed: Callable[[Any], bool] = never_failed
+    outcome: Callable[[BaseException], Mapping[str, Any] | None] = no_outcome
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,12 @@ class AgentSettings:
     probe_tool_results: Callable[[], Awaitable[bool | None]] | None = None
     # Answered tool calls whose arguments are longer (characters) are cut in the history.
     max_argument_chars: int | None = None
+
+
+def _undo(result: Any) -> Mapping[str, Any] | None:
+    """The call that reverts what a tool call changed, if its result (or failure outcome) gives one."""
+    undo = result.get("undo") if isinstance(result, Mapping) else None
+    return undo if isinstance(undo, Mapping) else None
 
 
 def _stringify(result: Any) -> str:
@@ -656,12 +665,13 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
                 if said is None:  # a bug in a tool: the traceback is for the log only
                     logger.exception("Tool %s failed", name)
                     said = f"{name} failed unexpectedly; the details are in the GNS3 server log."
+                else:
+                    undo = _undo(settings.tool_errors.outcome(exc))
                 output = f"Error: {said}"
             else:
                 output = _stringify(result)
-                status = "error" if settings.tool_errors.failed(result) else "success"
-                if isinstance(result, Mapping) and isinstance(result.get("undo"), Mapping):
-                    undo = result["undo"]
+                status = "success"
+                undo = _undo(result)
         # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
         shown = "rejected" if rejected else status
         writer(events.tool_end(call_id, name, output, shown, undo))

@@ -143,14 +143,13 @@ class ServerTokenizer:
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
             log.info("Could not check whether the model server escapes message text (%s)", type(exc).__name__)
             return False
-        if None in counts:
+        rendered = _growth(counts)
+        if rendered is None:
             return False
-        raw = [await self._count(client, text) for text in (plain, marked)]
-        escaped = [await self._count(client, markup_escaped(text)) for text in (plain, marked)]
-        if None in raw or None in escaped:
+        as_raw = _growth([await self._count(client, text) for text in (plain, marked)])
+        as_escaped = _growth([await self._count(client, markup_escaped(text)) for text in (plain, marked)])
+        if as_raw is None or as_escaped is None:
             return False
-        rendered = counts[1] - counts[0]  # type: ignore[operator]
-        as_raw, as_escaped = raw[1] - raw[0], escaped[1] - escaped[0]  # type: ignore[operator]
         escapes = abs(rendered - as_escaped) < abs(rendered - as_raw)
         if escapes:
             log.warning("The model server's chat template HTML-escapes message text: quotes and brackets "
@@ -169,6 +168,12 @@ class ServerTokenizer:
             if theirs is not None and await self.escapes(client):
                 theirs = await self._count(client, request_text(messages, tools, escaped=True))
         return theirs
+
+
+def _growth(counts: Sequence[int | None]) -> int | None:
+    """How many tokens the marked probe text costs more than the plain one; None if either is unknown."""
+    plain, marked = counts
+    return None if plain is None or marked is None else marked - plain
 
 
 def _probe_body(model: str, text: str) -> dict[str, Any]:

@@ -59,8 +59,8 @@ class HostPermissions:
                 rbac = RbacRepository(session)
                 request: Any = SimpleNamespace(url=SimpleNamespace(path=API_PREFIX + path))
                 try:
-                    # The host annotates a schemas.User but passes its repository's db model, as here.
-                    await get_current_active_user(request, user, rbac)  # type: ignore[arg-type]
+                    # GNS3 annotates a schemas.User but passes its repository's db model, as here.
+                    await get_current_active_user(request, user, rbac)  # type: ignore[arg-type]  # GNS3's hint is wrong
                 except HTTPException:
                     return "inactive"
                 try:

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar
 from starlette.types import Receive
 
 from ..errors import CopilotError, ErrorKind
-from ..service.copilot import Event
+from ..service.copilot import EventStream
 from .schemas import Approval, ChatResult, ToolCallSummary
 
 log = logging.getLogger(__name__)
@@ -62,16 +62,16 @@ def encode(event: Mapping[str, Any]) -> bytes:
     return b"data: " + json.dumps(wire_event(event), ensure_ascii=False, default=str).encode("utf-8") + b"\n\n"
 
 
-async def sse_stream(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+async def sse_stream(events: EventStream) -> AsyncIterator[bytes]:
     """The run's events as SSE; leaving early (disconnect, shutdown) cancels the run."""
     try:
         async for event in events:
             yield encode(event)
     finally:
-        await events.aclose()  # type: ignore[attr-defined]  # an async generator
+        await events.aclose()
 
 
-async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatResult:
+async def gather_result(session_id: str, events: EventStream) -> ChatResult:
     """Drain the run for ``stream: false``; an error event becomes RunFailedError (502)."""
     parts: list[str] = []
     calls: dict[str, ToolCallSummary] = {}
@@ -105,7 +105,7 @@ async def gather_result(session_id: str, events: AsyncIterator[Event]) -> ChatRe
             elif kind == "done":
                 done = event
     finally:
-        await events.aclose()  # type: ignore[attr-defined]
+        await events.aclose()
     if error is not None or done.get("status") == "error":
         message = (error or {}).get("message") or "The copilot run failed."
         raise RunFailedError(f"{message} (session {session_id})")

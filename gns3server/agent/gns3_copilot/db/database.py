@@ -20,8 +20,9 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
+from ..errors import CopilotError, ErrorKind
 from .schema import Schema, migrate
 
 log = logging.getLogger(__name__)
@@ -32,8 +33,21 @@ T = TypeVar("T")
 Work = Callable[[sqlite3.Connection], T]
 
 
-class DatabaseClosedError(RuntimeError):
-    """Work submitted after :meth:`Database.close` began."""
+class DatabaseClosedError(CopilotError, RuntimeError):
+    """Work submitted after :meth:`Database.close` began.
+
+    Databases close when the server stops, so a request that reaches one late is told
+    what a request that got past the door while the server began to stop is told.
+    """
+
+    code = "copilot_stopping"
+    kind = ErrorKind.UNAVAILABLE
+    retryable = True
+    PUBLIC_MESSAGE: ClassVar[str] = "The GNS3 server is stopping; try again once it is back"
+
+    @property
+    def public_message(self) -> str:
+        return self.PUBLIC_MESSAGE
 
 
 def configure(connection: sqlite3.Connection, synchronous: str) -> None:

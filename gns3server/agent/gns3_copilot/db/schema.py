@@ -21,6 +21,9 @@ import logging
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
+
+from ..errors import CopilotError, ErrorKind
 
 log = logging.getLogger(__name__)
 
@@ -31,16 +34,33 @@ Step = Callable[[sqlite3.Connection], None]
 commit, nor call ``executescript`` (which commits first)."""
 
 
-class SchemaError(RuntimeError):
-    """A database file this copilot cannot use as it is; the message names the file and what to do."""
+class SchemaError(CopilotError, RuntimeError):
+    """A database file this copilot cannot use as it is; the message names the file and what to do.
+
+    The message is for the administrator (it names a path on the server, and SQLite's text):
+    start-up stops with it in the log. Should one ever reach a client, it is told only
+    that the copilot cannot use its storage.
+    """
+
+    code = "database_unusable"
+    kind = ErrorKind.UNAVAILABLE
+    PUBLIC_MESSAGE: ClassVar[str] = "The copilot cannot use its database; the GNS3 server log says why."
+
+    @property
+    def public_message(self) -> str:
+        return self.PUBLIC_MESSAGE
 
 
 class SchemaTooNewError(SchemaError):
     """The file was migrated by a newer copilot than this one."""
 
+    code = "database_schema_too_new"
+
 
 class MigrationError(SchemaError):
     """A migration failed; the file is left as it was before it."""
+
+    code = "database_migration_failed"
 
 
 @dataclass(frozen=True)

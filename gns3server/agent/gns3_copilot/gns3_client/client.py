@@ -10,8 +10,10 @@ token with every request, so GNS3's own access control applies::
         async with connection.client(user_token) as client:
             nodes, links = await client.nodes_and_links(project_id)
 
-A client made without a session (``GNS3Client(url, token=...)``) opens its own
-when entered and closes it on exit: for scripts and tests.
+A client always borrows a session (its connection's, or one a caller owns) and
+never closes it, so the copilot cannot open a session per operation by mistake.
+Tests and benchmarks that talk to a server alone use
+``tests/support/gns3_admin.py``'s ``OwnSessionClient``.
 
 GNS3 3.0 does not check the ``exp`` claim of its own tokens (its JWT decoding
 skips claim validation), so the client checks it before sending: an expired token
@@ -142,54 +144,29 @@ def _find_endpoint(nodes: Sequence[Mapping[str, Any]], node_ref: str, port_ref: 
     raise GNS3NotFoundError(f"node {node.get('name')!r} has no port {port_ref!r} (ports: {available})")
 
 
-class _HoldsSession:
-    """Something holding an ``aiohttp.ClientSession``: ``async with`` ends with :meth:`close`."""
-
-    _session: aiohttp.ClientSession | None
-
-    async def close(self) -> None:
-        """Close the session (idempotent); requests fail from then on."""
-        await self._release()
-
-    async def _release(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-
-class GNS3Client(_HoldsSession):
+class GNS3Client:
     """A GNS3 v3 API client bound to one server and one user's bearer token.
 
     ``base_url`` is the server root (``http://host:3080``; a trailing ``/v3`` is
     accepted). ``timeout`` bounds every call as a whole, ``connect_timeout`` the TCP
-    connection. With ``session`` the client borrows that ``aiohttp.ClientSession``
-    (a :class:`GNS3Connection`'s) and never closes it; without, it opens its own
-    when entered and closes it on exit.
+    connection. The client borrows ``session`` (a :class:`GNS3Connection`'s) and
+    never closes it: ``async with`` a client costs nothing, and its owner closes it.
     """
 
     def __init__(
         self,
         base_url: str,
         *,
+        session: aiohttp.ClientSession,
         token: str | None = None,
         timeout: float = 30.0,
         connect_timeout: float | None = 10.0,
-        session: aiohttp.ClientSession | None = None,
     ) -> None:
         self._base_url = base_url.rstrip("/").removesuffix("/v3")
         self._token = token
         self._timeout_seconds = timeout
         self._timeout = aiohttp.ClientTimeout(total=timeout, connect=connect_timeout)
-        self._borrowed = session is not None
-        self._session: aiohttp.ClientSession | None = session
+        self._session = session
 
     def __repr__(self) -> str:
         return f"<GNS3Client {self._base_url}>"
@@ -205,17 +182,15 @@ class GNS3Client(_HoldsSession):
         return self._token
 
     async def __aenter__(self) -> Self:
-        if not self._borrowed:
-            if self._session is not None:
-                raise RuntimeError("GNS3Client is already open")
-            self._session = aiohttp.ClientSession()
         return self
 
-    async def close(self) -> None:
-        """Close the HTTP session if this client opened it (idempotent); a borrowed one stays open."""
-        if self._borrowed:
-            return
-        await self._release()
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Nothing to close: the session is its owner's."""
 
     # -- transport boundary -------------------------------------------------
 
@@ -223,8 +198,6 @@ class GNS3Client(_HoldsSession):
         self, method: str, url: str, json_body: Any, token: str | None
     ) -> tuple[int, str, str | None]:
         """One HTTP exchange; every aiohttp/asyncio failure becomes a GNS3Error."""
-        if self._session is None:
-            raise RuntimeError("use 'async with GNS3Client(...)' before making requests")
         headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         started = time.perf_counter()
         try:
@@ -315,8 +288,6 @@ class GNS3Client(_HoldsSession):
         Runs until the caller stops iterating or GNS3 ends the stream; no overall
         timeout, but a silence longer than ``read_timeout`` is a GNS3TimeoutError.
         """
-        if self._session is None:
-            raise RuntimeError("use 'async with GNS3Client(...)' before making requests")
         url = f"{self._base_url}/v3/projects/{_check_id(project_id, 'project')}/notifications"
         token = self._valid_token("GET", url)
         timeout = aiohttp.ClientTimeout(total=None, connect=self._timeout.connect, sock_read=read_timeout)
@@ -366,13 +337,6 @@ class GNS3Client(_HoldsSession):
         else:
             # The single-node start route requires a JSON body; {} is accepted by all four.
             await self.request("POST", f"/projects/{pid}/nodes/{_check_id(node_id, 'node')}/{action}", json={})
-
-    async def create_node(
-        self, project_id: str, *, name: str, node_type: str, compute_id: str = "local", **fields: Any
-    ) -> dict[str, Any]:
-        """Create a node without a template (``fields`` as in GNS3's node schema)."""
-        body = {"name": name, "node_type": node_type, "compute_id": compute_id, **fields}
-        return await self.request("POST", f"/projects/{_check_id(project_id, 'project')}/nodes", json=body)
 
     async def update_node(self, project_id: str, node_id: str, **fields: Any) -> dict[str, Any]:
         """Change node settings (name, position, properties, ...)."""
@@ -442,7 +406,7 @@ class GNS3Client(_HoldsSession):
 
 
 
-class GNS3Connection(_HoldsSession):
+class GNS3Connection:
     """One server's HTTP connection pool, open for the server's whole life.
 
     One ``aiohttp.ClientSession`` (keep-alive connections reused by every user and
@@ -469,3 +433,17 @@ class GNS3Connection(_HoldsSession):
         if self._session is None:
             raise RuntimeError("the GNS3 connection is not open")
         return GNS3Client(self._base_url, token=token, timeout=self._timeout, session=self._session)
+
+    async def close(self) -> None:
+        """Close the session (idempotent); its clients' requests fail from then on."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

@@ -11,9 +11,11 @@ The REST data the topology was built from stays available as
 which is what the context manager's compact rendering takes.
 
 :func:`resolve_endpoint` is the one place where a REST link end becomes a label
-like ``PC1 e0``: the topology built here and the context manager's text rendering
-(``agent/context/topology.py``) both use it, so the model reads the same names
-in the system prompt and in the topology tool's answer.
+like ``PC1 e0``: the topology built here, the context manager's text rendering
+(``agent/context/topology.py``) and the link tool (``tools/links.py``, which
+names the link it changed and the ports a user may give) all use it, so the
+model reads the same names in the system prompt, in the topology tool's answer
+and in a link change's result.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from .client import GNS3Client, gather_cancelling
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "Endpoint", "Link", "Node", "Port", "Topology", "fetch_rest_topology", "fetch_topology", "node_label",
-    "port_label", "resolve_endpoint",
+    "Endpoint", "Link", "Node", "Port", "Topology", "fetch_rest_topology", "fetch_topology", "find_port",
+    "link_text", "node_label", "port_label", "resolve_endpoint",
 ]
 
 
@@ -47,12 +49,17 @@ class Endpoint:
     def resolved(self) -> bool:
         return self.node_name is not None and self.port_name is not None
 
+    @property
+    def port_text(self) -> str:
+        """The port part of :meth:`label`: ``e0``, or ``a1/p0`` when the port is unknown."""
+        if self.node_name is not None and self.port_name is not None:
+            return self.port_name
+        return f"a{_num(self.adapter_number)}/p{_num(self.port_number)}"
+
     def label(self) -> str:
         """``PC1 e0``; ``?1a2b3c4d a0/p0`` for an unknown node; ``PC1 a1/p0`` for an unknown port."""
-        numbers = f"a{_num(self.adapter_number)}/p{_num(self.port_number)}"
-        if self.node_name is None:
-            return f"?{self.node_id[:8]} {numbers}"
-        return f"{self.node_name} {self.port_name if self.port_name is not None else numbers}"
+        node = self.node_name if self.node_name is not None else f"?{self.node_id[:8]}"
+        return f"{node} {self.port_text}"
 
 
 @dataclass(frozen=True)
@@ -228,21 +235,30 @@ def port_label(port: Mapping[str, Any]) -> str | None:
     return str(label) if label not in (None, "") else None
 
 
+def find_port(node: Mapping[str, Any], end: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The port of ``node`` that a REST link end names (by adapter and port number); None if it has none."""
+    wanted = (end.get("adapter_number"), end.get("port_number"))
+    return next(
+        (p for p in node.get("ports") or [] if (p.get("adapter_number"), p.get("port_number")) == wanted), None
+    )
+
+
 def resolve_endpoint(end: Mapping[str, Any], nodes_by_id: Mapping[Any, Mapping[str, Any]]) -> Endpoint:
     """A REST link end (``node_id``, ``adapter_number``, ``port_number``) with its node's and port's names."""
     node_id, adapter, number = end.get("node_id"), end.get("adapter_number"), end.get("port_number")
     node = nodes_by_id.get(node_id)
     if node is None:
         return Endpoint(node_id=str(node_id or ""), adapter_number=adapter, port_number=number)
-    port = next(
-        (p for p in node.get("ports") or []
-         if p.get("adapter_number") == adapter and p.get("port_number") == number),
-        None,
-    )
+    port = find_port(node, end)
     return Endpoint(
         node_id=str(node_id), adapter_number=adapter, port_number=number, node_name=node_label(node),
         port_name=port_label(port) if port is not None else None,
     )
+
+
+def link_text(link: Mapping[str, Any], nodes_by_id: Mapping[Any, Mapping[str, Any]]) -> str:
+    """A REST link as :attr:`Link.text` names it: ``PC1 e0 <-> R1 e0``."""
+    return _build_link(link, nodes_by_id).text
 
 
 def _build_link(link: Mapping[str, Any], nodes_by_id: Mapping[Any, Mapping[str, Any]]) -> Link:

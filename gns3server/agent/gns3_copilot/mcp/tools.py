@@ -39,7 +39,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import CopilotError
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
-from ..tools.errors import result_failed
+from ..tools.errors import failure_outcome, model_message
 from ..tools.toolset import ConsoleServices, RunContext, build_tools
 from .approvals import APPROVAL_SECONDS, Approval, Approvals, call_digest
 from .auth import Caller
@@ -233,9 +233,12 @@ class ToolGateway:
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
             return text_result(f"Invalid arguments: {problems}", error=True)
-        except ToolException as exc:
-            return text_result(str(exc), error=True)
-        return text_result(result, error=result_failed(result))
+        except ToolException as exc:  # a failure (tools never return one): its text and what it still reports
+            failed = text_result(model_message(exc) or str(exc), error=True)
+            outcome = failure_outcome(exc)
+            failed.structuredContent = dict(outcome) if outcome is not None else None
+            return failed
+        return text_result(result)
 
     async def _approval(
         self, caller: Caller, session: ServerSession, name: str, project_id: str, args: dict[str, Any],

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +57,7 @@ from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
 from ..redaction import SECRETS, scrub
-from ..tools.errors import model_message, result_failed
+from ..tools.errors import failure_outcome, model_message
 from ..tools.toolset import RunContext
 from .errors import (
     ApprovalExpiredError,
@@ -81,6 +81,8 @@ INTERRUPT = "__interrupt__"
 ABORTED_TOOL_RESULT = "[aborted by the user before this tool call finished]"
 HEARTBEAT_SECONDS = 15.0
 Event = events.Event
+EventStream = AsyncGenerator[Event, None]
+"""A run's events; closing it early (``aclose()``: a client gone, a shutdown) cancels the run."""
 
 
 @dataclass(frozen=True)
@@ -392,7 +394,7 @@ class CopilotService:
         mode: str = "lab_automation",
         kind: str = "chat",
         message_id: str | None = None,
-    ) -> tuple[SessionRecord, AsyncIterator[Event]]:
+    ) -> tuple[SessionRecord, EventStream]:
         """Start a run; returns the session and its events (ending with ``done``).
 
         ``kind`` is ``fault_injection`` for ``chat/inject``: the session's runs use the
@@ -433,7 +435,7 @@ class CopilotService:
         llm_config: Mapping[str, Any],
         mode: str = "lab_automation",
         approval_id: str | None = None,
-    ) -> tuple[SessionRecord, AsyncIterator[Event]]:
+    ) -> tuple[SessionRecord, EventStream]:
         """Resume a run that waits for approval: the calls run (or are rejected), then the answer.
 
         ``approval_id``, when given, must be the pending approval's (the one the
@@ -480,7 +482,7 @@ class CopilotService:
 
     def _start(
         self, record: SessionRecord, user: User, start: Any, llm_config: dict[str, Any], mode: str
-    ) -> AsyncIterator[Event]:
+    ) -> EventStream:
         if self._closed:
             raise ServiceClosingError("The GNS3 server is stopping; try again once it is back")
         if record.session_id in self._runs:
@@ -517,7 +519,7 @@ class CopilotService:
         await asyncio.gather(*(run.stop() for run in list(self._runs.values())))
         await self._summaries.close()
 
-    async def _events(self, run: _Run) -> AsyncIterator[Event]:
+    async def _events(self, run: _Run) -> EventStream:
         try:
             while True:
                 try:
@@ -631,13 +633,13 @@ class CopilotService:
             return await model.ainvoke(request)
 
         timeout = llm_config.get("timeout")
+        unstreamed = self._bind_tools_unstreamed
         return AgentSettings(
             tools=tools,
             mode=mode,
             bind_tools=lambda tools: self._bind_tools(offer(tools), llm_config),
             bind_tools_unstreamed=(
-                None if self._bind_tools_unstreamed is None
-                else lambda tools: self._bind_tools_unstreamed(offer(tools), llm_config)  # type: ignore[misc]
+                None if unstreamed is None else lambda tools: unstreamed(offer(tools), llm_config)
             ),
             traits=traits,
             count_text=count_text,
@@ -652,7 +654,7 @@ class CopilotService:
             summarize=summarize if resolve_window_settings(llm_config)["summary"] else None,
             summary_writer=self._summaries,
             summary_timeout=min(DEFAULT_SUMMARY_TIMEOUT, timeout) if isinstance(timeout, (int, float)) else DEFAULT_SUMMARY_TIMEOUT,
-            tool_errors=ToolErrorPolicy(message=model_message, failed=result_failed),
+            tool_errors=ToolErrorPolicy(message=model_message, outcome=failure_outcome),
         )
 
     async def _execute_hiding_key(

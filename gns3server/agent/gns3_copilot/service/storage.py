@@ -48,6 +48,8 @@ CHECKPOINT_COLUMNS = {
 class CheckpointSchemaError(SchemaError):
     """LangGraph's checkpoint tables lack what pruning needs (a changed ``langgraph-checkpoint-sqlite``)."""
 
+    code = "checkpoint_schema_unsupported"
+
 
 @dataclass
 class Storage:

@@ -9,6 +9,15 @@ can lag behind the device, e.g. after a compute restart).
 Everything else (policy, per-device locks, audit, drivers) is the console
 package's job; these tools only resolve nodes and shape results for the model.
 
+A device's batch that was blocked by the policy or stopped part-way (its console
+unreachable, a timeout) failed; one whose commands ran, error lines included,
+did not (the model reads what the device said). ``gns3_show_commands`` returns
+each device's outcome while one device's batch did not fail, and fails as a
+whole when every one did; ``gns3_config_commands`` fails when its device's batch
+did. A failure's outcome still carries every device's results (what was sent,
+what it answered) and, in a fault-injection run, the ``undo`` of a change the
+batch may have half made.
+
 GNS3's permissions hold here as on GNS3's own console routes: before anything
 is sent, every device must pass ``Node.Console`` for the user (asked through
 ``authorize``, GNS3's own check in the server). A refusal sends nothing, is
@@ -48,7 +57,7 @@ from ..console.runner import Mode
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
 from .config_undo import plan
-from .errors import ToolError, tool_error
+from .errors import ToolError, every_item_failed, tool_error
 from .nodes import PermissionErrors, ProjectTool, _by_name
 from .permissions import NODE_CONSOLE, Authorize, console_path, refusal
 
@@ -56,6 +65,8 @@ log = logging.getLogger(__name__)
 
 # A console bound to every address is reached on the host the GNS3 API runs on.
 _ANY_ADDRESS = {"", "0.0.0.0", "::", "0:0:0:0:0:0:0:0"}
+BATCH_FAILED = ("blocked", "failed")
+"""A device's batch with one of these statuses failed (``error``: the commands ran, some said so)."""
 
 
 class ConsoleTool(ProjectTool):
@@ -168,6 +179,10 @@ class ShowCommandsTool(ConsoleTool):
         who = self._who(config)
         targets = await self._devices(devices, commands, driver, who)
         results = await gather_cancelling(*(self._run_on(d, commands, "show", who) for d in targets))
+        failed = [(r["device"], r["error"]) for r in results if r["status"] in BATCH_FAILED]
+        if len(failed) == len(results):
+            raise every_item_failed(f"the commands on {', '.join(r['device'] for r in results)}", failed,
+                                    outcome={"devices": results})
         return {"devices": results}
 
 
@@ -199,6 +214,14 @@ class ConfigCommandsTool(ConsoleTool):
     ) -> dict[str, Any]:
         who = self._who(config)
         (target,) = await self._devices([device], commands, driver, who)
+        result = await self._configure(target, commands, driver, who)
+        if result["status"] in BATCH_FAILED:  # blocked, or stopped part-way: its outcome says what was sent
+            raise ToolError(f"the configuration of {target.name} failed: {result['error']}", outcome=result)
+        return result
+
+    async def _configure(
+        self, target: Device, commands: list[str], driver: DriverName | None, who: Who
+    ) -> dict[str, Any]:
         if not self.record_undo:
             return await self._run_on(target, commands, "config", who)
         undo_plan = plan(target.driver.name, commands)

@@ -5,30 +5,44 @@ of the copilot's error tree and LangChain's ``ToolException``) whose text is
 written for the model: it says what failed and, where it helps, what to try.
 Tools translate what they meet themselves (GNS3's refusals, console failures,
 a wrong name) with :func:`tool_error`, ``raise ... from`` keeping the original
-for the log. :func:`model_message` is the policy the service hands to the graph
-factory: the text the model may read for an exception, or None for a bug (the
-graph then answers "failed unexpectedly" and logs the traceback).
-:func:`result_failed` is the other half of it: a result that a tool returns
-but that reports a failure (a device's blocked or failed batch).
+for the log. A failure is always raised, never returned: a call on several
+items (nodes, devices) returns each item's outcome as data while at least one
+of them succeeded, and raises :func:`every_item_failed` when none did. A failed
+call may still report what it did (:attr:`ToolError.outcome`: each item's
+outcome, the undo of a change it may have half made).
+
+:func:`model_message` and :func:`failure_outcome` are the policy the service
+hands to the graph factory: the text the model may read for an exception (its
+outcome included), or None for a bug (the graph then answers "failed
+unexpectedly" and logs the traceback); and what a failed call still reports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.tools import ToolException
 
 from ..errors import CopilotError, ErrorKind
 
-__all__ = ["ToolError", "model_message", "result_failed", "tool_error"]
+__all__ = ["ToolError", "every_item_failed", "failure_outcome", "model_message", "tool_error"]
 
 
 class ToolError(CopilotError, ToolException):
-    """A tool call that failed for a reason the model can act on; ``str()`` is written for it."""
+    """A tool call that failed for a reason the model can act on; ``str()`` is written for it.
+
+    ``outcome``: what the call still reports (JSON-able: each item's outcome, an ``undo``
+    for a change it may have half made), shown to the model after the text.
+    """
 
     code = "tool_error"
     kind = ErrorKind.UPSTREAM
+
+    def __init__(self, message: str, *, outcome: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.outcome = outcome
 
     @property
     def public_message(self) -> str:
@@ -45,15 +59,27 @@ def tool_error(exc: CopilotError) -> ToolError:
     return ToolError(str(exc))
 
 
+def every_item_failed(
+    what: str, failures: Sequence[tuple[str, str]], outcome: Mapping[str, Any] | None = None
+) -> ToolError:
+    """The error of a call on several items (nodes, devices) none of which succeeded: ``what``
+    was asked, ``failures`` says (item, why) for each. Raise it; while one item succeeds, the
+    call returns every item's outcome instead."""
+    reasons = "\n".join(f"- {item}: {why}" for item, why in failures)
+    return ToolError(f"{what}: every one failed\n{reasons}", outcome=outcome)
+
+
 def model_message(exc: BaseException) -> str | None:
-    """What the model reads for a tool's exception; None when it is a bug (only the log sees it)."""
+    """What the model reads for a tool's exception (with the outcome a failed call still reports);
+    None when it is a bug (only the log sees it)."""
     if isinstance(exc, ToolException):
-        return str(exc)
+        outcome = failure_outcome(exc)
+        return str(exc) if outcome is None else f"{exc}\n{json.dumps(outcome, ensure_ascii=False, default=str)}"
     if isinstance(exc, CopilotError) and exc.kind is not ErrorKind.INTERNAL:
         return str(exc)  # a tool that did not translate: ours, written to be read
     return None
 
 
-def result_failed(result: Any) -> bool:
-    """Whether a returned result reports a failure: one device's batch that was blocked or failed."""
-    return isinstance(result, Mapping) and "device" in result and result.get("status") in ("blocked", "failed")
+def failure_outcome(exc: BaseException) -> Mapping[str, Any] | None:
+    """What a call that raised still reports (each item's outcome, an ``undo``), or None."""
+    return exc.outcome if isinstance(exc, ToolError) else None

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..console.audit import Who
 from ..gns3_client import GNS3Client, GNS3Error
+from ..gns3_client.topology import find_port, link_text, resolve_endpoint
 from .errors import ToolError
 from .nodes import PermissionErrors, ProjectTool, _by_name
 
@@ -88,30 +89,15 @@ class UpdateLinkInput(BaseModel):
         return self
 
 
-def _port_name(node: Mapping[str, Any], end: Mapping[str, Any]) -> str:
-    for port in node.get("ports") or []:
-        if (port.get("adapter_number"), port.get("port_number")) == (end.get("adapter_number"), end.get("port_number")):
-            return str(port.get("short_name") or port.get("name"))
-    return str((end.get("label") or {}).get("text") or f"{end.get('adapter_number')}/{end.get('port_number')}")
-
-
 def _port_names(node: Mapping[str, Any], end: Mapping[str, Any]) -> set[str]:
-    """The names a user may give the port of a link's end (folded)."""
-    names = {_port_name(node, end), str((end.get("label") or {}).get("text") or "")}
-    for port in node.get("ports") or []:
-        if (port.get("adapter_number"), port.get("port_number")) == (end.get("adapter_number"), end.get("port_number")):
-            names |= {str(port.get("name") or ""), str(port.get("short_name") or "")}
+    """The names a user may give the port of a link's end (folded): the one the link's text shows
+    (``e0``, or ``a1/p0`` for a port the node does not list), the port's own names, GNS3's label."""
+    shown = resolve_endpoint(end, {node.get("node_id"): node}).port_text
+    names = {shown, str((end.get("label") or {}).get("text") or "")}
+    port = find_port(node, end)
+    if port is not None:
+        names |= {str(port.get("name") or ""), str(port.get("short_name") or "")}
     return {n.casefold() for n in names if n}
-
-
-def describe(link: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> str:
-    """"PC1 e0 <-> PC2 e0", as the user names the link."""
-    by_id = {n.get("node_id"): n for n in nodes}
-    ends = []
-    for end in link.get("nodes") or []:
-        node = by_id.get(end.get("node_id"), {})
-        ends.append(f"{node.get('name', end.get('node_id'))} {_port_name(node, end)}")
-    return " <-> ".join(ends)
 
 
 def _find_link(
@@ -133,7 +119,8 @@ def _find_link(
         return between[0]
     if not between:
         raise ToolError(f"no link between {a['name']} and {b['name']}" + (f" on {a['name']} {port_a}" if port_a else ""))
-    names = "; ".join(describe(link, nodes) for link in between)
+    by_id = {n.get("node_id"): n for n in nodes}
+    names = "; ".join(link_text(link, by_id) for link in between)
     raise ToolError(f"{a['name']} and {b['name']} share several links ({names}); say which with port_a")
 
 
@@ -213,4 +200,4 @@ class UpdateLinkTool(ProjectTool):
         else:
             assert node_a is not None and node_b is not None  # the input's validator
             link = _find_link(links, nodes, node_a, node_b, port_a)
-        return link, describe(link, nodes)
+        return link, link_text(link, {n.get("node_id"): n for n in nodes})

@@ -4,10 +4,11 @@ Each tool is bound to one run: the project the user has open and a factory of
 GNS3 clients carrying that user's token, so GNS3's own access control decides
 what the copilot may do. Nodes, templates and ports are named as the user sees
 them. GNS3's refusals (404, 409 ...) become a :class:`~.errors.ToolError` quoting
-GNS3's answer (for node actions, per node in the result); the agent's tools node
-answers the call with its text. A permission refusal (GNS3's 401/403) is said
-plainly ("you lack Node.PowerMgmt on R1 ...") and, when the tool has the audit
-log, audited as "denied".
+GNS3's answer; the agent's tools node answers the call with its text. A node
+action on several nodes reports each node's outcome while one of them succeeded,
+and fails as a whole (every node's reason in its text) when none did. A
+permission refusal (GNS3's 401/403) is said plainly ("you lack Node.PowerMgmt on
+R1 ...") and, when the tool has the audit log, audited as "denied".
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..console.audit import AuditLog, Who
 from ..gns3_client import GNS3Client, GNS3Error, NodeAction
 from ..gns3_client.client import find_named, gather_cancelling
 from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3PermissionError
-from .errors import ToolError, tool_error
+from .errors import ToolError, every_item_failed, tool_error
 from .permissions import PermissionRefused, gns3_refusal
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,8 @@ class NodeActionTool(ProjectTool):
     args_schema: type[BaseModel] = NodeActionInput
 
     async def _arun(self, action: NodeAction, nodes: list[str], **_: Any) -> dict[str, Any]:
-        """GNS3 checks each node (``Node.PowerMgmt``); refused on every node is a refusal of the call."""
+        """GNS3 checks each node (``Node.PowerMgmt``); refused on every node is a refusal of the call,
+        failed on every node (refused or not) a failure of the call."""
         try:
             return await self._act(action, nodes)
         except GNS3Error as exc:
@@ -146,8 +148,10 @@ class NodeActionTool(ProjectTool):
             results = await gather_cancelling(*(act(n) for n in targets))
         if len(refusals) == len(results):
             raise PermissionRefused("; ".join(str(r) for r in refusals))
-        failed = sum(r["status"] != "ok" for r in results)
-        return {"action": action, "results": results, "failed": failed}
+        failed = [(str(r["node"]), str(r["error"])) for r in results if r["status"] != "ok"]
+        if len(failed) == len(results):
+            raise every_item_failed(f"{action} {', '.join(str(r['node']) for r in results)}", failed)
+        return {"action": action, "results": results, "failed": len(failed)}
 
 
 class CreateNodeInput(BaseModel):

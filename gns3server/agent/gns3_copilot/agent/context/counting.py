@@ -24,15 +24,21 @@ Per-message counts are memoised by content (an LRU keyed by what the provider
 would receive), so re-counting a long history costs dictionary look-ups: message
 objects rebuilt from a checkpoint hit the cache just like the originals. The
 cache is thread-safe: the agent prepares requests in worker threads. Its keys keep
-message texts alive, so it is bounded by their size (``cache_bytes``, counted in
-characters plus a fixed overhead per entry) as well as by entries: a server that
-has seen many long tool outputs does not keep them all for its lifetime.
+message texts alive, so it is bounded by the memory they take (``cache_bytes``) as
+well as by entries: a server that has seen many long tool outputs does not keep
+them all for its lifetime. An entry's size is ``sys.getsizeof`` of every object
+of its key and value plus a fixed overhead, taken once the value is computed: a
+Python string takes 1, 2 or 4 bytes per character (its widest character decides),
+plus the UTF-8 copy that encoding it made of a non-ASCII string, so neither its
+length nor its UTF-8 size bounds what it holds (a CJK text takes 5 bytes per
+character once counted, an emoji 8).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -112,18 +118,21 @@ def message_key(message: BaseMessage) -> Hashable:
 
 
 DEFAULT_CACHE_BYTES = 32 * 1024 * 1024
-_ENTRY_OVERHEAD = 200  # the key tuple, the dict slot and the count, roughly
+"""Bytes of memory the count cache may keep alive (its entries as :func:`held_bytes` measures them)."""
+ENTRY_OVERHEAD = 200
+"""Bytes of an entry besides its key and value: the ordered dict's slot and link, the (value, size) pair."""
 
 
-def _key_size(key: Hashable) -> int:
-    """What a cache entry keeps alive: the texts in its key (characters), plus the entry itself."""
-    size = _ENTRY_OVERHEAD
-    stack = [key]
+def held_bytes(*objects: Any) -> int:
+    """Memory ``objects`` take, tuples walked: ``sys.getsizeof`` of each (a string's own characters and
+    the UTF-8 copy made of it, if any). Objects shared with others (interned names, small ints) count
+    in full: the bound errs on the safe side."""
+    size = 0
+    stack = list(objects)
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
-            size += len(item)
-        elif isinstance(item, tuple):
+        size += sys.getsizeof(item)
+        if isinstance(item, tuple):
             stack.extend(item)
     return size
 
@@ -177,12 +186,12 @@ class TokenCounter:
 
     def message(self, message: BaseMessage) -> int:
         """Tokens one message costs in a request (framing included), memoised by content."""
-        key = message_key(message)
-        count: int = self.remembered(key, _key_size(key), lambda: self._count_uncached(message))
+        count: int = self.remembered(message_key(message), lambda: self._count_uncached(message))
         return count
 
-    def remembered(self, key: Hashable, size: int, compute: Callable[[], Any]) -> Any:
-        """``compute()``, kept in the counter's cache under ``key`` (``size``: what it keeps alive).
+    def remembered(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()``, kept in the counter's cache under ``key``; ``key`` and the value are
+        made of strings, numbers and tuples, so that :func:`held_bytes` measures what they keep alive.
 
         One cache, bounded by entries and bytes, for every per-encoding result derived from
         message texts (counts, capped outputs): nothing keeps long texts alive beside it.
@@ -193,6 +202,8 @@ class TokenCounter:
                 self._cache.move_to_end(key)
                 return cached[0]
         value = compute()
+        # Measured after computing: encoding a non-ASCII text gave it a UTF-8 copy it now keeps.
+        size = ENTRY_OVERHEAD + held_bytes(key, value)
         if size > self._cache_bytes:
             return value  # bigger than the whole cache: computed, not kept
         with self._lock:
@@ -205,7 +216,7 @@ class TokenCounter:
         return value
 
     def cache_info(self) -> tuple[int, int]:
-        """(entries, size) of the count cache; the size as :data:`DEFAULT_CACHE_BYTES` counts it."""
+        """(entries, bytes) of the count cache; the bytes as :data:`DEFAULT_CACHE_BYTES` bounds them."""
         with self._lock:
             return len(self._cache), self._cached_bytes
 

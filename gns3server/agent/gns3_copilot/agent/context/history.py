@@ -244,20 +244,21 @@ def fit_history(units: Sequence[Unit], available: int, counter: TokenCounter) ->
         if not complete:
             break
 
-    older: list[Turn] = []
+    older: list[tuple[BaseMessage, list[Unit]]] = []  # (question, units) of each earlier turn kept
     if complete:
         for turn in reversed(turns[:-1]):
-            turn_cost = sum(_unit_cost(u, counter) for u in turn.units)
-            turn_cost += counter.message(turn.human) if turn.human is not None else 0
-            if turn_cost > room or turn.human is None:
+            if turn.human is None:
                 break
-            older.append(turn)
+            turn_cost = counter.message(turn.human) + sum(_unit_cost(u, counter) for u in turn.units)
+            if turn_cost > room:
+                break
+            older.append((turn.human, turn.units))
             room -= turn_cost
 
     kept: list[BaseMessage] = []
-    for turn in reversed(older):
-        kept.append(turn.human)  # type: ignore[arg-type]  # checked above
-        kept.extend(m for u in turn.units for m in u)
+    for human, turn_units in reversed(older):
+        kept.append(human)
+        kept.extend(m for u in turn_units for m in u)
     kept.append(question)
     kept.extend(m for u in reversed(newest_units) for m in u)
     return FitResult(kept, available - room, truncated, over_budget=False)

@@ -160,8 +160,7 @@ def cap_output(message: ToolMessage, cap: int, counter: TokenCounter) -> ToolMes
         return message
     content = message.content
     # Kept in the counter's bounded cache (the key and the cut text are what it keeps alive).
-    text = counter.remembered(("capped", cap, content), 2 * len(content),
-                              lambda: truncate_text(content, cap, counter, marker=CAP_MARKER))
+    text = counter.remembered(("capped", cap, content), lambda: truncate_text(content, cap, counter, marker=CAP_MARKER))
     return message.model_copy(update={"content": text})
 
 

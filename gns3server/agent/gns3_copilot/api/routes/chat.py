@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from ...service.copilot import Event
+from ...service.copilot import EventStream
 from ..dependencies import CurrentUser, GroupIds, OwnedSession, ProjectId, State, session_for_chat
 from ..schemas import ChatRequest, ChatResult, ConfirmRequest
 from ..sse import SSE_HEADERS, gather_result, sse_stream, unless_disconnected
@@ -98,7 +98,7 @@ async def confirm(
 
 
 async def respond(
-    request: Request, session_id: str, events: AsyncIterator[Event], stream: bool, extra: Mapping[str, str] | None = None
+    request: Request, session_id: str, events: EventStream, stream: bool, extra: Mapping[str, str] | None = None
 ) -> Response:
     """The run as SSE, or gathered into one JSON answer (``stream: false``); ``extra``: more headers."""
     headers = {SESSION_HEADER: session_id, **(extra or {})}

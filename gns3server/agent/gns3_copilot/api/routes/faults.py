@@ -35,6 +35,7 @@ from ...agent.gns3_copilot import APPROVAL_KEY
 from ...errors import CopilotError, ErrorKind
 from ...service.copilot import FAULT_INJECTION, User
 from ...service.faults import FaultRecord
+from ...tools.errors import failure_outcome
 from ...tools.links import UPDATE_LINK
 from ...tools.permissions import PermissionRefused
 from ...tools.toolset import RunContext, build_tools
@@ -232,13 +233,21 @@ async def _run_undo(
     except ValidationError as exc:  # what GNS3 held before is not something the tool accepts back
         raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {exc.errors()[0]['msg']}") from exc
     except ToolException as exc:
+        outcome = failure_outcome(exc)
+        if undo["tool"] == CONFIG_COMMANDS and outcome is not None:  # the batch was blocked or stopped part-way
+            raise NotRevertibleError(_not_restored(outcome)) from exc
         raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
     if not isinstance(result, Mapping):
         return
     if result.get("failed"):
         raise NotRevertibleError(f"GNS3 did not restart every node: {result.get('results')}")
-    if undo["tool"] == CONFIG_COMMANDS and result.get("status") != "ok":
-        reason = result.get("error") or "; ".join(
-            f"{r['command']}: {r.get('reason') or ', '.join(r.get('errors') or []) or r['status']}"
-            for r in result.get("results") or [] if r.get("status") != "ok")
-        raise NotRevertibleError(f"{result.get('device')} was not restored ({result.get('status')}): {reason}")
+    if undo["tool"] == CONFIG_COMMANDS and result.get("status") != "ok":  # the commands ran, some said no
+        raise NotRevertibleError(_not_restored(result))
+
+
+def _not_restored(result: Mapping[str, Any]) -> str:
+    """Why a device's restoring batch did not restore it: what stopped it, or each command that failed."""
+    reason = result.get("error") or "; ".join(
+        f"{r['command']}: {r.get('reason') or ', '.join(r.get('errors') or []) or r['status']}"
+        for r in result.get("results") or [] if r.get("status") != "ok")
+    return f"{result.get('device')} was not restored ({result.get('status')}): {reason}"
