@@ -14,12 +14,10 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
-from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.errors import SessionBusyError
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
-from gns3server.agent.gns3_copilot.tools.toolset import build_tools
-from tests.support.gns3_admin import OwnSessionClient
+from tests.support.copilot_service import copilot_service, running_copilot
 from tests.support.openai_stub import (
     OpenAIStub,
     context_length_exceeded,
@@ -47,21 +45,8 @@ async def admin(gns3_server) -> User:
 
 @pytest.fixture
 async def copilot(tmp_path, gns3_server):
-    storage = await open_sqlite_storage(tmp_path / "copilot")
-    service = make_service(storage, gns3_server)
-    yield service
-    await service.close()
-    await storage.close()
-
-
-def make_service(storage, gns3_server) -> CopilotService:
-    return CopilotService(
-        storage,
-        tools_factory=build_tools,
-        bind_tools=create_base_model_with_tools,
-        is_context_length_error=is_context_length_error,
-        client_factory=lambda token: OwnSessionClient(gns3_server.base_url, token=token),
-    )
+    async with running_copilot(tmp_path / "copilot", gns3_server.base_url) as service:
+        yield service
 
 
 def llm(stub: OpenAIStub, **extra: Any) -> dict[str, Any]:
@@ -128,7 +113,7 @@ async def test_multi_turn_conversation_with_real_tools(copilot, stub, admin, gns
 async def test_conversation_survives_restart(tmp_path, gns3_server, stub, admin, gns3_project):
     project_id = gns3_project["project_id"]
     storage = await open_sqlite_storage(tmp_path / "restart")
-    service = make_service(storage, gns3_server)
+    service = copilot_service(storage, gns3_server.base_url)
     stub.enqueue("Noted: R1 is the core router.")
     record, stream = await service.chat(admin, project_id, "R1 is my core router", llm_config=llm(stub))
     await collect(stream)
@@ -136,7 +121,7 @@ async def test_conversation_survives_restart(tmp_path, gns3_server, stub, admin,
     await storage.close()
 
     storage = await open_sqlite_storage(tmp_path / "restart")
-    service = make_service(storage, gns3_server)
+    service = copilot_service(storage, gns3_server.base_url)
     try:
         stub.enqueue("R1.")
         _, stream = await service.chat(admin, project_id, "Which is my core router?",

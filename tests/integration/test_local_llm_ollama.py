@@ -10,22 +10,15 @@ like any such server: the OpenAI stub's tests cover that path.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import pytest
 from langchain_ollama import ChatOllama
 
 from gns3server.agent.gns3_copilot.agent.context_manager import clamp_token_scale
-from gns3server.agent.gns3_copilot.agent.model_factory import (
-    create_base_model_with_tools,
-    create_chat_model,
-    is_context_length_error,
-)
-from gns3server.agent.gns3_copilot.gns3_client import GNS3Client
-from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
-from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
-from gns3server.agent.gns3_copilot.tools.toolset import build_tools
+from gns3server.agent.gns3_copilot.agent.model_factory import create_chat_model
+from gns3server.agent.gns3_copilot.service.copilot import User
+from tests.support.copilot_service import running_copilot
 from tests.support.ollama_stub import OllamaStub, ollama_reply
 from tests.support.streams import collect, text_of
 
@@ -40,18 +33,8 @@ async def stub():
 
 @pytest.fixture
 async def copilot(tmp_path, gns3_server):
-    storage = await open_sqlite_storage(tmp_path / "copilot")
-    service = CopilotService(
-        storage,
-        tools_factory=build_tools,
-        bind_tools=create_base_model_with_tools,
-        bind_tools_unstreamed=functools.partial(create_base_model_with_tools, stream=False),
-        is_context_length_error=is_context_length_error,
-        client_factory=lambda token: GNS3Client(gns3_server.base_url, token=token),
-    )
-    yield service
-    await service.close()
-    await storage.close()
+    async with running_copilot(tmp_path / "copilot", gns3_server.base_url) as service:
+        yield service
 
 
 @pytest.fixture

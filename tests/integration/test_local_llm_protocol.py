@@ -8,7 +8,6 @@ against a real gns3-server with real tools. The real llama-cpp server is driven 
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
@@ -16,11 +15,8 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from gns3server.agent.gns3_copilot.agent.loop_guard import REPEATED_FAILURE_LIMIT
-from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
-from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
-from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
-from gns3server.agent.gns3_copilot.tools.toolset import build_tools
-from tests.support.gns3_admin import OwnSessionClient
+from gns3server.agent.gns3_copilot.service.copilot import User
+from tests.support.copilot_service import running_copilot
 from tests.support.openai_stub import OpenAIStub, cut_stream, empty_stream, reply, server_error, tool_call
 from tests.support.streams import collect, text_of
 
@@ -38,26 +34,10 @@ async def admin(gns3_server) -> User:
     return User("admin-id", "admin", await gns3_server.token(), is_superadmin=True)
 
 
-async def _service(tmp_path, gns3_server, **extra: Any):
-    storage = await open_sqlite_storage(tmp_path / "copilot")
-    service = CopilotService(
-        storage,
-        tools_factory=build_tools,
-        bind_tools=create_base_model_with_tools,
-        bind_tools_unstreamed=functools.partial(create_base_model_with_tools, stream=False),
-        is_context_length_error=is_context_length_error,
-        client_factory=lambda token: OwnSessionClient(gns3_server.base_url, token=token),
-        **extra,
-    )
-    return storage, service
-
-
 @pytest.fixture
 async def copilot(tmp_path, gns3_server):
-    storage, service = await _service(tmp_path, gns3_server)
-    yield service
-    await service.close()
-    await storage.close()
+    async with running_copilot(tmp_path / "copilot", gns3_server.base_url) as service:
+        yield service
 
 
 def llm(stub: OpenAIStub, **extra: Any) -> dict[str, Any]:
@@ -161,8 +141,7 @@ async def test_repeated_identical_failing_calls_stop_early_with_a_streamed_answe
 
 
 async def test_the_step_limit_message_is_streamed(tmp_path, gns3_server, stub, admin, gns3_project):
-    storage, service = await _service(tmp_path, gns3_server, max_llm_calls=2)
-    try:
+    async with running_copilot(tmp_path / "copilot", gns3_server.base_url, max_llm_calls=2) as service:
         stub.enqueue(reply(tool_calls=[tool_call("gns3_topology", {})]), reply(tool_calls=[tool_call("gns3_list_templates", {})]))
         _, stream = await service.chat(admin, gns3_project["project_id"], "loop", llm_config=llm(stub))
         seen = await collect(stream)
@@ -170,9 +149,6 @@ async def test_the_step_limit_message_is_streamed(tmp_path, gns3_server, stub, a
         assert text_of(seen).startswith("I stopped after 2 model calls")
         history = await service.history(admin, seen[-1]["session_id"])
         assert history[-1]["role"] == "assistant" and history[-1]["content"] == text_of(seen)
-    finally:
-        await service.close()
-        await storage.close()
 
 
 async def test_a_call_repeated_with_success_gets_an_answer_without_tools(copilot, stub, admin, gns3_project):
@@ -224,15 +200,11 @@ async def test_the_same_unparsable_arguments_repeated_stop_early_with_a_streamed
 
 async def test_tool_results_go_as_user_messages_to_a_server_whose_template_drops_them(tmp_path, gns3_server, admin, gns3_project):
     async with OpenAIStub(drops_tool_results=True) as dropping:
-        storage, service = await _service(tmp_path, gns3_server)
-        try:
+        async with running_copilot(tmp_path / "copilot", gns3_server.base_url) as service:
             for question in ("what is here?", "and now?"):
                 dropping.enqueue(reply(tool_calls=[tool_call("gns3_topology", {})]), "Empty lab.")
                 _, stream = await service.chat(admin, gns3_project["project_id"], question, llm_config=llm(dropping))
                 assert (await collect(stream))[-1]["status"] == "completed"
-        finally:
-            await service.close()
-            await storage.close()
         assert len(dropping.probes) == 2  # measured once for this server and model, not per run
         # So is what the tool definitions cost: the same question with and without them.
         assert [("tools" in p, p.get("tool_choice")) for p in dropping.tools_probes] == [(False, None), (True, "auto")]

@@ -18,12 +18,10 @@ from typing import Any
 
 import pytest
 
-from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
-from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
-from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
-from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, build_tools
-from tests.support.gns3_admin import OwnSessionClient
+from gns3server.agent.gns3_copilot.service.copilot import User
+from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools
+from tests.support.copilot_service import running_copilot
 from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 from tests.support.recording_proxy import RecordingProxy, real_prompt_tokens
 from tests.support.streams import collect, text_of
@@ -59,19 +57,13 @@ async def _superadmin(privilege: str, path: str) -> str:
 @pytest.fixture
 async def copilot(tmp_path, gns3_server):
     """The service as the server builds it: all eight tools (console ones included)."""
-    storage = await open_sqlite_storage(tmp_path / "copilot")
     console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(tmp_path / "audit"), lambda user_id: _superadmin)
-    service = CopilotService(
-        storage,
-        tools_factory=lambda context: build_tools(context, console),
-        bind_tools=create_base_model_with_tools,
-        bind_tools_unstreamed=lambda tools, config: create_base_model_with_tools(tools, config, stream=False),
-        is_context_length_error=is_context_length_error,
-        client_factory=lambda token: OwnSessionClient(gns3_server.base_url, token=token),
-    )
-    yield service
-    await service.close()
-    await storage.close()
+
+    def tools(context: RunContext):
+        return build_tools(context, console)
+
+    async with running_copilot(tmp_path / "copilot", gns3_server.base_url, tools_factory=tools) as service:
+        yield service
 
 
 def local_llm(proxy: RecordingProxy, **extra: Any) -> dict[str, Any]:
