@@ -93,11 +93,13 @@ async def test_a_held_summary_does_not_delay_the_question_and_lands_in_the_next_
     asked = len(stub.requests)
     stub.enqueue_for(is_summary_request, reply(NOTES, hold_after=0))  # held until released
     stub.enqueue("PC2 is fine.")
-    # The whole answer streams while the summary call is held: the question never waited for it.
+    # The whole answer streams, and only then (the stub is a local server: one slot) the summary
+    # call goes out, and is held: the question never waited for it.
     async with admin.stream(project, message=f"check PC2: {words(big)}", session_id=session_id) as sse:
         events = await sse.rest()
     assert answer(events) == "PC2 is fine." and events[-1]["status"] == "completed"
     await stub.wait_for_requests(asked + 2, STATE_DEADLINE)
+    assert is_summary_request(stub.requests[asked + 1])  # after the question's call
     (summary_call,) = summary_requests(stub)
     assert "PC1 cannot ping PC2" in summary_call["messages"][1]["content"]  # the dropped turns
     main_call = chat_requests(stub)[-1]
@@ -171,11 +173,12 @@ async def test_abort_while_the_summary_is_written_leaves_a_consistent_session(ad
     ]
 
 
-async def test_a_question_cancels_a_summary_call_out_to_the_same_local_server(admin, stub, project, gns3_server):
+async def test_a_summary_call_out_to_the_same_local_server_gives_way_to_a_question(admin, stub, project, gns3_server):
     """A one-slot server (llama.cpp) would queue the question behind the summary call, for up to the
-    summary's 30 s: the run cancels it instead (the stub sees its client leave), and answers at once."""
+    summary's 30 s: the call gives way (the stub sees its client leave), the question is answered at
+    once, and the summary is sent again once that run has ended."""
     session_id, big = await fill(admin, stub, project)
-    stub.enqueue_for(is_summary_request, reply(NOTES, hold_after=0))  # held, and never released
+    stub.enqueue_for(is_summary_request, reply(NOTES, hold_after=0), NOTES)  # the first held for good
     stub.enqueue("PC2 is fine.")
     asked = len(stub.requests)
     assert (await admin.chat(project, f"check PC2: {words(big)}", session_id=session_id))["content"] == "PC2 is fine."
@@ -186,9 +189,28 @@ async def test_a_question_cancels_a_summary_call_out_to_the_same_local_server(ad
     assert result["content"] == "Thanks." and result["status"] == "completed"
     await stub.wait_for_disconnects(1, STATE_DEADLINE)  # the summary call, cancelled
     log = gns3_server.log_file.read_text(errors="replace")
-    assert f"Summary call of session {session_id} cancelled: a question to the same model server goes first" in log
-    status, preview = await admin.get(sessions_path(project, session_id, "/context"))
-    assert status == 200 and preview["summary_text"] is None  # its turns are summarised at the next cut
+    assert f"Summary call of session {session_id} gives way: a question to the same model server goes first" in log
+    preview = await stored_summary(admin, project, session_id)  # sent again after "thanks", and stored
+    assert preview["summary_text"] == NOTES and len(summary_requests(stub)) == 2
+    first, again = summary_requests(stub)
+    assert again["messages"] == first["messages"]  # the same summary, not a new one
+
+
+async def test_with_a_cloud_service_the_summary_goes_out_beside_the_question(admin, stub, project):
+    """``local_server: false`` (a service with slots for everyone; the stub's loopback address would
+    say local): the summary call is sent while the question's answer is still held, and lands."""
+    session_id, big = await fill(admin, stub, project, local_server=False)
+    asked = len(stub.requests)
+    stub.enqueue_for(is_summary_request, NOTES)
+    stub.enqueue(reply("PC2 is fine.", hold_after=0))  # held until the summary call has come
+    async with admin.stream(project, message=f"check PC2: {words(big)}", session_id=session_id) as sse:
+        await stub.wait_for_requests(asked + 2, STATE_DEADLINE)  # both out while the run goes on
+        assert len(summary_requests(stub)) == 1
+        stub.release()
+        events = await sse.rest()
+    assert answer(events) == "PC2 is fine." and events[-1]["status"] == "completed"
+    preview = await stored_summary(admin, project, session_id)
+    assert preview["summary_text"] == NOTES
 
 
 async def summaries_idle(admin: API, project: str, session_id: str) -> dict[str, Any]:

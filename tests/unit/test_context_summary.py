@@ -27,7 +27,7 @@ from gns3server.agent.gns3_copilot.agent.context.summary import (
 )
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, _summarize, build_copilot_graph
-from gns3server.agent.gns3_copilot.agent.summary_writer import SummaryWriter
+from gns3server.agent.gns3_copilot.agent.summary_writer import MAX_GIVE_WAYS, SummaryWriter
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
 from tests.support.streams import collect
@@ -402,8 +402,11 @@ async def test_a_summary_for_a_one_slot_server_waits_until_no_run_talks_to_it():
 
     writer = SummaryWriter(lambda session_id: False, server_busy)
 
-    async def write() -> None:
+    async def call() -> None:
         called.set()
+
+    async def write(call_out) -> None:
+        await call_out(call)
 
     assert writer.start("s1", write, server="http://llama:8080/v1")
     for ending in ("s1", "s2"):
@@ -477,13 +480,15 @@ async def test_a_summary_never_loads_a_tokenizer_on_the_event_loop(monkeypatch, 
 
 class OneSlotServer:
     """A local model server that serves one request at a time (llama.cpp's default): the chat model
-    and the summary call share its slot; a summary call holds it until it is cancelled."""
+    and the summary call share its slot. The first summary call holds it until it is cancelled;
+    the next ones answer."""
 
     URL = "http://127.0.0.1:8080/v1"
 
     def __init__(self, model: ScriptedChatModel) -> None:
         self.slot = asyncio.Lock()
         self.model = model
+        self.summary_calls = 0
         self.summary_out = asyncio.Event()
         self.summary_cancelled = asyncio.Event()
 
@@ -497,6 +502,9 @@ class OneSlotServer:
 
     async def summarize(self, request):
         async with self.slot:
+            self.summary_calls += 1
+            if self.summary_calls > 1:
+                return AIMessage("- R0-R5: fine")
             self.summary_out.set()
             try:
                 await asyncio.Event().wait()  # never answers: only a cancellation ends it
@@ -505,9 +513,9 @@ class OneSlotServer:
                 raise
 
 
-async def test_a_question_to_a_one_slot_server_cancels_the_summary_call_out_there(caplog):
-    """A summary call out to the run's own server would make the question wait (up to 30 s): it is
-    cancelled, the question goes at once, and its turns are summarised at the next cut."""
+async def test_a_summary_call_out_to_a_one_slot_server_gives_way_to_a_question(caplog):
+    """A summary call out to the run's own server would make the question wait (up to 30 s): it
+    gives way, the question goes at once, and the summary is sent again once the server is free."""
     caplog.set_level(logging.INFO)
     model = ScriptedChatModel()
     model.enqueue("answer one", "answer two")
@@ -522,35 +530,87 @@ async def test_a_question_to_a_one_slot_server_cancels_the_summary_call_out_ther
 
     seen, _ = await run(graph, [HumanMessage("q2")], writer)  # would wait RUN_TIMEOUT behind it
     assert text_of(seen) == "answer two" and server.summary_cancelled.is_set()
-    assert "Summary call of session s1 cancelled: a question to the same model server goes first" in caplog.text
+    assert "Summary call of session s1 gives way: a question to the same model server goes first" in caplog.text
+    # Once that run ended, the same summary is sent again (by the same writer) and lands.
     await asyncio.wait_for(writer.wait("s1"), RUN_TIMEOUT)
-    assert not writer.writing("s1") and writer.landed("s1") is None
-    assert (await graph.aget_state(CONFIG)).values.get("context_summary") is None  # summarised at the next cut
+    assert server.summary_calls == 2 and not writer.writing("s1")
+    assert (await graph.aget_state(CONFIG)).values["context_summary"]["text"] == "- R0-R5: fine"
 
 
-async def test_make_way_cancels_only_the_calls_out_to_that_server():
-    calls = {name: asyncio.Event() for name in ("local", "other", "cloud")}
-    cancelled: set[str] = set()
+def _blocking_calls(names):
+    """Summary writes whose model calls never answer: each call of ``name`` is counted and its
+    cancellation recorded."""
+    calls = {name: 0 for name in names}
+    out = {name: asyncio.Event() for name in names}
+    cancelled = {name: 0 for name in names}
 
     def write(name):
         async def call():
-            calls[name].set()
+            calls[name] += 1
+            out[name].set()
             try:
                 await asyncio.Event().wait()
             except asyncio.CancelledError:
-                cancelled.add(name)
+                cancelled[name] += 1
                 raise
-        return call
 
+        async def written(call_out):
+            return await call_out(call)
+
+        return written
+
+    return calls, out, cancelled, write
+
+
+async def test_make_way_affects_only_the_calls_out_to_that_server_and_each_is_sent_again():
+    calls, out, cancelled, write = _blocking_calls(("local", "other", "cloud"))
     writer = SummaryWriter(lambda session_id: False, lambda server: False)
     assert writer.start("s-local", write("local"), server="http://a:8080/v1")
     assert writer.start("s-other", write("other"), server="http://b:8080/v1")
     assert writer.start("s-cloud", write("cloud"))  # a cloud provider: no server of its own
-    for event in calls.values():
+    for event in out.values():
         await asyncio.wait_for(event.wait(), RUN_TIMEOUT)
+        event.clear()
     assert writer.make_way("http://a:8080/v1") == 1
-    await asyncio.wait_for(writer.wait("s-local"), RUN_TIMEOUT)
-    assert cancelled == {"local"} and not writer.writing("s-local")
-    assert writer.writing("s-other") and writer.writing("s-cloud")
-    assert writer.make_way("http://a:8080/v1") == 0  # nothing left out there
-    await asyncio.wait_for(asyncio.gather(writer.cancel("s-other"), writer.cancel("s-cloud")), RUN_TIMEOUT)
+    await asyncio.wait_for(out["local"].wait(), RUN_TIMEOUT)  # sent again: the server is free
+    assert calls == {"local": 2, "other": 1, "cloud": 1} and cancelled == {"local": 1, "other": 0, "cloud": 0}
+    assert writer.writing("s-local") and writer.writing("s-other") and writer.writing("s-cloud")
+    assert writer.make_way("http://c:8080/v1") == 0  # no call out there
+    await asyncio.wait_for(
+        asyncio.gather(writer.cancel("s-local"), writer.cancel("s-other"), writer.cancel("s-cloud")), RUN_TIMEOUT
+    )
+    assert not any(writer.writing(s) for s in ("s-local", "s-other", "s-cloud"))
+
+
+async def test_a_summary_that_gave_way_too_often_is_left_for_the_next_cut(caplog):
+    caplog.set_level(logging.INFO)
+    out, calls = asyncio.Event(), []
+
+    async def summarize(request):
+        calls.append(request)
+        out.set()
+        await asyncio.Event().wait()  # never answers: each question makes it give way
+
+    settings = AgentSettings(
+        tools=[], mode="lab_automation", bind_tools=lambda tools: None, pre_model_hook=lambda state: {},
+        load_topology=lambda project_id: None, is_context_length_error=lambda exc: False, summarize=summarize,
+    )
+    history = long_history(4) + [HumanMessage("q", id="q")]
+    writer = SummaryWriter(lambda session_id: False, lambda server: False)
+    server = "http://127.0.0.1:8080/v1"
+    results = []
+
+    async def write(call_out):
+        results.append(await _summarize(settings, history, None, {"start": 8, "start_id": "h4"},
+                                        {"message_budget": 6000}, call_out))
+        return results[-1]
+
+    assert writer.start("s1", write, server=server)
+    for _ in range(MAX_GIVE_WAYS + 1):  # the first call, then one after each time it gave way
+        await asyncio.wait_for(out.wait(), RUN_TIMEOUT)
+        out.clear()
+        assert writer.make_way(server) == 1
+    await asyncio.wait_for(writer.wait("s1"), RUN_TIMEOUT)
+    assert len(calls) == MAX_GIVE_WAYS + 1 and results == [None] and writer.landed("s1") is None
+    assert (f"not written: its model call gave way to a question {MAX_GIVE_WAYS + 1} times; "
+            "its turns are summarised at the next cut") in caplog.text

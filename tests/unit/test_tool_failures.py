@@ -88,6 +88,8 @@ async def test_node_actions_failing_on_every_node_fail_as_a_whole() -> None:
         await _node_tool(client).ainvoke({"action": "start", "nodes": ["R1", "R2"]})
     assert not isinstance(failed.value, PermissionRefused)  # not only refusals: the call failed
     assert str(failed.value).startswith("start R1, R2: every one failed\n- R1: qemu-system-x86_64 is not installed\n- R2: ")
+    outcome = failure_outcome(failed.value)  # every node's result still travels with the error
+    assert outcome is not None and outcome["failed"] == 2 and [r["node"] for r in outcome["results"]] == ["R1", "R2"]
     # Refused on every node is a refusal, as before.
     with pytest.raises(PermissionRefused):
         await _node_tool(FakeGNS3([_node("R1")], {"R1": _denied()})).ainvoke({"action": "stop", "nodes": ["R1"]})

@@ -61,7 +61,7 @@ from .context_manager import clamp_token_scale, server_tokens_estimate
 from .llm_errors import LLMEmptyAnswerError, LLMStreamCutError
 from .loop_guard import repeated_failure_answer, repeats_a_call
 from .server_traits import ServerTraits
-from .summary_writer import SummaryWriter
+from .summary_writer import CallOut, SummaryGaveWayError, SummaryWriter
 from .tool_call_args import EXCERPT_CHARS, cut_arguments, cut_tool_call_arguments
 from .tool_results import tool_results_as_user
 
@@ -182,9 +182,9 @@ class AgentSettings:
     max_llm_calls: int = DEFAULT_MAX_LLM_CALLS
     summarize: Callable[[list[BaseMessage]], Awaitable[AIMessage]] | None = None
     summary_timeout: float = DEFAULT_SUMMARY_TIMEOUT
-    # A model server of its own (a local OpenAI-compatible server, often one request at a time):
-    # the summary call waits until no run talks to it instead of competing with their calls, and a
-    # run that calls its model there cancels a summary call still out to it (its question goes first).
+    # The lab's own model server (agent/local_server.py: often one request at a time):
+    # the summary call waits until no run talks to it instead of competing with their calls, and
+    # gives way to a run that calls its model there (its question goes first).
     summary_server: str | None = None
     # Writes summaries in the background (required with ``summarize``); shared by the runs of a server.
     summary_writer: SummaryWriter | None = None
@@ -284,6 +284,7 @@ async def _summarize(
     previous: Mapping[str, Any] | None,
     window: Mapping[str, Any],
     report: Mapping[str, Any],
+    call_out: CallOut | None = None,
 ) -> tuple[dict[str, Any], dict[str, int]] | None:
     """Fold the turns that left the window into the running summary; None when that fails.
 
@@ -292,6 +293,8 @@ async def _summarize(
     The turns summarised are those between the end of the previous summary and
     ``window["start"]`` (the planned or the new start), so turns a failed call could not
     summarise are tried again at the next cut. A failure or a timeout logs a line.
+    ``call_out`` makes the model call (the writer's: it may wait for the model server,
+    and send it again after giving way to a question); the timeout bounds each call.
     """
     assert settings.summarize is not None
     start = window.get("start", 0)
@@ -309,8 +312,17 @@ async def _summarize(
         return counter, summary_request(restored["text"] if restored else None, dropped, counter, max_input, max_tokens)
 
     counter, request = await asyncio.to_thread(prepare)
+    summarize = settings.summarize
+
+    def call() -> Awaitable[AIMessage]:
+        return asyncio.wait_for(summarize(request), settings.summary_timeout)
+
     try:
-        reply = await asyncio.wait_for(settings.summarize(request), settings.summary_timeout)
+        reply = await (call_out(call) if call_out is not None else call())
+    except SummaryGaveWayError as exc:
+        logger.info("Summary of %d dropped message(s) not written: %s; its turns are summarised at the next cut",
+                    len(dropped), exc)
+        return None
     except TimeoutError:
         logger.warning(
             "Summary of %d dropped message(s) timed out after %.0f s; the plain cut stays until the next cut",
@@ -415,8 +427,8 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             summary = landed.summary  # came back but not sent yet: the new one builds on it
         snapshot, bounds = list(messages), dict(window)
 
-        async def write() -> tuple[dict[str, Any], dict[str, int]] | None:
-            return await _summarize(settings, snapshot, summary, bounds, report)
+        async def write(call_out: CallOut) -> tuple[dict[str, Any], dict[str, int]] | None:
+            return await _summarize(settings, snapshot, summary, bounds, report, call_out)
 
         async def store(new: dict[str, Any]) -> bool:
             return await store_summary(thread_id, new)
@@ -524,6 +536,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
         if summaries is not None and settings.summary_server is not None:
             # This run talks to its model server from here: a background summary call out to the same
             # server (one slot, often) would make its question wait, up to the summary's timeout.
+            # (A no-op after the run's first call: summaries started since wait for it to end.)
             summaries.make_way(settings.summary_server)
         tools_cost = await settings.measure_tools() if settings.measure_tools is not None and offer_tools else None
         samples = state.get("token_scale_samples", 0)

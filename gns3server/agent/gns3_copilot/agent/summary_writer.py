@@ -14,9 +14,11 @@ in progress. Rules, per session:
   server, so it never overlaps a conversation's model calls (this session's or
   another's): such a server queues the second request or, as llama-cpp-python's
   does by default (``interrupt_requests``), ends the answer it is streaming;
-- and once it is out, a run that starts talking to that server cancels it
+- and once it is out, a run that starts talking to that server makes it give way
   (:meth:`make_way`): the question would otherwise queue behind it for up to the
-  summary's timeout. Its turns are summarised at the next cut, as after a failure;
+  summary's timeout. Only the model call is cancelled (what came back is never
+  thrown away), and it is sent again once the server is free (at most
+  :data:`MAX_GIVE_WAYS` times; then its turns are summarised at the next cut);
 - a write never outlives its own timeout (the caller bounds ``write``), and
   :meth:`cancel` (a deleted session) and :meth:`close` (the server stopping)
   end every task cleanly: landed summaries are stored first, unfinished calls
@@ -32,11 +34,43 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
+
+from ..errors import CopilotError, ErrorKind
 
 log = logging.getLogger(__name__)
 
 Summary = dict[str, Any]
+Written = tuple[Summary, Mapping[str, int]]
+T = TypeVar("T")
+
+MAX_GIVE_WAYS = 3
+"""How often one summary's model call is sent again after giving way to a question (once more, and
+it is left for the next cut)."""
+
+
+class CallOut(Protocol):
+    """Makes one model call for a summary (``call()`` builds it): where the server is one of
+    its own, only once no run talks to it, and again after giving way to a question."""
+
+    async def __call__(self, call: Callable[[], Awaitable[T]]) -> T: ...
+
+
+class SummaryGaveWayError(CopilotError):
+    """A summary's model call gave way to a question every time it was sent: its turns wait for the next cut."""
+
+    code = "summary_gave_way"
+    kind = ErrorKind.UNAVAILABLE
+    retryable = True
+
+
+@dataclass
+class _Out:
+    """A summary's model call out to a server of its own."""
+
+    server: str
+    task: asyncio.Task[Any]
+    gave_way: bool = False
 
 
 @dataclass
@@ -62,8 +96,7 @@ class SummaryWriter:
         self._landed: dict[str, Landed] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: dict[str, set[asyncio.Task[None]]] = {}
-        # session -> (the server of its own its summary call is out to, the task making it)
-        self._calling: dict[str, tuple[str, asyncio.Task[Any] | None]] = {}
+        self._calling: dict[str, _Out] = {}  # session -> its summary's model call out to a server of its own
         self._closed = False
         self._run_ended = asyncio.Event()  # replaced each time a run ends (wakes every waiter)
 
@@ -79,17 +112,17 @@ class SummaryWriter:
     def start(
         self,
         session_id: str,
-        write: Callable[[], Awaitable[tuple[Summary, Mapping[str, int]] | None]],
+        write: Callable[[CallOut], Awaitable[Written | None]],
         store: Callable[[Summary], Awaitable[bool]] | None = None,
         *,
         server: str | None = None,
     ) -> bool:
         """Write a summary in the background; False (nothing started) while another is being written.
 
-        ``write`` returns the summary and its usage, or None when it failed (it logs why).
-        ``store`` persists a landed summary (True: stored or already there; False: keep it
-        for the next run to take). ``server``: call ``write`` only once no run talks to
-        that model server.
+        ``write(call_out)`` returns the summary and its usage, or None when it failed (it logs
+        why); it makes its model call through ``call_out``. ``store`` persists a landed summary
+        (True: stored or already there; False: keep it for the next run to take). ``server``:
+        a model server of its own, which ``call_out`` calls only once no run talks to it.
         """
         if self._closed:  # the server is stopping: the turns cut now wait for the next cut after a restart
             return False
@@ -103,20 +136,14 @@ class SummaryWriter:
     async def _write(
         self,
         session_id: str,
-        write: Callable[[], Awaitable[tuple[Summary, Mapping[str, int]] | None]],
+        write: Callable[[CallOut], Awaitable[Written | None]],
         store: Callable[[Summary], Awaitable[bool]] | None,
         server: str | None,
     ) -> None:
-        while server is not None and self._server_busy(server):  # not beside anyone's model calls there
-            await self._run_ended.wait()
-        calling = None
-        if server is not None:  # from here until it returns, a question to that server cancels it
-            calling = self._calling[session_id] = (server, asyncio.current_task())
-        try:
-            result = await write()
-        finally:
-            if calling is not None and self._calling.get(session_id) is calling:
-                del self._calling[session_id]
+        async def call_out(call: Callable[[], Awaitable[T]]) -> T:
+            return await self._call_out(session_id, server, call)
+
+        result = await write(call_out)
         if result is None:
             return
         summary, usage = result
@@ -124,6 +151,25 @@ class SummaryWriter:
         if previous is None or _until(summary) >= _until(previous.summary):
             self._landed[session_id] = Landed(summary, usage, store)
         await self.settle(session_id)
+
+    async def _call_out(self, session_id: str, server: str | None, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()``, for a server of its own only while no run talks to it (see :meth:`make_way`)."""
+        if server is None:
+            return await call()
+        for _ in range(MAX_GIVE_WAYS + 1):
+            while self._server_busy(server):  # not beside anyone's model calls there
+                await self._run_ended.wait()
+            out = self._calling[session_id] = _Out(server, asyncio.ensure_future(call()))
+            try:
+                return await out.task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not out.gave_way or (current is not None and current.cancelling()):
+                    raise  # this writer is being cancelled (a deleted session, the server stopping)
+            finally:
+                if self._calling.get(session_id) is out:
+                    del self._calling[session_id]
+        raise SummaryGaveWayError(f"its model call gave way to a question {MAX_GIVE_WAYS + 1} times")
 
     def _track(self, session_id: str, work: Awaitable[None]) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.ensure_future(work)
@@ -172,23 +218,22 @@ class SummaryWriter:
                 del self._landed[session_id]
 
     def make_way(self, server: str) -> int:
-        """A run starts talking to ``server``: cancel the summary calls out to it (how many were).
+        """A run starts talking to ``server``: the summaries' model calls out to it give way (how many did).
 
-        A server of one slot would make the run's question wait behind them; each
-        cancelled summary's turns are summarised at the next cut.
+        A server of one slot would make the run's question wait behind them. Each is
+        cancelled and sent again once no run talks to the server (the summary keeps
+        its writer: no second one starts meanwhile).
         """
-        cancelled = 0
-        for session_id, (busy, task) in list(self._calling.items()):
-            if busy != server or task is None or task.done():
+        gave_way = 0
+        for session_id, out in self._calling.items():
+            if out.server != server or out.gave_way or out.task.done():
                 continue
-            del self._calling[session_id]
-            if self._writing.get(session_id) is task:
-                del self._writing[session_id]  # a cut of the new run may start the next one at once
-            task.cancel()
-            cancelled += 1
-            log.info("Summary call of session %s cancelled: a question to the same model server goes first; "
-                     "its turns are summarised at the next cut", session_id)
-        return cancelled
+            out.gave_way = True
+            out.task.cancel()
+            gave_way += 1
+            log.info("Summary call of session %s gives way: a question to the same model server goes first; "
+                     "it is sent again once the server is free", session_id)
+        return gave_way
 
     def after_run(self, session_id: str) -> None:
         """A run of the session ended: summaries waiting for its server look again; what landed is stored."""

@@ -45,6 +45,7 @@ from ..agent.gns3_copilot import (
     check_mode,
     tools_for_mode,
 )
+from ..agent.local_server import one_slot_server
 from ..agent.prompts import PromptSet, compact_system_prompt_for, default_prompts
 from ..agent.server_tokens import ServerTokenizer
 from ..agent.server_traits import ServerTraitsMemory
@@ -96,8 +97,9 @@ class User:
 
 
 
-def _own_server(llm_config: Mapping[str, Any]) -> str | None:
-    """The base_url of an OpenAI-compatible server of its own (llama.cpp, Ollama, vLLM...), often one slot."""
+def _compatible_server(llm_config: Mapping[str, Any]) -> str | None:
+    """The base_url of an OpenAI-compatible server (llama.cpp, Ollama, vLLM, DeepSeek...): probed for
+    its tokenizer endpoint and its chat template's habits (what it answers is remembered per server)."""
     base_url = llm_config.get("base_url")
     return str(base_url) if base_url and llm_config.get("provider", "openai") == "openai" else None
 
@@ -110,7 +112,7 @@ class _Run:
     task: asyncio.Task[None] | None = None
     finished: bool = False
     cancel_requested: bool = False
-    server: str | None = None  # the model server of its own (base_url) the run talks to, if any
+    server: str | None = None  # the lab's own model server (base_url, one slot) the run talks to, if any
 
     async def stop(self) -> None:
         """Cancel the run (once) and wait until it has saved what it had.
@@ -487,7 +489,7 @@ class CopilotService:
             raise ServiceClosingError("The GNS3 server is stopping; try again once it is back")
         if record.session_id in self._runs:
             raise SessionBusyError(f"Session {record.session_id} is busy with another request")
-        run = _Run(record.session_id, server=_own_server(llm_config))
+        run = _Run(record.session_id, server=one_slot_server(llm_config))
         self._runs[record.session_id] = run
         run.task = asyncio.create_task(
             self._execute_hiding_key(run, user, record.project_id, start, llm_config, mode, record.kind)
@@ -592,9 +594,7 @@ class CopilotService:
 
         traits = self._server_traits.for_config(llm_config)
         count_text = probe_tool_results = measure_tools = None
-        # An OpenAI-compatible server of its own (llama.cpp, Ollama, vLLM...): often one slot.
-        own_server = _own_server(llm_config)
-        if own_server:
+        if _compatible_server(llm_config):
             tokenizer = ServerTokenizer(
                 llm_config["base_url"], llm_config.get("api_key"), traits, llm_config["model"],
                 float(llm_config.get("timeout") or PROBE_TIMEOUT),
@@ -645,7 +645,7 @@ class CopilotService:
             count_text=count_text,
             measure_tools=measure_tools,
             probe_tool_results=probe_tool_results,
-            summary_server=own_server,
+            summary_server=one_slot_server(llm_config),
             max_argument_chars=argument_limit(int(llm_config["context_limit"]) * 1000),
             pre_model_hook=hook,
             load_topology=load_topology,

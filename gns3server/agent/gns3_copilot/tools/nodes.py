@@ -149,9 +149,10 @@ class NodeActionTool(ProjectTool):
         if len(refusals) == len(results):
             raise PermissionRefused("; ".join(str(r) for r in refusals))
         failed = [(str(r["node"]), str(r["error"])) for r in results if r["status"] != "ok"]
+        outcome = {"action": action, "results": results, "failed": len(failed)}
         if len(failed) == len(results):
-            raise every_item_failed(f"{action} {', '.join(str(r['node']) for r in results)}", failed)
-        return {"action": action, "results": results, "failed": len(failed)}
+            raise every_item_failed(f"{action} {', '.join(str(r['node']) for r in results)}", failed, outcome)
+        return outcome
 
 
 class CreateNodeInput(BaseModel):
