@@ -25,7 +25,6 @@ out the stub answers 400 with Ollama's ``{"error": ...}`` and counts it in ``uns
 from __future__ import annotations
 
 import json
-import socket
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,8 @@ from datetime import UTC, datetime
 from typing import Any, Self
 
 from aiohttp import web
+
+from tests.support.loopback import serve_on_loopback
 
 __all__ = ["OllamaReply", "OllamaStub", "ollama_reply"]
 
@@ -92,13 +93,7 @@ class OllamaStub:
     async def start(self) -> OllamaStub:
         app = web.Application()
         app.router.add_post("/api/chat", self._chat)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
-        await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        self._runner, self.port = await serve_on_loopback(app, shutdown_timeout=5.0)
         return self
 
     async def stop(self) -> None:

@@ -45,7 +45,6 @@ import contextlib
 import itertools
 import json
 import math
-import socket
 import threading
 import time
 from collections import deque
@@ -57,6 +56,7 @@ from aiohttp import web
 
 from gns3server.agent.gns3_copilot.agent.tool_results import is_template_probe
 from gns3server.agent.gns3_copilot.agent.tools_cost import is_tools_probe
+from tests.support.loopback import serve_on_loopback
 
 __all__ = [
     "OpenAIStub",
@@ -327,13 +327,7 @@ class OpenAIStub:
         app.router.add_get("/v1/models", self._list_models)
         # Handlers are cancelled when their client disconnects: that is how a held reply
         # learns that the server under test gave up on it (counted in `disconnects`).
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0, handler_cancellation=True)
-        await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        self._runner, self.port = await serve_on_loopback(app, shutdown_timeout=5.0, handler_cancellation=True)
         return self
 
     async def stop(self) -> None:

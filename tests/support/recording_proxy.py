@@ -23,6 +23,7 @@ from aiohttp import web
 from gns3server.agent.gns3_copilot.agent.server_tokens import is_escape_probe
 from gns3server.agent.gns3_copilot.agent.tool_results import is_template_probe
 from gns3server.agent.gns3_copilot.agent.tools_cost import is_tools_probe
+from tests.support.loopback import serve_on_loopback
 
 __all__ = ["RecordingProxy", "is_probe", "real_prompt_tokens"]
 
@@ -63,11 +64,7 @@ class RecordingProxy:
         )
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._forward)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._runner, self.port = await serve_on_loopback(app)
         return self
 
     async def stop(self) -> None:
