@@ -347,7 +347,7 @@ async def test_context_summary_false_means_no_summary_call(storage, summary):
         assert seen[-1]["status"] == "completed", seen
         moved = moved or any(r["window_moved"] or r["cut_planned"] for r in reports(seen))
     assert moved  # the window cut (or planned a cut): where a summary would be written
-    await asyncio.wait_for(service.summaries_idle(session_id), RUN_TIMEOUT)
+    await asyncio.wait_for(service._summaries.wait(session_id), RUN_TIMEOUT)  # its summaries idle
     assert not service.summary_pending(session_id)
     assert (len(summary_model.calls) > 0) is summary
     assert all("running notes" in str(call[0].content) for call in summary_model.calls)
@@ -537,14 +537,12 @@ async def test_a_summary_call_out_to_a_one_slot_server_gives_way_to_a_question(c
     assert (await graph.aget_state(CONFIG)).values["context_summary"]["text"] == "- R0-R5: fine"
 
 
-def _blocking_calls(names):
-    """Summary writes whose model calls never answer: each call of ``name`` is counted and its
-    cancellation recorded."""
-    calls = {name: 0 for name in names}
+async def test_make_way_affects_only_the_calls_out_to_that_server_and_each_is_sent_again():
+    names = ("local", "other", "cloud")
+    calls, cancelled = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
     out = {name: asyncio.Event() for name in names}
-    cancelled = {name: 0 for name in names}
 
-    def write(name):
+    def write(name):  # a summary whose model call never answers: counted, its cancellations too
         async def call():
             calls[name] += 1
             out[name].set()
@@ -559,11 +557,6 @@ def _blocking_calls(names):
 
         return written
 
-    return calls, out, cancelled, write
-
-
-async def test_make_way_affects_only_the_calls_out_to_that_server_and_each_is_sent_again():
-    calls, out, cancelled, write = _blocking_calls(("local", "other", "cloud"))
     writer = SummaryWriter(lambda session_id: False, lambda server: False)
     assert writer.start("s-local", write("local"), server="http://a:8080/v1")
     assert writer.start("s-other", write("other"), server="http://b:8080/v1")

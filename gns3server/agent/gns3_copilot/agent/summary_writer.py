@@ -9,8 +9,8 @@ in progress. Rules, per session:
 
 - one writer at a time: a cut while a summary is still being written starts no
   second one (its turns are summarised at the next cut, as after a failure);
-- for a model server of its own (``server``: a local OpenAI-compatible server,
-  often one request at a time), the summary call waits until no run talks to that
+- for the lab's own model server (``server``: ``agent/local_server.py``, often
+  one request at a time), the summary's model call waits until no run talks to that
   server, so it never overlaps a conversation's model calls (this session's or
   another's): such a server queues the second request or, as llama-cpp-python's
   does by default (``interrupt_requests``), ends the answer it is streaming;
@@ -19,7 +19,8 @@ in progress. Rules, per session:
   summary's timeout. Only the model call is cancelled (what came back is never
   thrown away), and it is sent again once the server is free (at most
   :data:`MAX_GIVE_WAYS` times; then its turns are summarised at the next cut);
-- a write never outlives its own timeout (the caller bounds ``write``), and
+- each model call is bounded by the caller's timeout (not the wait for a busy
+  server: that lasts until no run talks to it), and
   :meth:`cancel` (a deleted session) and :meth:`close` (the server stopping)
   end every task cleanly: landed summaries are stored first, unfinished calls
   are cancelled;

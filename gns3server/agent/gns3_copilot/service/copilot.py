@@ -363,10 +363,6 @@ class CopilotService:
         """A summary of this session is being written in the background (or waits for its model server)."""
         return self._summaries.writing(session_id)
 
-    async def summaries_idle(self, session_id: str) -> None:
-        """Return once no summary of this session is being written or stored."""
-        await self._summaries.wait(session_id)
-
     async def history(self, user: User, session_id: str, *, reveal: bool = False) -> list[dict[str, Any]]:
         """The stored conversation. A fault-injection session's tool calls (the faults) are hidden
         unless ``reveal`` (only its owner, or a superadmin, reaches it at all)."""
