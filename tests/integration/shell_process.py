@@ -11,7 +11,9 @@ both ways until either side closes; then every process of that shell's session i
 killed. The listening socket is bound before :meth:`ShellServer.start` returns, so
 a client may connect at once; the relay runs in a background thread. ``wrapper``
 runs each shell through a command that execs it (e.g. ``nsenter --net=...`` to
-put it in a network namespace of the test's own).
+put it in a network namespace of the test's own). ``command`` serves another
+interactive CLI the same way instead of bash (FRR's ``vtysh``, BIRD's ``birdc``,
+busybox's ``ash``: see ``cli_servers.py``), ``environ`` adds to its environment.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import struct
 import subprocess
 import termios
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from processes import kill_and_wait, live_pids
@@ -57,16 +60,21 @@ class ShellServer:
     _thread: threading.Thread | None = None
     _error: BaseException | None = None
     wrapper: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()
+    environ: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def start(cls, port: int = 0, wrapper: tuple[str, ...] = ()) -> ShellServer:
+    def start(
+        cls, port: int = 0, wrapper: tuple[str, ...] = (), command: Sequence[str] = (),
+        environ: Mapping[str, str] | None = None,
+    ) -> ShellServer:
         """Listening on ``port`` (a free one if 0): e.g. the console port GNS3 gave a node."""
         bash = shutil.which("bash")
         if bash is None:
             raise RuntimeError("bash is not installed")
         listener = socket.create_server(("127.0.0.1", port), backlog=1)
         host, port = listener.getsockname()[:2]
-        server = cls(listener, host, port, wrapper=wrapper)
+        server = cls(listener, host, port, wrapper=wrapper, command=tuple(command), environ=dict(environ or {}))
         server._wake_r, server._wake_w = os.pipe()
         server._thread = threading.Thread(target=server._serve, args=(bash,), name=f"shell-{port}", daemon=True)
         server._thread.start()
@@ -96,10 +104,11 @@ class ShellServer:
             "TERM": "xterm",
             "PS1": PROMPT,
             "LANG": "C.UTF-8",
+            **self.environ,
         }
         try:
             shell = subprocess.Popen(
-                [*self.wrapper, bash, "--norc", "--noprofile", "-i"],
+                [*self.wrapper, *(self.command or (bash, "--norc", "--noprofile", "-i"))],
                 stdin=slave,
                 stdout=slave,
                 stderr=slave,

@@ -8,12 +8,18 @@ calls are recorded as faults; its session's history hides them. Whoever
 injected them (or a superadmin) reads them with ``GET .../faults`` and undoes
 one with ``POST .../faults/{fault_id}/revert``: a node stopped or suspended is
 started, a link is put back as it was (suspended or not, its filters), a device
-address gets its previous value (read from the device before the change). The
+address gets its previous value (read from the device before the change), an
+IOS-family device (FRR included) its running configuration from before (the
+rollback computed from the configuration before and after the change). The
 revert runs the recorded undo call through the same tool as the caller, so
 GNS3's RBAC, the console policy and the audit apply; it asks no second
 approval: the POST is the caller's explicit decision about exactly the call
 ``GET .../faults`` shows as ``undo``, and the audit records it as approved by
-them under the approval id ``revert:<fault_id>``.
+them under the approval id ``revert:<fault_id>``. An undo computed from the
+configuration after the fault (``expects``) first reads the device's
+configuration (read-only, audited under that approval): it runs only on the
+configuration it was computed from, does nothing on a device already back to what
+it had, and is a 409 on one changed otherwise since.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from ...agent.gns3_copilot import APPROVAL_KEY
 from ...errors import CopilotError, ErrorKind
 from ...service.copilot import FAULT_INJECTION, User
 from ...service.faults import FaultRecord
+from ...tools.config_undo import holds
 from ...tools.errors import failure_outcome
 from ...tools.links import UPDATE_LINK
 from ...tools.permissions import PermissionRefused
@@ -52,6 +59,7 @@ router = APIRouter()
 INJECTION_MODE = "lab_automation"
 NODE_ACTION = "gns3_node_action"
 CONFIG_COMMANDS = "gns3_config_commands"
+SHOW_COMMANDS = "gns3_show_commands"
 UNDO_NODE_ACTION = {"stop": "start", "suspend": "start"}
 REVERTING_TOOLS = {NODE_ACTION, UPDATE_LINK, CONFIG_COMMANDS}
 """The tools a recorded undo may call (a stored record naming another is not run)."""
@@ -226,6 +234,12 @@ async def _run_undo(
     if tool is None:
         raise NotRevertibleError(f"{undo['tool']} is not available on this server: undo the fault by hand")
     config: RunnableConfig = {"configurable": {APPROVAL_KEY: _approval(user, record.fault_id, undo)}}
+    expects = undo.get("expects")
+    if (undo["tool"] == CONFIG_COMMANDS and isinstance(expects, Mapping)
+            and await _device_holds(tools, config, record, undo["args"], expects) == "before"):
+        log.info("Fault %s: %s already holds what it had before; nothing to run", record.fault_id,
+                 undo["args"].get("device"))
+        return
     try:
         result = await tool.ainvoke(dict(undo["args"]), config)
     except PermissionRefused as exc:
@@ -243,6 +257,40 @@ async def _run_undo(
         raise NotRevertibleError(f"GNS3 did not restart every node: {result.get('results')}")
     if undo["tool"] == CONFIG_COMMANDS and result.get("status") != "ok":  # the commands ran, some said no
         raise NotRevertibleError(_not_restored(result))
+
+
+async def _device_holds(
+    tools: list[Any], config: RunnableConfig, record: FaultRecord, args: Mapping[str, Any], expects: Mapping[str, Any]
+) -> str:
+    """Read the device's configuration now (read-only, audited under the revert's approval): "after" when it
+    still holds what the fault left, "before" when it already holds what it had; otherwise the revert is a 409.
+
+    An undo computed from the configuration after the fault is exact from there only: run on a
+    configuration changed since (a student's own fix, say), it would leave neither.
+    """
+    device = str(args.get("device"))
+    show = next((t for t in tools if t.name == SHOW_COMMANDS), None)
+    if show is None:
+        raise NotRevertibleError(f"{SHOW_COMMANDS} is not available on this server: undo the fault by hand")
+    read_args: dict[str, Any] = {"devices": [device], "commands": [str(expects.get("command"))]}
+    if args.get("driver") is not None:
+        read_args["driver"] = args["driver"]
+    try:
+        result = await show.ainvoke(read_args, config)
+    except PermissionRefused as exc:
+        raise RevertDeniedError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
+    except ToolException as exc:
+        raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {device} could not be read ({exc})") from exc
+    (answer,) = result["devices"]
+    if answer["status"] != "ok":
+        raise NotRevertibleError(_not_restored(answer).replace("was not restored", "could not be read"))
+    state = holds(expects, answer["results"][0]["output"])
+    if state == "other":
+        raise NotRevertibleError(
+            f"{device}'s configuration changed since fault {record.fault_id} was injected: its recorded undo "
+            "would not restore what it had exactly; undo it by hand (GET .../faults shows the undo)"
+        )
+    return state
 
 
 def _not_restored(result: Mapping[str, Any]) -> str:
