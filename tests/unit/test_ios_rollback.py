@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from gns3server.agent.gns3_copilot.tools.config_undo import Undo, plan, with_undo
-from gns3server.agent.gns3_copilot.tools.ios_rollback import NoRollback, flavour, rollback, same_configuration
+from gns3server.agent.gns3_copilot.tools.config_undo import Undo, holds, plan, with_undo
+from gns3server.agent.gns3_copilot.tools.ios_rollback import (
+    NoRollback,
+    fingerprint,
+    flavour,
+    rollback,
+    same_configuration,
+)
 
 FRR_R1 = """Building configuration...
 
@@ -228,7 +234,11 @@ async def test_an_ios_family_change_is_read_before_and_after_and_its_rollback_co
                                    device.change(("hello-interval 1", "hello-interval 2")), sent)
     assert result == {"status": "ok"}
     assert device.calls == ["read show running-config", "change", "read show running-config"]
-    assert undo == Undo(["interface eth1", "ip ospf hello-interval 1"], "", (FRR_R1,), (device.config,))
+    assert undo == Undo(["interface eth1", "ip ospf hello-interval 1"], "", (FRR_R1,), (device.config,), {
+        "command": "show running-config", "before": fingerprint(FRR_R1), "after": fingerprint(device.config)})
+    assert [holds(undo.expects, text) for text in (device.config, FRR_R1, changed(FRR_R1, ("R1\n", "R9\n")))] == [
+        "after", "before", "other"]
+    assert holds(undo.expects, changed(device.config, ("frr version 8.4.4", "frr version 8.4.5"))) == "after"
 
 
 async def test_a_recorded_inverse_needs_no_second_read():

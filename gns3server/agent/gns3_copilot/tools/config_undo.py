@@ -23,12 +23,13 @@ addr``, ``ip route``), read back with ``ip -o ... show`` (``linux_undo``).
 (fault injection, a verified change) uses it, with the caller's read-only runner,
 so the captures pass the same policy and audit as the change. A rollback computed
 from two captures is exact only from the configuration it was computed on:
-:func:`expectation` records that state (as fingerprints), :func:`holds` tells,
-before the undo runs, whether the device is still in it.
+the undo records that state (``Undo.expects``, as fingerprints), :func:`holds`
+tells, before the undo runs, whether the device is still in it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -59,13 +60,18 @@ class UndoPlan:
     ``restore`` turns the snapshot's outputs, in order, into the commands that put
     the device back (None when the answers cannot be restored exactly): the recorded
     inverse. ``rollback`` instead takes the snapshot's outputs before and after the
-    change (the snapshot is read again once the change ran) and computes the way back.
+    change (the snapshot is read again once the change ran) and computes the way back
+    (raising ValueError when there is none); ``fingerprint`` digests a capture, so
+    that the device can be checked later to still hold the state the rollback was
+    computed from. Both are CPU work on whole configurations: they run in a worker
+    thread.
     """
 
     snapshot: tuple[str, ...] = ()
     reason: str = ""
     restore: Callable[[Sequence[str]], list[str] | None] | None = None
     rollback: Callable[[Sequence[str], Sequence[str]], list[str]] | None = None
+    fingerprint: Callable[[Sequence[str]], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -74,25 +80,24 @@ class Undo:
 
     ``before`` and ``after`` are the captures (the snapshot's outputs) it was computed
     from, for whoever shows or checks the change (``after`` only when it was read).
+    ``expects``, for a computed rollback: what the device must still hold for the
+    commands to be exact (``after``, a fingerprint of the capture after the change),
+    what it held before (``before``: nothing left to undo), and the ``command`` that
+    reads it (see :func:`holds`).
     """
 
     commands: list[str] | None
     reason: str = ""
     before: tuple[str, ...] | None = None
     after: tuple[str, ...] | None = None
-
-
-def expectation(undo: Undo) -> dict[str, str] | None:
-    """For an undo computed from the running configuration: what the device must still hold for it
-    to be exact (``after``), and what it held before (``before``: nothing left to undo)."""
-    if undo.commands is None or undo.before is None or undo.after is None:
-        return None
-    return {"command": RUNNING_CONFIG[0], "before": ios_rollback.fingerprint(undo.before[0]),
-            "after": ios_rollback.fingerprint(undo.after[0])}
+    expects: dict[str, str] | None = None
 
 
 def holds(expects: Mapping[str, str], output: str) -> Literal["after", "before", "other"]:
-    """Which of an :func:`expectation`'s states ``output`` (its command's answer, read now) shows."""
+    """Which of an :class:`Undo`'s ``expects`` states ``output`` (its command's answer, read now) shows.
+
+    CPU work on a whole configuration: call it in a worker thread.
+    """
     now = ios_rollback.fingerprint(output)
     if now and now == expects.get("after"):
         return "after"
@@ -104,7 +109,8 @@ def holds(expects: Mapping[str, str], output: str) -> Literal["after", "before",
 def plan(driver: str, commands: Sequence[str]) -> UndoPlan:
     """Whether a batch of configuration commands can be undone, and what to read first."""
     if driver in IOS_FAMILY:
-        return UndoPlan(snapshot=RUNNING_CONFIG, rollback=lambda before, after: ios_rollback.rollback(before[0], after[0]))
+        return UndoPlan(snapshot=RUNNING_CONFIG, rollback=lambda before, after: ios_rollback.rollback(before[0], after[0]),
+                        fingerprint=lambda outputs: ios_rollback.fingerprint(outputs[0]))
     if driver == "linux":
         planned = linux_undo.plan(commands)
         if isinstance(planned, str):
@@ -143,11 +149,20 @@ async def with_undo(plan: UndoPlan, read: Read, change: Callable[[], Awaitable[R
     outputs = await read(list(plan.snapshot))
     if outputs is None:
         return result, Undo(None, "the settings after the change could not be read", before)
-    after = tuple(outputs)
+    return result, await asyncio.to_thread(_computed, plan, before, tuple(outputs))
+
+
+def _computed(plan: UndoPlan, before: tuple[str, ...], after: tuple[str, ...]) -> Undo:
+    """The rollback between two captures, and the state it applies to (in a worker thread)."""
+    assert plan.rollback is not None
     try:
-        return result, Undo(plan.rollback(before, after), "", before, after)
+        commands = plan.rollback(before, after)
     except ValueError as exc:  # ios_rollback.NoRollback: not configurations, or no change
-        return result, Undo(None, str(exc), before, after)
+        return Undo(None, str(exc), before, after)
+    expects = None
+    if plan.fingerprint is not None:
+        expects = {"command": plan.snapshot[0], "before": plan.fingerprint(before), "after": plan.fingerprint(after)}
+    return Undo(commands, "", before, after, expects)
 
 
 def _vpcs_address_command(command: str) -> bool:

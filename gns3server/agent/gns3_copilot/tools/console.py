@@ -57,7 +57,7 @@ from ..console import (
 from ..console.runner import Mode
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
-from .config_undo import expectation, plan, with_undo
+from .config_undo import plan, with_undo
 from .errors import ToolError, every_item_failed, tool_error
 from .nodes import PermissionErrors, ProjectTool, _by_name
 from .permissions import NODE_CONSOLE, Authorize, console_path, refusal
@@ -239,8 +239,8 @@ class ConfigCommandsTool(ConsoleTool):
             if driver is not None:
                 args["driver"] = driver
             result["undo"] = {"tool": self.name, "args": args}
-            if (expects := expectation(undo)) is not None:
-                result["undo"]["expects"] = expects
+            if undo.expects is not None:
+                result["undo"]["expects"] = undo.expects
         else:
             result["undo_unknown"] = undo.reason or f"{target.name}'s previous settings could not be read"
         return result

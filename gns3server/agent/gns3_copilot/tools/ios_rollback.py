@@ -53,6 +53,8 @@ from hier_config.models import (
 from hier_config.platforms.cisco_ios.driver import HConfigDriverCiscoIOS
 from hier_config.platforms.driver_base import HConfigDriverBase, HConfigDriverRules
 
+from ..errors import CopilotError, ErrorKind
+
 log = logging.getLogger(__name__)
 
 Flavour = Literal["ios", "frr"]
@@ -61,8 +63,11 @@ _FRR_MARK = re.compile(r"^frr (?:version|defaults) ", re.MULTILINE)
 _NESTED_EXITS = ("exit-address-family", "exit-vrf", "exit-vni", "exit-vnc")
 
 
-class NoRollback(ValueError):
+class NoRollback(CopilotError, ValueError):
     """No rollback can be computed: a capture is not a running configuration, or nothing changed."""
+
+    code = "no_rollback"
+    kind = ErrorKind.CONFLICT
 
 
 def _idempotent(*lineage: MatchRule) -> IdempotentCommandsRule:

@@ -284,7 +284,7 @@ async def _device_holds(
     (answer,) = result["devices"]
     if answer["status"] != "ok":
         raise NotRevertibleError(_not_restored(answer).replace("was not restored", "could not be read"))
-    state = holds(expects, answer["results"][0]["output"])
+    state = await asyncio.to_thread(holds, expects, answer["results"][0]["output"])  # parses a whole configuration
     if state == "other":
         raise NotRevertibleError(
             f"{device}'s configuration changed since fault {record.fault_id} was injected: its recorded undo "
