@@ -10,17 +10,24 @@ finds the device exactly as it finds any node's console: from GNS3's node.
 QEMU nodes get the ``ios`` console driver from their node type, and FRR's vtysh
 reads it as it reads IOS; :data:`CONSOLE_DRIVER` is the driver a test names in
 its tool calls, the one place to change when FRR gets a driver of its own.
+
+Fixtures for a test module (import them; one lab and one project per module):
+``frr_lab`` (the ``FRRLab``), ``frr_gns3`` (the ``FRRProject`` on the session's
+gns3-server) and ``frr_restored`` (autouse once imported: after each test, a router
+the test left changed is restarted from its baseline, and the network has
+converged again).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from cli_servers import serve_vtysh
 from frr_lab import FRRLab
 from gns3_labs import router_template_id
@@ -69,3 +76,24 @@ async def frr_project(client: GNS3Client, lab: FRRLab, name: str | None = None) 
         for server in consoles.values():
             await asyncio.to_thread(server.stop)
         await client.request("DELETE", f"/projects/{project_id}")
+
+
+@pytest.fixture(scope="module")
+def frr_lab() -> Iterator[FRRLab]:
+    lab = FRRLab.start()
+    try:
+        yield lab
+    finally:
+        lab.stop()
+
+
+@pytest.fixture(scope="module")
+async def frr_gns3(gns3_server: Any, frr_lab: FRRLab) -> AsyncIterator[FRRProject]:
+    async with gns3_server.client() as client, frr_project(client, frr_lab) as made:
+        yield made
+
+
+@pytest.fixture(autouse=True)
+async def frr_restored(frr_lab: FRRLab) -> AsyncIterator[None]:
+    yield
+    await asyncio.to_thread(frr_lab.restore)

@@ -15,12 +15,11 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from frr_lab import ESTABLISHED, FULL, FRRLab
-from frr_project import FRRProject, frr_project
+from frr_project import frr_gns3, frr_lab, frr_restored  # noqa: F401  (fixtures)
 
 from gns3server.agent.gns3_copilot.console import IOS, AuditLog, Device, DeviceLocks, Who, load_policy, run_commands
 from gns3server.agent.gns3_copilot.tools.ios_rollback import rollback
@@ -28,46 +27,24 @@ from gns3server.agent.gns3_copilot.tools.ios_rollback import rollback
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[FRRLab]:
-    lab = FRRLab.start()
-    try:
-        yield lab
-    finally:
-        lab.stop()
-
-
-@pytest.fixture(scope="module")
-async def project(gns3_server, lab: FRRLab) -> AsyncIterator[FRRProject]:
-    async with gns3_server.client() as client, frr_project(client, lab) as made:
-        yield made
-
-
-@pytest.fixture(autouse=True)
-def restored(lab: FRRLab) -> Iterator[None]:
-    """Whatever a test changed on a router is undone before the next one (a restart from the baseline)."""
-    yield
-    lab.restore()
-
-
-def test_three_routers_run_ospf_and_bgp_to_convergence(lab):
-    for name, router in lab.routers.items():
-        ospf = lab.show_json(name, "show ip ospf neighbor")["neighbors"]
-        bgp = lab.show_json(name, "show bgp ipv4 unicast summary")["peers"]
-        neighbours = {link.peer(name)[0] for link in lab.links if name in (link.a, link.b)}
+def test_three_routers_run_ospf_and_bgp_to_convergence(frr_lab):
+    for name, router in frr_lab.routers.items():
+        ospf = frr_lab.show_json(name, "show ip ospf neighbor")["neighbors"]
+        bgp = frr_lab.show_json(name, "show bgp ipv4 unicast summary")["peers"]
+        neighbours = {link.peer(name)[0] for link in frr_lab.links if name in (link.a, link.b)}
         assert {rid: [e["nbrState"] for e in entries] for rid, entries in ospf.items()} == {
-            lab.routers[n].router_id: ["Full/-"] for n in neighbours}
-        assert {peer["remoteAs"] for peer in bgp.values()} == {lab.routers[n].asn for n in neighbours}
+            frr_lab.routers[n].router_id: ["Full/-"] for n in neighbours}
+        assert {peer["remoteAs"] for peer in bgp.values()} == {frr_lab.routers[n].asn for n in neighbours}
         assert {peer["state"] for peer in bgp.values()} == {ESTABLISHED}
-        routes = lab.routes(name)
-        for other in lab.routers.values():
+        routes = frr_lab.routes(name)
+        for other in frr_lab.routers.values():
             if other is not router:
                 assert routes[f"{other.router_id}/32"] == "ospf" and routes[other.prefix] == "bgp", routes
         hostname = subprocess.run(["nsenter", f"--uts={router.uts}", "hostname"], capture_output=True, text=True,
                                   check=True)
         assert hostname.stdout.strip() == name  # its own UTS namespace
-    assert lab.ospf_states("R2") == {"10.255.0.1": FULL, "10.255.0.3": FULL}
-    assert len({r.netns for r in lab.routers.values()}) == 3
+    assert frr_lab.ospf_states("R2") == {"10.255.0.1": FULL, "10.255.0.3": FULL}
+    assert len({r.netns for r in frr_lab.routers.values()}) == 3
 
 
 async def console_greeting(port: int) -> bytes:
@@ -85,9 +62,9 @@ async def console_greeting(port: int) -> bytes:
         writer.close()
 
 
-async def test_each_router_s_vtysh_answers_on_its_gns3_node_s_console(project, gns3_server, tmp_path):
+async def test_each_router_s_vtysh_answers_on_its_gns3_node_s_console(frr_gns3, gns3_server, tmp_path):
     async with gns3_server.client() as client:
-        nodes, links = await client.nodes_and_links(project.project_id)
+        nodes, links = await client.nodes_and_links(frr_gns3.project_id)
     by_id = {n["node_id"]: n["name"] for n in nodes}
     assert sorted(by_id.values()) == ["R1", "R2", "R3"]
     assert sorted(sorted(by_id[end["node_id"]] + f":e{end['adapter_number']}" for end in link["nodes"])
@@ -98,7 +75,7 @@ async def test_each_router_s_vtysh_answers_on_its_gns3_node_s_console(project, g
         assert greeting.rstrip().endswith(node["name"].encode() + b"#")  # the prompt is the router's name
     audit = AuditLog(tmp_path / "audit")
     try:
-        port = project.nodes["R2"]["console"]
+        port = frr_gns3.nodes["R2"]["console"]
         result = await run_commands(Device("R2", "127.0.0.1", port, IOS, cli_known=False),
                                     ["show ip ospf neighbor", "show bgp ipv4 unicast summary"], mode="show",
                                     policy=load_policy(), locks=DeviceLocks(), audit=audit, who=Who("tests", "-", "-"),
@@ -112,16 +89,16 @@ async def test_each_router_s_vtysh_answers_on_its_gns3_node_s_console(project, g
     assert "10.0.12.1" in bgp and "10.0.23.2" in bgp
 
 
-def test_a_router_left_changed_is_restarted_from_its_baseline(lab):
-    lab.vtysh("R2", "configure terminal", "interface eth1", "ip ospf hello-interval 7")
-    assert lab.changed() == ["R2"]
-    assert lab.restore() == ["R2"]
-    assert lab.running_config("R2") == lab.baseline["R2"] and lab.converged()
-    assert lab.restore() == []  # nothing changed: nothing restarted
+def test_a_router_left_changed_is_restarted_from_its_baseline(frr_lab):
+    frr_lab.vtysh("R2", "configure terminal", "interface eth1", "ip ospf hello-interval 7")
+    assert frr_lab.changed() == ["R2"]
+    assert frr_lab.restore() == ["R2"]
+    assert frr_lab.running_config("R2") == frr_lab.baseline["R2"] and frr_lab.converged()
+    assert frr_lab.restore() == []  # nothing changed: nothing restarted
 
 
 def leftovers(suffix: str) -> dict[str, list[str]]:
-    """What a lab named ``suffix`` may have left: namespaces, directories, mounts, processes."""
+    """What a frr_lab named ``suffix`` may have left: namespaces, directories, mounts, processes."""
     mark = f"copilot-frr-{suffix}-"
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     processes = []
@@ -141,10 +118,10 @@ def leftovers(suffix: str) -> dict[str, list[str]]:
 
 def test_stopping_a_lab_removes_everything_it_started():
     suffix = uuid.uuid4().hex[:6]
-    lab = FRRLab.start(count=2, suffix=suffix)
-    pids = lab.pids()
+    other = FRRLab.start(count=2, suffix=suffix)
+    pids = other.pids()
     assert len(pids) == 8 and all(leftovers(suffix).values())  # 4 daemons per router, all of it named
-    lab.stop()
+    other.stop()
     assert leftovers(suffix) == {"netns": [], "directories": [], "mounts": [], "processes": []}
 
 
@@ -190,24 +167,24 @@ REAL_CASES = {
 
 
 @pytest.mark.parametrize("case", REAL_CASES)
-async def test_a_change_on_a_real_router_is_rolled_back_exactly(case, lab, project, tmp_path):
+async def test_a_change_on_a_real_router_is_rolled_back_exactly(case, frr_lab, frr_gns3, tmp_path):
     router, change, expected = REAL_CASES[case]
-    baseline = await asyncio.to_thread(lab.running_config, router)
-    assert baseline == lab.baseline[router]
-    await asyncio.to_thread(lab.vtysh, router, "configure terminal", *change)
-    after = await asyncio.to_thread(lab.running_config, router)
+    baseline = await asyncio.to_thread(frr_lab.running_config, router)
+    assert baseline == frr_lab.baseline[router]
+    await asyncio.to_thread(frr_lab.vtysh, router, "configure terminal", *change)
+    after = await asyncio.to_thread(frr_lab.running_config, router)
     assert after != baseline
     commands = rollback(baseline, after)
     assert commands == expected
     audit = AuditLog(tmp_path / "audit")
     try:
         result = await run_commands(
-            Device(router, "127.0.0.1", project.nodes[router]["console"], IOS, cli_known=False), commands,
+            Device(router, "127.0.0.1", frr_gns3.nodes[router]["console"], IOS, cli_known=False), commands,
             mode="config", policy=load_policy(), locks=DeviceLocks(), audit=audit, who=Who("tests", "-", "-"),
             timeout=30,
         )
     finally:
         await audit.close()
     assert result.status == "ok", result
-    assert await asyncio.to_thread(lab.running_config, router) == baseline
-    assert await asyncio.to_thread(lab.changed) == []  # so the autouse restore restarts nothing
+    assert await asyncio.to_thread(frr_lab.running_config, router) == baseline
+    assert await asyncio.to_thread(frr_lab.changed) == []  # so the autouse restore restarts nothing

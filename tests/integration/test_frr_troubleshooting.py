@@ -27,13 +27,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from frr_lab import ESTABLISHED, FULL, FRRLab
-from frr_project import CONSOLE_DRIVER, FRRProject, frr_project
+from frr_project import CONSOLE_DRIVER, frr_gns3, frr_lab, frr_restored  # noqa: F401  (fixtures)
 from test_copilot_api import (  # noqa: F401  (fixtures)
     API,
     COPILOT,
@@ -51,28 +51,6 @@ from tests.support.openai_stub import OpenAIStub, reply, tool_call
 pytestmark = pytest.mark.integration
 
 BROKEN_TIMEOUT = 60.0  # an OSPF neighbour goes after its dead interval (4 s); a busy machine is slower
-
-
-@pytest.fixture(scope="module")
-def lab() -> Iterator[FRRLab]:
-    lab = FRRLab.start()
-    try:
-        yield lab
-    finally:
-        lab.stop()
-
-
-@pytest.fixture(scope="module")
-async def project(gns3_server, lab: FRRLab) -> AsyncIterator[FRRProject]:
-    async with gns3_server.client() as client, frr_project(client, lab) as made:
-        yield made
-
-
-@pytest.fixture(autouse=True)
-async def restored(lab: FRRLab) -> AsyncIterator[None]:
-    """Each test starts on the converged baseline; a router it left changed is restarted from it."""
-    yield
-    await asyncio.to_thread(lab.restore)
 
 
 @pytest.fixture
@@ -260,25 +238,25 @@ async def converged_as_the_tools_show(lab: FRRLab, api: API, stub: OpenAIStub, p
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-async def test_a_fault_is_injected_seen_fixed_with_approval_and_verified(name, lab, project, people, stub, admin):
+async def test_a_fault_is_injected_seen_fixed_with_approval_and_verified(name, frr_lab, frr_gns3, people, stub, admin):
     scenario = SCENARIOS[name]
     teacher, student = people
-    pid = project.project_id
+    pid = frr_gns3.project_id
     session_id = await inject(teacher, stub, pid, [config_call(scenario.router, scenario.fault)])
 
     # The undo was computed from what the router had before the fault and what it has after it.
     (fault,) = await fault_of(teacher, pid, session_id)
     assert fault["revertible"] and fault["undo"]["args"] == config_call(scenario.router, scenario.undo)
     assert set(fault["undo"]["expects"]) == {"command", "before", "after"}
-    await asyncio.to_thread(lab.wait_for, lambda: scenario.broken(lab), f"{name}: the fault's effect",
+    await asyncio.to_thread(frr_lab.wait_for, lambda: scenario.broken(frr_lab), f"{name}: the fault's effect",
                             BROKEN_TIMEOUT)
 
     # The student's copilot sees it on the routers' consoles ...
     scenario.seen(await look(student, stub, pid, scenario.devices, scenario.commands))
     # ... fixes it with the student's approval, and the network converges again, as the tools show.
     fixed_in = await fix(student, stub, pid, scenario.router, scenario.fix)
-    await converged_as_the_tools_show(lab, student, stub, pid)
-    assert await asyncio.to_thread(lab.changed) == []  # exactly the baseline again, on every router
+    await converged_as_the_tools_show(frr_lab, student, stub, pid)
+    assert await asyncio.to_thread(frr_lab.changed) == []  # exactly the baseline again, on every router
 
     status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={fixed_in}")
     assert status == 200, entries
@@ -286,13 +264,13 @@ async def test_a_fault_is_injected_seen_fixed_with_approval_and_verified(name, l
         (scenario.router, command, "ok", "frr_student") for command in scenario.fix]
 
 
-async def test_faults_on_two_routers_are_reverted_through_the_revert_route(lab, project, people, stub, admin):
+async def test_faults_on_two_routers_are_reverted_through_the_revert_route(frr_lab, frr_gns3, people, stub, admin):
     teacher, student = people
-    pid = project.project_id
+    pid = frr_gns3.project_id
     mtu, shut = SCENARIOS["ospf mtu mismatch"], SCENARIOS["bgp neighbour shut down"]
     session_id = await inject(teacher, stub, pid, [config_call(mtu.router, mtu.fault),
                                                   config_call(shut.router, shut.fault)])
-    await asyncio.to_thread(lab.wait_for, lambda: mtu_stuck(lab) and bgp_down(lab), "both faults' effects",
+    await asyncio.to_thread(frr_lab.wait_for, lambda: mtu_stuck(frr_lab) and bgp_down(frr_lab), "both faults' effects",
                             BROKEN_TIMEOUT)
     recorded = {f["args"]["device"]: f for f in await fault_of(teacher, pid, session_id)}
     assert recorded["R3"]["undo"]["args"]["commands"] == mtu.undo
@@ -303,8 +281,8 @@ async def test_faults_on_two_routers_are_reverted_through_the_revert_route(lab, 
     for device in ("R3", "R1"):
         status, body = await teacher.post(f"{COPILOT}/projects/{pid}/faults/{recorded[device]['fault_id']}/revert")
         assert status == 200 and body["reverted_at"] and body["revertible"] is False, body
-    await converged_as_the_tools_show(lab, student, stub, pid)
-    assert await asyncio.to_thread(lab.changed) == []
+    await converged_as_the_tools_show(frr_lab, student, stub, pid)
+    assert await asyncio.to_thread(frr_lab.changed) == []
 
     # Audited: each router's configuration read before and after the fault, the fault, then the
     # revert (the read showing the router still holds what the fault left, and the undo) under the
@@ -318,10 +296,10 @@ async def test_faults_on_two_routers_are_reverted_through_the_revert_route(lab, 
     assert {c[2] for c in r3[-3:]} == {revert_id} and revert_id not in {c[2] for c in r3[:-3]}
 
 
-async def test_a_revert_refuses_a_router_changed_since_and_skips_one_already_fixed(lab, project, people, stub):
+async def test_a_revert_refuses_a_router_changed_since_and_skips_one_already_fixed(frr_lab, frr_gns3, people, stub):
     """The recorded undo is exact from the configuration it was computed on, and from there only."""
     teacher, student = people
-    pid = project.project_id
+    pid = frr_gns3.project_id
     hello = SCENARIOS["ospf hello-interval mismatch"]
     wrong = await inject(teacher, stub, pid, [config_call("R1", hello.fault)])
     (first,) = await fault_of(teacher, pid, wrong)
@@ -330,15 +308,15 @@ async def test_a_revert_refuses_a_router_changed_since_and_skips_one_already_fix
     status, body = await teacher.post(f"{COPILOT}/projects/{pid}/faults/{first['fault_id']}/revert")
     assert status == 409 and body["code"] == "fault_not_revertible", body
     assert "R1's configuration changed since fault" in body["message"], body
-    assert "ip ospf hello-interval 3" in await asyncio.to_thread(lab.running_config, "R1")  # nothing was run
+    assert "ip ospf hello-interval 3" in await asyncio.to_thread(frr_lab.running_config, "R1")  # nothing was run
     (first,) = await fault_of(teacher, pid, wrong)
     assert first["revertible"] is True  # it can be reverted once R1 holds what the fault left again
 
-    await asyncio.to_thread(lab.restore)
+    await asyncio.to_thread(frr_lab.restore)
     again = await inject(teacher, stub, pid, [config_call("R1", hello.fault)])
     (second,) = await fault_of(teacher, pid, again)
     await fix(student, stub, pid, "R1", hello.fix)  # the student's exact fix: R1 is as it was
     status, body = await teacher.post(f"{COPILOT}/projects/{pid}/faults/{second['fault_id']}/revert")
     assert status == 200 and body["reverted_at"], body  # nothing left to undo
-    assert await asyncio.to_thread(lab.changed) == []
+    assert await asyncio.to_thread(frr_lab.changed) == []
 
