@@ -285,15 +285,16 @@ async def test_faults_on_two_routers_are_reverted_through_the_revert_route(frr_l
     assert await asyncio.to_thread(frr_lab.changed) == []
 
     # Audited: each router's configuration read before and after the fault, the fault, then the
-    # revert (the read showing the router still holds what the fault left, and the undo) under the
-    # teacher's revert approval.
+    # revert under the teacher's revert approval: the read showing the router still holds what the
+    # fault left, the undo, and the read showing it holds what it had.
     status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={session_id}")
     assert status == 200, entries
     r3 = [(e["command"], e["outcome"], e["approval_id"] or "") for e in reversed(entries) if e["device"] == "R3"]
     revert_id = f"revert:{recorded['R3']['fault_id']}"
     assert [c[:2] for c in r3] == [(c, "ok") for c in [
-        "show running-config", *mtu.fault, "show running-config", "show running-config", *mtu.undo]]
-    assert {c[2] for c in r3[-3:]} == {revert_id} and revert_id not in {c[2] for c in r3[:-3]}
+        "show running-config", *mtu.fault, "show running-config",
+        "show running-config", *mtu.undo, "show running-config"]]
+    assert {c[2] for c in r3[-4:]} == {revert_id} and revert_id not in {c[2] for c in r3[:-4]}
 
 
 async def test_a_revert_refuses_a_router_changed_since_and_skips_one_already_fixed(frr_lab, frr_gns3, people, stub):

@@ -9,13 +9,13 @@ network engineers maintain for exactly this: remediation between two
 configurations): lines the change added are negated, lines it removed or
 replaced are typed again, inside their sections, negations first.
 
-hier_config ships a Cisco IOS driver, used with one rule more (:class:`IOSDriver`). It has none for FRR, whose
-running configuration differs in what it prints around the configuration
-(``frr version``, ``frr defaults``, an ``exit`` closing every section) and in
-which commands overwrite each other: :class:`FRRDriver` says that (a BGP
-neighbour's ``remote-as`` is changed in place, since negating it deletes the
-whole neighbour; interface timers, router ids, hostname). Which one applies is
-told by the baseline itself (FRR prints ``frr version``).
+hier_config ships a Cisco IOS driver, used with one rule more (:class:`IOSDriver`).
+It has none for FRR, whose running configuration differs in what it prints
+around the configuration (``frr version``, ``frr defaults``, an ``exit`` closing
+every section) and in which commands overwrite each other: :class:`FRRDriver`
+says that (a BGP neighbour's ``remote-as`` is changed in place, since negating it
+deletes the whole neighbour; interface timers, router ids, hostname). Which one
+applies is told by the baseline itself (FRR prints ``frr version``).
 
 The commands come out in the order the device reads them in configuration mode:
 one-line global commands first, then each section (``interface eth1``, ``router

@@ -19,7 +19,8 @@ them under the approval id ``revert:<fault_id>``. An undo computed from the
 configuration after the fault (``expects``) first reads the device's
 configuration (read-only, audited under that approval): it runs only on the
 configuration it was computed from, does nothing on a device already back to what
-it had, and is a 409 on one changed otherwise since.
+it had, and is a 409 on one changed otherwise since; once it ran, the device must
+hold what it had before the fault (read again), or the revert is a 409 too.
 """
 
 from __future__ import annotations
@@ -234,12 +235,19 @@ async def _run_undo(
     if tool is None:
         raise NotRevertibleError(f"{undo['tool']} is not available on this server: undo the fault by hand")
     config: RunnableConfig = {"configurable": {APPROVAL_KEY: _approval(user, record.fault_id, undo)}}
-    expects = undo.get("expects")
-    if (undo["tool"] == CONFIG_COMMANDS and isinstance(expects, Mapping)
-            and await _device_holds(tools, config, record, undo["args"], expects) == "before"):
-        log.info("Fault %s: %s already holds what it had before; nothing to run", record.fault_id,
-                 undo["args"].get("device"))
-        return
+    expects = undo.get("expects") if undo["tool"] == CONFIG_COMMANDS else None  # a computed rollback
+    if isinstance(expects, Mapping):
+        held = await _device_state(tools, config, record, undo["args"], expects)
+        if held == "before":
+            log.info("Fault %s: %s already holds what it had before; nothing to run", record.fault_id,
+                     undo["args"].get("device"))
+            return
+        if held == "other":
+            raise NotRevertibleError(
+                f"{undo['args'].get('device')}'s configuration changed since fault {record.fault_id} was injected: "
+                "its recorded undo would not restore what it had exactly; undo it by hand "
+                "(GET .../faults shows the undo)"
+            )
     try:
         result = await tool.ainvoke(dict(undo["args"]), config)
     except PermissionRefused as exc:
@@ -257,16 +265,22 @@ async def _run_undo(
         raise NotRevertibleError(f"GNS3 did not restart every node: {result.get('results')}")
     if undo["tool"] == CONFIG_COMMANDS and result.get("status") != "ok":  # the commands ran, some said no
         raise NotRevertibleError(_not_restored(result))
+    if isinstance(expects, Mapping) and await _device_state(tools, config, record, undo["args"], expects) != "before":
+        raise NotRevertibleError(
+            f"{result.get('device')} was not restored exactly: the undo ran, but its configuration is not "
+            "what it had before the fault; undo the rest by hand"
+        )
 
 
-async def _device_holds(
+async def _device_state(
     tools: list[Any], config: RunnableConfig, record: FaultRecord, args: Mapping[str, Any], expects: Mapping[str, Any]
 ) -> str:
-    """Read the device's configuration now (read-only, audited under the revert's approval): "after" when it
-    still holds what the fault left, "before" when it already holds what it had; otherwise the revert is a 409.
+    """The device's configuration now (read-only, audited under the revert's approval): "after" when it
+    still holds what the fault left, "before" when it holds what it had, "other" otherwise.
 
     An undo computed from the configuration after the fault is exact from there only: run on a
-    configuration changed since (a student's own fix, say), it would leave neither.
+    configuration changed since (a student's own fix, say), it would leave neither; and once it
+    ran, the device must hold what it had.
     """
     device = str(args.get("device"))
     show = next((t for t in tools if t.name == SHOW_COMMANDS), None)
@@ -284,13 +298,7 @@ async def _device_holds(
     (answer,) = result["devices"]
     if answer["status"] != "ok":
         raise NotRevertibleError(_not_restored(answer).replace("was not restored", "could not be read"))
-    state = await asyncio.to_thread(holds, expects, answer["results"][0]["output"])  # parses a whole configuration
-    if state == "other":
-        raise NotRevertibleError(
-            f"{device}'s configuration changed since fault {record.fault_id} was injected: its recorded undo "
-            "would not restore what it had exactly; undo it by hand (GET .../faults shows the undo)"
-        )
-    return state
+    return await asyncio.to_thread(holds, expects, answer["results"][0]["output"])  # parses a whole configuration
 
 
 def _not_restored(result: Mapping[str, Any]) -> str:
