@@ -39,7 +39,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -350,8 +350,11 @@ class FRRLab:
         try:
             poll(self.converged, timeout, "the FRR network did not converge")
         except RuntimeError as exc:
-            states = {name: (self.ospf_states(name), self.bgp_states(name)) for name in self.routers}
-            raise RuntimeError(f"{exc}: {states}") from None
+            raise RuntimeError(f"{exc}: {self.states()}") from None
+
+    def states(self) -> dict[str, tuple[dict[str, str], dict[str, str]]]:
+        """Every router's OSPF and BGP neighbour states (for messages)."""
+        return {name: (self.ospf_states(name), self.bgp_states(name)) for name in self.routers}
 
     def wait_for(self, check: Callable[[], T | None], what: str, timeout: float = CONVERGE_TIMEOUT) -> T:
         """Poll ``check`` (e.g. a neighbour's state) until it holds; RuntimeError naming ``what`` after ``timeout``."""
@@ -410,9 +413,4 @@ class FRRLab:
             raise RuntimeError("the FRR lab was not torn down cleanly: " + "; ".join(errors))
 
 
-def neighbour_states(lab: FRRLab) -> Mapping[str, tuple[dict[str, str], dict[str, str]]]:
-    """Every router's OSPF and BGP neighbour states (for assertion messages)."""
-    return {name: (lab.ospf_states(name), lab.bgp_states(name)) for name in lab.routers}
-
-
-__all__ = ["FRRLab", "Link", "Router", "line_of", "neighbour_states", "poll", "router_config"]
+__all__ = ["FRRLab", "Link", "Router", "line_of", "poll", "router_config"]

@@ -187,15 +187,6 @@ def rollback(baseline: str, after: str) -> list[str]:
     return commands
 
 
-def same_configuration(first: str, second: str) -> bool:
-    """Whether two running-config captures hold the same configuration (whatever they print around it)."""
-    try:
-        rollback(first, second)
-    except NoRollback as exc:
-        return str(exc) == "the running configuration did not change"
-    return False
-
-
 def fingerprint(running_config: str) -> str:
     """A digest of the configuration a capture holds (not of what the CLI prints around it), to tell
     later whether a device still holds it; "" for a capture that holds none."""
