@@ -26,7 +26,8 @@ from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 from tests.support.recording_proxy import RecordingProxy, real_prompt_tokens
 from tests.support.streams import collect, text_of
 
-pytestmark = pytest.mark.integration
+# llama: scripts/test runs these after the main suite, as a stage of their own (docs/performance.md, "Suite").
+pytestmark = [pytest.mark.integration, pytest.mark.llama]
 
 N_CTX = 2048
 CALIBRATED_WITHIN = 0.15
