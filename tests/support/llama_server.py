@@ -35,15 +35,17 @@ READY_TIMEOUT = 300.0  # loading a 98 MB model on a busy 2-core machine
 # What a request costs here is almost all prompt evaluation (the tests' answers are short: under a
 # tenth of the tokens the server processes are generated), so the server is told to evaluate no
 # more than a request needs. Token counts and the template stay the server's own:
-# - --cache: keeps the evaluated state of earlier prompts (in RAM, at most CACHE_BYTES) and starts
-#   a request from the longest one it begins with. Without it, the copilot's short probes of the
+# - --cache: keeps the evaluated state of earlier prompts (in RAM) and starts a request from the
+#   longest one it begins with. CACHE_BYTES bounds the states (up to 34 MB each here), not the
+#   ~100 MB copy of the logits buffer llama-cpp-python keeps with each: 128 MiB keeps the last few
+#   (the server grew to 3.9 GB with 512 MiB; about 1.5 GB with this). Without it, the copilot's short probes of the
 #   server between two chat requests evict the shared prefix and each request is evaluated from
 #   its first token (the llama stage evaluated about half as many prompt tokens per request with it).
 # - --logits_all False: logits for the last token only (the server's default keeps them for every
 #   prompt token, for logprobs, which nothing here asks for).
 # - OMP_WAIT_POLICY=passive: llama.cpp's OpenMP threads sleep at their barriers instead of
 #   spinning, which on a busy 2-core machine burns the CPU the other thread is waiting for.
-CACHE_BYTES = 512 * 1024 * 1024
+CACHE_BYTES = 128 * 1024 * 1024
 
 
 class LlamaNotInstalledError(RuntimeError):
