@@ -36,11 +36,11 @@ READY_TIMEOUT = 300.0  # loading a 98 MB model on a busy 2-core machine
 # tenth of the tokens the server processes are generated), so the server is told to evaluate no
 # more than a request needs. Token counts and the template stay the server's own:
 # - --cache: keeps the evaluated state of earlier prompts (in RAM) and starts a request from the
-#   longest one it begins with. CACHE_BYTES bounds the states (up to 34 MB each here), not the
-#   ~100 MB copy of the logits buffer llama-cpp-python keeps with each: 128 MiB keeps the last few
-#   (the server grew to 3.9 GB with 512 MiB; about 1.5 GB with this). Without it, the copilot's short probes of the
-#   server between two chat requests evict the shared prefix and each request is evaluated from
-#   its first token (the llama stage evaluated about half as many prompt tokens per request with it).
+#   longest one it begins with. Without it, the copilot's short probes of the server between two
+#   chat requests evict the shared prefix and each request is evaluated from its first token (the
+#   llama stage evaluated a third fewer prompt tokens per request with it). CACHE_BYTES bounds
+#   the saved states (up to 34 MB each here), not the ~100 MB logits copy llama-cpp-python keeps
+#   with each: the server grew to 3.9 GB with 512 MiB, 1.7 GB with 128 MiB.
 # - --logits_all False: logits for the last token only (the server's default keeps them for every
 #   prompt token, for logprobs, which nothing here asks for).
 # - OMP_WAIT_POLICY=passive: llama.cpp's OpenMP threads sleep at their barriers instead of
