@@ -18,10 +18,10 @@ from gns3server.agent.gns3_copilot.agent.context_manager import clamp_token_scal
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import (
     STEP_LIMIT_MESSAGE,
     AgentSettings,
-    ToolErrorPolicy,
     build_copilot_graph,
     tools_for_mode,
 )
+from gns3server.agent.gns3_copilot.tools.gate import ToolErrorPolicy
 from tests.support.scripted_model import ScriptedChatModel
 
 

@@ -5,12 +5,13 @@ gives and a few more: ``llm_call`` fetches the live topology and calls the
 pre-model hook itself before every model call, streams its own typed events
 (context report, content deltas, tool calls), learns from the provider's usage
 report, and retries once with a tighter budget when the provider says the
-request is too long. The ``tools`` node enforces the mode's tool set and turns
-every failure into an error ``ToolMessage`` so that no tool call is ever left
-without an answer. A tool fails by raising, never by what it returns; what the
-model may read of a tool's exception, and what a failed call still reports, is
-the :class:`ToolErrorPolicy` the caller passes in: the graph knows nothing of
-GNS3 or consoles.
+request is too long. The ``tools`` node runs every call through the tool gate
+(:class:`~..tools.gate.ToolGate`: the mode's tool set, approvals, the error
+policy, callbacks such as fault recording), which turns every failure into an
+error ``ToolMessage`` so that no tool call is ever left without an answer. What
+the model may read of a tool's exception, and what a failed call still reports,
+is the :class:`~..tools.gate.ToolErrorPolicy` the caller passes in: the graph
+knows nothing of GNS3 or consoles.
 
 :func:`build_copilot_graph` compiles the graph from closures over one run's
 settings (model, tools, mode, hook); compiling is cheap, and state lives in the
@@ -25,21 +26,30 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
-import pydantic
 from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, ToolException
+from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_stream_writer
+from langgraph.errors import GraphInterrupt
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import interrupt
 
+from ..tools.gate import (
+    NOT_APPROVED,
+    REJECTED,
+    AfterCall,
+    Approved,
+    ToolErrorPolicy,
+    ToolGate,
+    ToolOutcome,
+    is_read_only,
+)
 from . import events
-from .approval import approval_digest
 from .context.calibration import (
     DEFAULT_FRAMING,
     content_scale,
@@ -48,7 +58,7 @@ from .context.calibration import (
     smoothed_mean,
     smoothed_scale,
 )
-from .context.counting import TokenCounter, content_text, json_text
+from .context.counting import TokenCounter, content_text
 from .context.summary import (
     clean_summary,
     count_turns,
@@ -102,25 +112,6 @@ class CopilotState(TypedDict, total=False):
     context_summary: dict[str, Any] | None
 
 
-def is_read_only(tool: BaseTool) -> bool:
-    """Tools declare themselves safe for teaching mode with ``metadata={"read_only": True}``."""
-    return bool((tool.metadata or {}).get("read_only"))
-
-
-def needs_confirmation(tool: BaseTool) -> bool:
-    """Tools that change devices (``metadata={"needs_confirmation": True}``) wait for the user's yes."""
-    return bool((tool.metadata or {}).get("needs_confirmation"))
-
-
-REJECTED_RESULT = "Rejected by the user: nothing was sent. Ask what they want instead."
-MISMATCHED_RESULT = (
-    "Error: the approval given was for other calls than these (its digest differs); nothing was sent. "
-    "Ask the user to approve these commands."
-)
-# Where an approved call finds its approval (in the run's configurable): the console tools audit it.
-APPROVAL_KEY = "copilot_approval"
-
-
 def check_mode(mode: str) -> None:
     """Refuse a mode the agent does not know (ValueError naming the allowed ones)."""
     if mode not in MODES:
@@ -133,30 +124,12 @@ def tools_for_mode(tools: Sequence[BaseTool], mode: str) -> list[BaseTool]:
     return [t for t in tools if mode == "lab_automation" or is_read_only(t)]
 
 
-def tool_exception_message(exc: BaseException) -> str | None:
-    """LangChain's convention: a ``ToolException``'s text is for the model; anything else is a bug."""
-    return str(exc) if isinstance(exc, ToolException) else None
-
-
-def no_outcome(exc: BaseException) -> Mapping[str, Any] | None:
-    """A failed call reports nothing besides its message."""
-    return None
-
-
-@dataclass(frozen=True)
-class ToolErrorPolicy:
-    """How the tools node reads tool failures (the tools' own convention, passed in).
-
-    A tool fails by raising (the call's status is then "error"); whatever it
-    returns is a result. ``message(exc)`` is the text the model reads for an
-    exception a tool raised, or None for a bug (logged with its traceback; the
-    model reads that the tool failed unexpectedly). ``outcome(exc)`` is what a
-    failed call still reports, or None: its ``undo``, if any, is the undo of a
-    change the call may have half made (fault injection records it).
-    """
-
-    message: Callable[[BaseException], str | None] = tool_exception_message
-    outcome: Callable[[BaseException], Mapping[str, Any] | None] = no_outcome
+def gate_for_mode(
+    tools: Sequence[BaseTool], mode: str, errors: ToolErrorPolicy | None = None, after: Sequence[AfterCall] = ()
+) -> ToolGate:
+    """The tool gate of a run in ``mode``: every tool known, read-only ones only in teaching."""
+    check_mode(mode)
+    return ToolGate(tools, read_only=mode != "lab_automation", restriction=f"in {mode} mode", errors=errors, after=after)
 
 
 @dataclass(frozen=True)
@@ -201,29 +174,13 @@ class AgentSettings:
     # the calibration factor then learns the messages alone (agent/tools_cost.py).
     measure_tools: Callable[[], Awaitable[int | None]] | None = None
     tool_errors: ToolErrorPolicy = field(default_factory=ToolErrorPolicy)
+    # Called with every tool call's outcome, refused ones included (a fault-injection run records faults).
+    after_tool: Sequence[AfterCall] = ()
     # Whether the server's chat template renders tool results (None: cannot tell); asked
     # once per server, the first time a request carries one. None: never asked.
     probe_tool_results: Callable[[], Awaitable[bool | None]] | None = None
     # Answered tool calls whose arguments are longer (characters) are cut in the history.
     max_argument_chars: int | None = None
-
-
-def _undo(result: Any) -> Mapping[str, Any] | None:
-    """The call that reverts what a tool call changed, if its result (or failure outcome) gives one."""
-    undo = result.get("undo") if isinstance(result, Mapping) else None
-    return undo if isinstance(undo, Mapping) else None
-
-
-def _stringify(result: Any) -> str:
-    if isinstance(result, str):
-        return result
-    if isinstance(result, BaseMessage):
-        return content_text(result.content)
-    return json_text(result)
-
-
-def _validation_summary(exc: pydantic.ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
 
 
 def _add_usage(total: Mapping[str, int] | None, message: AIMessage) -> dict[str, int]:
@@ -368,9 +325,8 @@ EMPTY_ANSWER_MESSAGE = (
 
 def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """Compile the llm_call <-> tools graph for one run's settings."""
-    allowed = tools_for_mode(settings.tools, settings.mode)
-    allowed_names = {t.name for t in allowed}
-    by_name = {t.name: t for t in settings.tools}
+    gate = gate_for_mode(settings.tools, settings.mode, settings.tool_errors, settings.after_tool)
+    allowed = gate.allowed
     model = settings.bind_tools(allowed)
     traits = settings.traits
     unstreamed: list[Any] = []  # built on first use: most servers never need it
@@ -653,78 +609,52 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
             "context_summary": summary,
         }
 
-    async def run_tool(call: Mapping[str, Any], config: RunnableConfig, refused: str | None = None) -> ToolMessage:
-        """Run one call; ``refused`` (the result text) answers it without running it."""
+    async def run_tool(
+        call: Mapping[str, Any], config: RunnableConfig, approved: Approved | None, refused: tuple[str, str] | None
+    ) -> ToolMessage:
+        """Run one call through the gate; ``refused`` (its text and status) answers it without running it."""
         writer = get_stream_writer()
-        name, args, call_id = call["name"], call.get("args") or {}, call.get("id") or ""
-        writer(events.tool_start(call_id, name, args))
-        status = "error"
-        undo: Mapping[str, Any] | None = None
-        tool = by_name.get(name)
-        rejected = refused == REJECTED_RESULT
+        writer(events.tool_start(call.get("id") or "", call["name"], call.get("args") or {}))
+        outcome: ToolOutcome
         if refused is not None:
-            output = refused
-        elif tool is None:
-            output = f"Error: unknown tool {name!r}. Available tools: {', '.join(sorted(allowed_names))}."
-        elif name not in allowed_names:
-            output = f"Error: tool {name!r} is not allowed in {settings.mode} mode (read-only tools only)."
+            outcome = await gate.refuse(call, refused[0], status="rejected" if refused[1] == "rejected" else "error")
         else:
-            try:
-                result = await tool.ainvoke(args, config)
-            except pydantic.ValidationError as exc:
-                output = f"Error: invalid arguments for {name}: {_validation_summary(exc)}"
-            except Exception as exc:  # whatever it is, the call gets an answer
-                said = settings.tool_errors.message(exc)
-                if said is None:  # a bug in a tool: the traceback is for the log only
-                    logger.exception("Tool %s failed", name)
-                    said = f"{name} failed unexpectedly; the details are in the GNS3 server log."
-                else:
-                    undo = _undo(settings.tool_errors.outcome(exc))
-                output = f"Error: {said}"
-            else:
-                output = _stringify(result)
-                status = "success"
-                undo = _undo(result)
+            outcome = await gate.run(call, config, approved=approved)
         # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
-        shown = "rejected" if rejected else status
-        writer(events.tool_end(call_id, name, output, shown, undo))
+        writer(events.tool_end(outcome.call_id, outcome.name, outcome.output, outcome.status, outcome.undo))
+        rejected = outcome.status == "rejected"
         return ToolMessage(
-            content=output, tool_call_id=call_id, name=name, status=status,
-            response_metadata={"copilot_status": shown} if rejected else {},
+            content=outcome.output, tool_call_id=outcome.call_id, name=outcome.name,
+            status="error" if rejected else outcome.status,
+            response_metadata={"copilot_status": "rejected"} if rejected else {},
         )
 
     async def tools(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
         last = state["messages"][-1]
         assert isinstance(last, AIMessage)
-        gated = [
-            call for call in last.tool_calls
-            if call["name"] in allowed_names and needs_confirmation(by_name[call["name"]])
-        ]
-        refused: dict[str, str] = {}
-        approved_config = config
+        gated = gate.gated(last.tool_calls)
+        refused: dict[str, tuple[str, str]] = {}
+        approved: Approved | None = None
         if gated:
             # Before any tool runs: on resume LangGraph runs this node again from the top,
             # and interrupt() then returns the user's decision instead of pausing.
-            digest = approval_digest(str((config.get("configurable") or {}).get("thread_id") or ""), gated)
-            shown = [events.tool_call(c["id"] or "", c["name"], c["args"]) for c in gated]
-            decision = interrupt({"calls": shown, "digest": digest})
-            approval = decision.get("approval") if isinstance(decision, Mapping) else None
+            session_id = str((config.get("configurable") or {}).get("thread_id") or "")
+            digest = gate.digest(gated, session_id=session_id)
+            try:
+                decision = interrupt({"digest": digest})
+            except GraphInterrupt:  # pausing (never on resume): the service keeps the one record of the request
+                get_stream_writer()(events.approval_asked(
+                    [events.tool_call(c["id"] or "", c["name"], c["args"]) for c in gated], digest))
+                raise
             if not (isinstance(decision, Mapping) and decision.get("approved") is True):
-                refused = {c["id"] or "": REJECTED_RESULT for c in gated}
-            elif not (isinstance(approval, Mapping) and approval.get("digest") == digest):
-                logger.warning("An approval did not match the calls it was applied to; nothing was sent")
-                refused = {c["id"] or "": MISMATCHED_RESULT for c in gated}
+                refused = {c["id"] or "": (REJECTED, "rejected") for c in gated}
             else:
-                configurable = {**(config.get("configurable") or {}), APPROVAL_KEY: dict(approval)}
-                approved_config = {**config, "configurable": configurable}
-        gated_ids = {c["id"] for c in gated}
+                approved = gate.verify(decision.get("approval"), gated, session_id=session_id)
+                if approved is None:
+                    logger.warning("An approval did not match the calls it was applied to; nothing was sent")
+                    refused = {c["id"] or "": (NOT_APPROVED, "error") for c in gated}
         answers = list(
-            await asyncio.gather(
-                *(
-                    run_tool(call, approved_config if call["id"] in gated_ids else config, refused.get(call["id"] or ""))
-                    for call in last.tool_calls
-                )
-            )
+            await asyncio.gather(*(run_tool(c, config, approved, refused.get(c["id"] or "")) for c in last.tool_calls))
         )
         for bad in last.invalid_tool_calls:
             answers.append(
@@ -761,10 +691,8 @@ __all__ = [
     "MODES",
     "AgentSettings",
     "CopilotState",
-    "ToolErrorPolicy",
     "build_copilot_graph",
     "check_mode",
-    "is_read_only",
-    "needs_confirmation",
+    "gate_for_mode",
     "tools_for_mode",
 ]

@@ -9,10 +9,12 @@ streamed so far is saved as the assistant's answer and any tool call left
 without a result gets one, so the next run starts from a valid history.
 
 A run that pauses for the user's approval leaves a :class:`PendingApproval` on
-the session: an id, the digest of the exact calls, an expiry. :meth:`confirm`
+the session, its one record: an id, the digest of the exact calls, an expiry
+(the graph's interrupt holds only the digest it paused on). :meth:`confirm`
 uses it once (a replay, or an approval of another pause, is refused), refuses
 an expired one unless it is a rejection, and hands the agent the approval with
-who gave it and when; the agent checks the digest against what it would run.
+who gave it and when; the agent's tool gate checks the digest against what it
+would run.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from ..agent import events
-from ..agent.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
 from ..agent.context.counting import TokenCounter, content_text, role_of
 from ..agent.context_manager import create_pre_model_hook, resolve_budget, resolve_window_settings
 from ..agent.gns3_copilot import (
@@ -40,7 +41,6 @@ from ..agent.gns3_copilot import (
     DEFAULT_SUMMARY_TIMEOUT,
     LLM_CALL,
     AgentSettings,
-    ToolErrorPolicy,
     build_copilot_graph,
     check_mode,
     tools_for_mode,
@@ -58,7 +58,9 @@ from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
 from ..redaction import SECRETS, scrub
-from ..tools.errors import failure_outcome, model_message
+from ..tools.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
+from ..tools.errors import TOOL_ERRORS
+from ..tools.gate import is_read_only
 from ..tools.toolset import RunContext
 from .errors import (
     ApprovalExpiredError,
@@ -72,13 +74,12 @@ from .errors import (
     SessionNotFoundError,
     public_message,
 )
+from .faults import FaultRecorder
 from .storage import Storage
 from .store import InFlight, SessionRecord
 
 log = logging.getLogger(__name__)
 
-# The key under which LangGraph's "updates" stream reports an interrupt (no public constant).
-INTERRUPT = "__interrupt__"
 ABORTED_TOOL_RESULT = "[aborted by the user before this tool call finished]"
 HEARTBEAT_SECONDS = 15.0
 Event = events.Event
@@ -177,25 +178,6 @@ def hide_fault_details(message: dict[str, Any]) -> dict[str, Any]:
     if shown.get("role") == "tool":
         shown["content"] = HIDDEN_FAULT
     return shown
-
-
-class _FaultRecorder:
-    """Records the lab-changing tool calls of a fault-injection run as they end."""
-
-    def __init__(self, storage: Storage, session_id: str, project_id: str, user_id: str, read_only: set[str]) -> None:
-        self._storage = storage
-        self._where = (session_id, project_id, user_id)
-        self._read_only = read_only
-        self._args: dict[str, Mapping[str, Any]] = {}
-
-    async def see(self, event: Mapping[str, Any]) -> None:
-        # tool_start too: a call approved after a pause was announced (tool_call) by the run that paused.
-        if event["type"] in ("tool_call", "tool_start"):
-            self._args[event["tool_call_id"]] = event.get("args") or {}
-        elif event["type"] == "tool_end" and event["name"] not in self._read_only and self._storage.faults:
-            args = self._args.get(event["tool_call_id"], {})
-            await self._storage.faults.record(*self._where, event["name"], args, str(event.get("status")),
-                                              str(event.get("output", "")), undo=event.get("undo"))
 
 
 def is_uuid(text: str) -> bool:
@@ -460,33 +442,47 @@ class CopilotService:
                 f"This approval expired {now - pending.expires_at:.0f} s ago ({self._approval_seconds:g} s after it "
                 "was asked for); nothing was sent. Reject it, then ask again."
             )
-        if session_id in self._runs:
-            raise SessionBusyError(f"Session {session_id} is busy with another request")
-        # Once: whoever clears the pending approval first is the one whose decision applies.
-        if not await self._storage.sessions.clear_pending(session_id, record.pending):
-            raise ApprovalNotPendingError(f"Approval {pending.approval_id} was already used; nothing was run")
+        # The session is this request's from here (no other run starts in it), then the approval is
+        # used: whoever clears it first is the one whose decision applies. Nothing to undo if not.
+        run = self._reserve(session_id, llm_config)
+        try:
+            if not await self._storage.sessions.clear_pending(session_id, record.pending):
+                raise ApprovalNotPendingError(f"Approval {pending.approval_id} was already used; nothing was run")
+        except BaseException:
+            self._release(run)
+            raise
         decision: dict[str, Any] = {"approved": bool(approved)}
         if approved:
-            decision["approval"] = {
-                "approval_id": pending.approval_id, "digest": pending.digest,
-                "approved_by": user.username, "approved_at": now,
-            }
+            decision["approval"] = pending.grant(user.username, now).as_dict()
             log.info("User %s approved %s (%s) in session %s", user.username, pending.approval_id, pending.digest, session_id)
-        try:
-            return record, self._start(record, user, Command(resume=decision), dict(llm_config), mode)
-        except SessionBusyError:  # another request got in meanwhile: the approval stays usable
-            await self._storage.sessions.set_pending(session_id, pending.as_dict())
-            raise
+        return record, self._launch(run, record, user, Command(resume=decision), dict(llm_config), mode)
+
+    def _reserve(self, session_id: str, llm_config: Mapping[str, Any]) -> _Run:
+        """The session's run-to-be, registered now (synchronously: two requests never both get one)."""
+        if self._closed:
+            raise ServiceClosingError("The GNS3 server is stopping; try again once it is back")
+        if session_id in self._runs:
+            raise SessionBusyError(f"Session {session_id} is busy with another request")
+        run = _Run(session_id, server=one_slot_server(llm_config))
+        self._runs[session_id] = run
+        return run
+
+    def _release(self, run: _Run) -> None:
+        """Give back a reservation whose run never started."""
+        if self._runs.get(run.session_id) is run:
+            del self._runs[run.session_id]
 
     def _start(
         self, record: SessionRecord, user: User, start: Any, llm_config: dict[str, Any], mode: str
     ) -> EventStream:
-        if self._closed:
+        return self._launch(self._reserve(record.session_id, llm_config), record, user, start, llm_config, mode)
+
+    def _launch(
+        self, run: _Run, record: SessionRecord, user: User, start: Any, llm_config: dict[str, Any], mode: str
+    ) -> EventStream:
+        if self._closed:  # the server began to stop while the request was being checked
+            self._release(run)
             raise ServiceClosingError("The GNS3 server is stopping; try again once it is back")
-        if record.session_id in self._runs:
-            raise SessionBusyError(f"Session {record.session_id} is busy with another request")
-        run = _Run(record.session_id, server=one_slot_server(llm_config))
-        self._runs[record.session_id] = run
         run.task = asyncio.create_task(
             self._execute_hiding_key(run, user, record.project_id, start, llm_config, mode, record.kind)
         )
@@ -550,6 +546,9 @@ class CopilotService:
                              record_undo=kind == FAULT_INJECTION)
         tools = list(self._tools_factory(context))
         allowed = tools_for_mode(tools, mode)
+        faults = self._storage.faults
+        recorders = () if kind != FAULT_INJECTION or faults is None else (FaultRecorder(
+            faults, session_id, project_id, user.user_id, {t.name for t in tools if is_read_only(t)}),)
 
         async def load_topology(project_id: str) -> Any:
             try:
@@ -650,7 +649,8 @@ class CopilotService:
             summarize=summarize if resolve_window_settings(llm_config)["summary"] else None,
             summary_writer=self._summaries,
             summary_timeout=min(DEFAULT_SUMMARY_TIMEOUT, timeout) if isinstance(timeout, (int, float)) else DEFAULT_SUMMARY_TIMEOUT,
-            tool_errors=ToolErrorPolicy(message=model_message, outcome=failure_outcome),
+            tool_errors=TOOL_ERRORS,
+            after_tool=recorders,
         )
 
     async def _execute_hiding_key(
@@ -677,12 +677,10 @@ class CopilotService:
             # provider client (which imports the provider SDK the first time) are CPU
             # work: keep them off the event loop.
             def build() -> Any:
-                settings = self._settings(user, project_id, session_id, llm_config, mode, kind)
-                read_only.update(t.name for t in tools_for_mode(settings.tools, "teaching"))
-                return build_copilot_graph(settings, self._storage.checkpointer)
+                return build_copilot_graph(
+                    self._settings(user, project_id, session_id, llm_config, mode, kind), self._storage.checkpointer
+                )
 
-            read_only: set[str] = set()
-            faults = _FaultRecorder(self._storage, session_id, project_id, user.user_id, read_only)
             graph = await asyncio.to_thread(build)
             await self._summaries.idle(session_id)  # a summary being stored: read the state after it
             leftover = await self._storage.sessions.inflight(session_id)
@@ -701,16 +699,15 @@ class CopilotService:
             ) as stream:
                 async for mode_name, event in stream:
                     if mode_name == "updates":
-                        if INTERRUPT in event:  # the tools node asks for approval
-                            waiting = event[INTERRUPT][0].value
-                        elif LLM_CALL in event:  # the streamed text is in the model's message now
+                        if LLM_CALL in event:  # the streamed text is in the model's message now
                             run.partial.clear()
                         continue
                     if event["type"] == "usage":
                         usage = event["usage"]  # reported in `done`, also when the run ends early
                         continue
-                    if kind == FAULT_INJECTION:
-                        await faults.see(event)
+                    if event["type"] == "approval_asked":  # the run pauses for the user's decision
+                        waiting = event
+                        continue
                     if event["type"] == "context":
                         run.partial.clear()  # a new model call starts
                     elif event["type"] == "content":
