@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from gns3_process import GNS3ServerProcess
 
+from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
 from gns3server.agent.gns3_copilot.agent.context.calibration import answer_tokens, capped_budget
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.context_manager import resolve_budget
@@ -118,14 +119,13 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
     console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(work / f"audit-{window}"), lambda user_id: _superadmin)
     llama = await asyncio.to_thread(LlamaServer.start, n_ctx=n_ctx)
     storage = await open_sqlite_storage(work / f"copilot-{window}")
-    service = CopilotService(
-        storage,
+    service = CopilotService(storage, AgentAssembly(
         tools_factory=lambda context: build_tools(context, console),
         bind_tools=create_base_model_with_tools,
         bind_tools_unstreamed=lambda tools, config: create_base_model_with_tools(tools, config, stream=False),
         is_context_length_error=is_context_length_error,
         client_factory=lambda token: OwnSessionClient(gns3.base_url, token=token),
-    )
+    ))
     admin = User("admin-id", "admin", await gns3.token(), is_superadmin=True)
     try:
         async with RecordingProxy(llama.root_url) as proxy:

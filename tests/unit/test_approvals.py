@@ -16,6 +16,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, build_copilot_graph
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService
@@ -75,16 +76,14 @@ def clock():
 
 @pytest.fixture
 def service(storage, model, clock) -> CopilotService:
-    return CopilotService(
-        storage,
+    agent = AgentAssembly(
         tools_factory=lambda context: [push_config],
         bind_tools=lambda tools, config: model.bind_tools(tools),
         is_context_length_error=lambda exc: False,
         client_factory=FakeClient,
         load_topology=fake_topology,
-        approval_seconds=120.0,
-        clock=clock,
     )
+    return CopilotService(storage, agent, approval_seconds=120.0, clock=clock)
 
 
 async def pause(service, model, *calls) -> tuple[str, dict[str, Any]]:

@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
+from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
 from gns3server.agent.gns3_copilot.agent.context import counting, tokenizer
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.context.summary import (
@@ -330,12 +331,12 @@ async def test_context_summary_false_means_no_summary_call(storage, summary):
 
         return [show]
 
-    service = CopilotService(
-        storage, tools_factory=make_tools, is_context_length_error=lambda exc: False,
+    service = CopilotService(storage, AgentAssembly(
+        tools_factory=make_tools, is_context_length_error=lambda exc: False,
         # Chat calls have the tool bound; the summary is asked without tools.
         bind_tools=lambda tools, config: (model if tools else summary_model).bind_tools(tools),
         client_factory=lambda token: contextlib.nullcontext(), load_topology=lambda client, project_id: asyncio.sleep(0),
-    )
+    ))
     llm = {"context_limit": 2, "model": "scripted", "context_summary": summary}
     summary_model.enqueue(*["- notes"] * 10)
     session_id, moved = None, False

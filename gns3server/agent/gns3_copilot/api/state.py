@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..agent.assembly import AgentAssembly
 from ..agent.context.tokenizer import warm_up
 from ..agent.model_factory import (
     create_base_model_with_tools,
@@ -70,17 +71,17 @@ class CopilotState:
         self._closing: asyncio.Task[None] | None = None
         # Tokenizer files load in a worker thread now, not on the first user's first call.
         self.tokenizers_ready: asyncio.Future[None] = self._loop.run_in_executor(None, warm_up)
-        self.service = CopilotService(
-            storage,
+        self.agent = AgentAssembly(
             tools_factory=lambda context: build_tools(context, console),
             bind_tools=create_base_model_with_tools,
             bind_tools_unstreamed=functools.partial(create_base_model_with_tools, stream=False),
             is_context_length_error=is_context_length_error,
             client_factory=self.gns3_client,
             max_llm_calls=settings.max_llm_calls,
-            heartbeat_seconds=settings.heartbeat_seconds,
-            approval_seconds=settings.approval_seconds,
             prompts=prompts,
+        )
+        self.service = CopilotService(
+            storage, self.agent, heartbeat_seconds=settings.heartbeat_seconds, approval_seconds=settings.approval_seconds,
         )
 
     async def reload_prompts(self) -> PromptSet:
@@ -89,7 +90,7 @@ class CopilotState:
         A bad file raises PromptFileError and the prompts in use stay as they were.
         """
         prompts = await asyncio.to_thread(load_prompts, self.settings.prompts_dir)
-        self.service.prompts = prompts
+        self.agent.prompts = prompts
         log.info("Copilot prompts reloaded from %s", ", ".join(sorted(set(prompts.sources.values()))))
         return prompts
 

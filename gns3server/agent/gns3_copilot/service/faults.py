@@ -15,7 +15,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,15 +132,12 @@ class FaultRecorder:
     change is shown to the injector as such); read-only tools change nothing.
     """
 
-    def __init__(
-        self, faults: SQLiteFaultStore, session_id: str, project_id: str, user_id: str, read_only: Collection[str]
-    ) -> None:
+    def __init__(self, faults: SQLiteFaultStore, session_id: str, project_id: str, user_id: str) -> None:
         self._faults = faults
         self._where = (session_id, project_id, user_id)
-        self._read_only = frozenset(read_only)
 
     async def __call__(self, outcome: ToolOutcome) -> None:
-        if outcome.name in self._read_only:
+        if outcome.read_only:
             return
         await self._faults.record(*self._where, outcome.name, outcome.call.get("args") or {}, outcome.status,
                                   outcome.output, undo=outcome.undo)

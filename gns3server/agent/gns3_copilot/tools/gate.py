@@ -26,6 +26,7 @@ A gate is cheap: callers build one per run (or per MCP call) over that run's too
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -110,7 +111,8 @@ class ToolOutcome:
     ``output`` is what the model reads (the result as text, or ``Error: ...``);
     ``reason`` a failure's text without that prefix (for a client that words its own);
     ``error`` the exception a failed tool raised; ``undo`` the call that reverts what
-    this one changed, when the tool (or its failure) says.
+    this one changed, when the tool (or its failure) says; ``read_only`` that the call
+    was of a tool flagged read-only (it changed nothing, whatever its status).
     """
 
     call: ToolCall
@@ -120,6 +122,7 @@ class ToolOutcome:
     error: BaseException | None = None
     reason: str | None = None
     undo: Mapping[str, Any] | None = None
+    read_only: bool = False
 
     @property
     def name(self) -> str:
@@ -281,6 +284,9 @@ class ToolGate:
         return ToolOutcome(call, "success", _stringify(result), result=result, undo=_undo(result))
 
     async def _ended(self, outcome: ToolOutcome) -> ToolOutcome:
+        tool = self._by_name.get(outcome.name)
+        if tool is not None and is_read_only(tool):
+            outcome = dataclasses.replace(outcome, read_only=True)
         for after in self.after:
             await asyncio.shield(after(outcome))  # what ran is recorded, even if the run is cancelled now
         return outcome

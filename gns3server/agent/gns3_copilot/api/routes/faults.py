@@ -29,8 +29,9 @@ from fastapi import APIRouter, Request
 from langchain_core.tools import ToolException
 from pydantic import ValidationError
 
+from ...agent.prompts import FAULT_INJECTION
 from ...errors import CopilotError, ErrorKind
-from ...service.copilot import FAULT_INJECTION, User
+from ...service.copilot import User
 from ...service.faults import FaultRecord
 from ...tools.approval import ApprovalGrant
 from ...tools.errors import TOOL_ERRORS, failure_outcome
