@@ -19,8 +19,8 @@ from gns3server.agent.gns3_copilot.agent.gns3_copilot import (
     STEP_LIMIT_MESSAGE,
     AgentSettings,
     build_copilot_graph,
-    tools_for_mode,
 )
+from gns3server.agent.gns3_copilot.agent.policies.modes import tools_for_mode
 from gns3server.agent.gns3_copilot.tools.gate import ToolErrorPolicy
 from tests.support.scripted_model import ScriptedChatModel
 
@@ -399,3 +399,19 @@ async def test_a_usage_that_adds_up_several_calls_teaches_nothing():
     seen, state = await run(make_graph(model, measure_tools=tools_cost_40, count_text=JsonCostsTriple()))
     second = [e["report"] for e in seen if e["type"] == "context"][1]
     assert state["token_framing_samples"] == 0 and second["token_scale"] < 4.0
+
+
+def test_the_graph_is_a_short_orchestration_of_named_parts():
+    """build_copilot_graph wires parts (model calls, summaries, the request's fit, the calibrator, the
+    tools node); no long closure does their jobs."""
+    import ast
+    import inspect
+
+    from gns3server.agent.gns3_copilot.agent import gns3_copilot
+
+    tree = ast.parse(inspect.getsource(gns3_copilot))
+    build = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "build_copilot_graph")
+    nested = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(build)
+              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not build}
+    assert build.end_lineno - build.lineno + 1 <= 90 and set(nested) == {"llm_call", "after_llm"}
+    assert nested["llm_call"] <= 70, nested

@@ -27,7 +27,8 @@ from gns3server.agent.gns3_copilot.agent.context.summary import (
     summary_bounds,
 )
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
-from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, _summarize, build_copilot_graph
+from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, build_copilot_graph
+from gns3server.agent.gns3_copilot.agent.summaries.coordinator import write_summary
 from gns3server.agent.gns3_copilot.agent.summary_writer import MAX_GIVE_WAYS, SummaryWriter
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
@@ -471,7 +472,7 @@ async def test_a_summary_never_loads_a_tokenizer_on_the_event_loop(monkeypatch, 
     )
     history = long_history(4) + [HumanMessage("q", id="q")]
     window = {"start": 8, "start_id": "h4"}
-    result = await _summarize(settings, history, None, window, {"encoding": "o200k_base", "message_budget": 6000})
+    result = await write_summary(settings.summarize, settings.summary_timeout, history, None, window, {"encoding": "o200k_base", "message_budget": 6000})
     assert result is not None and result[0]["text"] == "- R0: fine"
     assert fresh.cache_info().currsize == 1  # loaded for this summary ...
     assert "loaded on the event loop" not in caplog.text  # ... in a worker thread
@@ -595,7 +596,7 @@ async def test_a_summary_that_gave_way_too_often_is_left_for_the_next_cut(caplog
     results = []
 
     async def write(call_out):
-        results.append(await _summarize(settings, history, None, {"start": 8, "start_id": "h4"},
+        results.append(await write_summary(settings.summarize, settings.summary_timeout, history, None, {"start": 8, "start_id": "h4"},
                                         {"message_budget": 6000}, call_out))
         return results[-1]
 

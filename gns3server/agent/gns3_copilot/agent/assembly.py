@@ -33,14 +33,9 @@ from ..tools.gate import AfterCall
 from ..tools.toolset import RunContext
 from .context.counting import TokenCounter
 from .context_manager import create_pre_model_hook, resolve_budget, resolve_window_settings
-from .gns3_copilot import (
-    DEFAULT_MAX_LLM_CALLS,
-    DEFAULT_SUMMARY_TIMEOUT,
-    AgentSettings,
-    build_copilot_graph,
-    tools_for_mode,
-)
+from .gns3_copilot import DEFAULT_MAX_LLM_CALLS, DEFAULT_SUMMARY_TIMEOUT, AgentSettings, build_copilot_graph
 from .local_server import one_slot_server
+from .policies.modes import tools_for_mode
 from .prompts import FAULT_INJECTION, PromptSet, compact_system_prompt_for, default_prompts
 from .server_tokens import ServerTokenizer
 from .server_traits import ServerTraits, ServerTraitsMemory

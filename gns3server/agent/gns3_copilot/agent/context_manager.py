@@ -35,7 +35,14 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 
-from .context.calibration import answer_tokens, capped_budget, max_tokens_problem
+from .context.calibration import (
+    TOKEN_SCALE_BOUNDS,
+    answer_tokens,
+    capped_budget,
+    clamp_token_scale,
+    max_tokens_problem,
+    server_tokens_estimate,
+)
 from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter, content_text, json_text
 from .context.injection import TOPOLOGY_SHARE, TopologyText, fit_topology, inject
 from .context.summary import (
@@ -65,9 +72,6 @@ CONTEXT_STRATEGY_RATIOS: dict[str, float] = {
     "aggressive": 0.85,
 }
 DEFAULT_CONTEXT_STRATEGY = "balanced"
-# How far a provider's reported token counts may correct our estimate. Up to 4: a server
-# that HTML-escapes message text counts a JSON tool result at three times our count.
-TOKEN_SCALE_BOUNDS = (0.75, 4.0)
 # The history-window fields' ranges, both ends included (llm_config.schema.json says the same;
 # a unit test checks that the two accept exactly the same values).
 LOW_WATER_RANGE = (0.1, 1.0)
@@ -76,6 +80,7 @@ TOOL_OUTPUT_TURNS_RANGE = (1, 1000)
 
 __all__ = [
     "CONTEXT_STRATEGY_RATIOS",
+    "TOKEN_SCALE_BOUNDS",
     "DEFAULT_CONTEXT_STRATEGY",
     "ContextBudget",
     "ContextReport",
@@ -107,21 +112,6 @@ class ContextBudget(TypedDict):
     limit_tokens: int
     budget: int
     encoding: str
-
-
-def server_tokens_estimate(messages_tokens: int, tools_tokens: int, tools_server_tokens: int | None, scale: float) -> int:
-    """A request in the provider's tokens: the messages scaled, the definitions (if sent) as
-    measured when known, else scaled with the rest."""
-    tools_estimate = tools_server_tokens if tools_server_tokens is not None else scale * tools_tokens
-    return round(scale * messages_tokens + (tools_estimate if tools_tokens else 0))
-
-
-def clamp_token_scale(scale: Any) -> float:
-    """A usable correction factor: 1.0 when unknown, else within the bounds."""
-    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or math.isnan(scale) or scale <= 0:
-        return 1.0
-    low, high = TOKEN_SCALE_BOUNDS
-    return min(high, max(low, float(scale)))
 
 
 def resolve_budget(llm_config: Mapping[str, Any] | None) -> ContextBudget:

@@ -35,8 +35,9 @@ from langgraph.types import Command
 from ..agent import events
 from ..agent.assembly import AgentAssembly, RunSpec
 from ..agent.context.counting import content_text
-from ..agent.gns3_copilot import LLM_CALL, check_mode
+from ..agent.gns3_copilot import LLM_CALL
 from ..agent.local_server import one_slot_server
+from ..agent.policies.modes import check_mode
 from ..agent.prompts import FAULT_INJECTION
 from ..agent.summary_writer import SummaryWriter
 from ..redaction import SECRETS, scrub
