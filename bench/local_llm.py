@@ -45,12 +45,12 @@ from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
 from gns3server.agent.gns3_copilot.agent.context.calibration import answer_tokens, capped_budget
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.context_manager import resolve_budget
-from gns3server.agent.gns3_copilot.agent.model_factory import (
+from gns3server.agent.gns3_copilot.agent.model.factory import (
     create_base_model_with_tools,
     is_context_length_error,
 )
-from gns3server.agent.gns3_copilot.agent.prompts import system_prompt_for
-from gns3server.agent.gns3_copilot.agent.tool_results import TOOL_RESULT_HEADER
+from gns3server.agent.gns3_copilot.agent.model.prompts import system_prompt_for
+from gns3server.agent.gns3_copilot.agent.server.tool_results import TOOL_RESULT_HEADER
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
@@ -150,7 +150,7 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
                 ends = [e for e in events if e["type"] == "tool_end"]
                 result.tool_calls += len(ends)
                 result.tool_successes += sum(1 for e in ends if e["status"] == "success")
-            result.tool_results = service._server_traits.for_config(config).tool_results or "not needed"
+            result.tool_results = service.agent.traits_for(config).tool_results or "not needed"
             bodies = proxy.model_requests
             # One per model call: the request its report describes (repeats carry the same messages).
             requests = [b for i, b in enumerate(bodies) if i == 0 or b["messages"] != bodies[i - 1]["messages"]]

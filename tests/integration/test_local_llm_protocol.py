@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from gns3server.agent.gns3_copilot.agent.loop_guard import REPEATED_FAILURE_LIMIT
+from gns3server.agent.gns3_copilot.agent.policies.loop_guard import REPEATED_FAILURE_LIMIT
 from gns3server.agent.gns3_copilot.api.history import session_history
 from gns3server.agent.gns3_copilot.service.copilot import User
 from tests.support.copilot_service import running_copilot

@@ -29,7 +29,7 @@ from gns3server.agent.gns3_copilot.agent.context.summary import (
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, build_copilot_graph
 from gns3server.agent.gns3_copilot.agent.summaries.coordinator import write_summary
-from gns3server.agent.gns3_copilot.agent.summary_writer import MAX_GIVE_WAYS, SummaryWriter
+from gns3server.agent.gns3_copilot.agent.summaries.writer import MAX_GIVE_WAYS, SummaryWriter
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
 from tests.support.streams import collect

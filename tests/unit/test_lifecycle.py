@@ -25,10 +25,10 @@ import aiohttp
 import pytest
 from fastapi import FastAPI
 
-from gns3server.agent.gns3_copilot.agent.prompts import PromptFileError
+from gns3server.agent.gns3_copilot.agent.model.prompts import PromptFileError
 from gns3server.agent.gns3_copilot.api.launcher import install
 from gns3server.agent.gns3_copilot.api.lifecycle import copilot_running, exit_signals
-from gns3server.agent.gns3_copilot.api.llm_store import DATABASE_NAME as LLM_DB
+from gns3server.agent.gns3_copilot.api.llm_config_store import DATABASE_NAME as LLM_DB
 from gns3server.agent.gns3_copilot.api.settings import CopilotSettings
 from gns3server.agent.gns3_copilot.console.audit import AUDIT_DB_NAME, AUDIT_SCHEMA
 from gns3server.agent.gns3_copilot.console.policy import PolicyError

@@ -12,13 +12,13 @@ from aiohttp.test_utils import TestServer
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from gns3server.agent.gns3_copilot.agent.context.tokenizer import get_encoding
-from gns3server.agent.gns3_copilot.agent.server_tokens import (
+from gns3server.agent.gns3_copilot.agent.server.tokens import (
     ServerTokenizer,
     is_escape_probe,
     markup_escaped,
     request_text,
 )
-from gns3server.agent.gns3_copilot.agent.server_traits import ServerTraits
+from gns3server.agent.gns3_copilot.agent.server.traits import ServerTraits
 
 MESSAGES = [
     SystemMessage("You are a copilot."),

@@ -11,9 +11,14 @@ import pytest
 from gns3server.agent.gns3_copilot.agent.context.calibration import answer_tokens
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.context_manager import resolve_budget
+from gns3server.agent.gns3_copilot.agent.model.prompts import compact_system_prompt_for, system_prompt_for
 from gns3server.agent.gns3_copilot.agent.policies.modes import tools_for_mode
-from gns3server.agent.gns3_copilot.agent.prompts import compact_system_prompt_for, system_prompt_for
-from gns3server.agent.gns3_copilot.agent.small_window import ESSENTIAL_TOOLS, FIXED_SHARE, compact_tool, fit_to_window
+from gns3server.agent.gns3_copilot.agent.policies.small_window import (
+    ESSENTIAL_TOOLS,
+    FIXED_SHARE,
+    compact_tool,
+    fit_to_window,
+)
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
 from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools
 

@@ -6,7 +6,7 @@ import json
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from gns3server.agent.gns3_copilot.agent.tool_call_args import (
+from gns3server.agent.gns3_copilot.agent.policies.arguments import (
     CUT_KEY,
     EXCERPT_CHARS,
     argument_limit,

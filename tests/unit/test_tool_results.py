@@ -12,12 +12,12 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from gns3server.agent.gns3_copilot.agent.tool_results import (
+from gns3server.agent.gns3_copilot.agent.server.tool_results import (
     PROBE_CALL_ID,
     template_keeps_tool_results,
     tool_results_as_user,
 )
-from gns3server.agent.gns3_copilot.agent.tools_cost import offer_key, tools_prompt_tokens
+from gns3server.agent.gns3_copilot.agent.server.tools_cost import offer_key, tools_prompt_tokens
 from tests.support.openai_stub import OpenAIStub
 
 CALL = {"name": "gns3_topology", "args": {}, "id": "c1"}

@@ -34,16 +34,16 @@ from ..tools.toolset import RunContext
 from .context.counting import TokenCounter
 from .context_manager import create_pre_model_hook, resolve_budget, resolve_window_settings
 from .gns3_copilot import DEFAULT_MAX_LLM_CALLS, DEFAULT_SUMMARY_TIMEOUT, AgentSettings, build_copilot_graph
-from .local_server import one_slot_server
+from .model.prompts import FAULT_INJECTION, PromptSet, compact_system_prompt_for, default_prompts
+from .policies.arguments import argument_limit
 from .policies.modes import tools_for_mode
-from .prompts import FAULT_INJECTION, PromptSet, compact_system_prompt_for, default_prompts
-from .server_tokens import ServerTokenizer
-from .server_traits import ServerTraits, ServerTraitsMemory
-from .small_window import WindowFit, fit_to_window
-from .summary_writer import SummaryWriter
-from .tool_call_args import argument_limit
-from .tool_results import PROBE_TIMEOUT, template_keeps_tool_results
-from .tools_cost import offer_key, tools_prompt_tokens
+from .policies.small_window import WindowFit, fit_to_window
+from .server.local import one_slot_server
+from .server.tokens import ServerTokenizer
+from .server.tool_results import PROBE_TIMEOUT, template_keeps_tool_results
+from .server.tools_cost import offer_key, tools_prompt_tokens
+from .server.traits import ServerTraits, ServerTraitsMemory
+from .summaries.writer import SummaryWriter
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +170,10 @@ class AgentAssembly:
         return build_copilot_graph(self.settings(spec, summary_writer=summary_writer, after_tool=after_tool),
                                    checkpointer)
 
+    def traits_for(self, llm_config: Mapping[str, Any]) -> ServerTraits:
+        """What the config's model server has taught the runs so far (shared, mutable)."""
+        return self._server_traits.for_config(llm_config)
+
     def counter(self, encoding: str) -> TokenCounter:
         """The shared token counter of an encoding (made the first time: it may load the encoding)."""
         return self._counters.get(encoding) or self._counters.setdefault(encoding, TokenCounter(encoding))
@@ -198,7 +202,7 @@ class _RunParts:
             get_tools_func=lambda: self.fit.tools,
             counters=assembly._counters,
         )
-        self.traits = assembly._server_traits.for_config(config)
+        self.traits = assembly.traits_for(config)
         server = compatible_server(config)
         self.probes = _ServerProbes(server, config, self.traits, self.fit.tools) if server else None
 

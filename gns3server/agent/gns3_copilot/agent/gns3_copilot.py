@@ -41,13 +41,13 @@ from ..tools.gate import AfterCall, ToolErrorPolicy
 from . import events
 from .context.calibration import Calibrator
 from .fitting import RequestFit
-from .loop_guard import repeated_failure_answer, repeats_a_call
 from .model.calls import ModelCalls
+from .policies.arguments import with_cut_arguments
+from .policies.loop_guard import repeated_failure_answer, repeats_a_call
 from .policies.modes import gate_for_mode
-from .server_traits import ServerTraits
+from .server.traits import ServerTraits
 from .summaries.coordinator import SummaryCoordinator
-from .summary_writer import SummaryWriter
-from .tool_call_args import with_cut_arguments
+from .summaries.writer import SummaryWriter
 from .tools_node import ToolsNode
 from .usage import add_usage
 
@@ -104,7 +104,7 @@ class AgentSettings:
     max_llm_calls: int = DEFAULT_MAX_LLM_CALLS
     summarize: Callable[[list[BaseMessage]], Awaitable[AIMessage]] | None = None
     summary_timeout: float = DEFAULT_SUMMARY_TIMEOUT
-    # The lab's own model server (agent/local_server.py: often one request at a time):
+    # The lab's own model server (agent/server/local.py: often one request at a time):
     # the summary call waits until no run talks to it instead of competing with their calls, and
     # gives way to a run that calls its model there (its question goes first).
     summary_server: str | None = None
@@ -120,7 +120,7 @@ class AgentSettings:
     # fits the factor to each request's content before it is sent (None: no such source).
     count_text: Callable[[list[BaseMessage], bool], Awaitable[int | None]] | None = None
     # The server's tokens for the tool definitions offered (measured once; None: unknown):
-    # the calibration factor then learns the messages alone (agent/tools_cost.py).
+    # the calibration factor then learns the messages alone (agent/server/tools_cost.py).
     measure_tools: Callable[[], Awaitable[int | None]] | None = None
     tool_errors: ToolErrorPolicy = field(default_factory=ToolErrorPolicy)
     # Called with every tool call's outcome, refused ones included (a fault-injection run records faults).

@@ -21,7 +21,7 @@ from langgraph.config import get_stream_writer
 from ..tools.gate import Approved, ToolGate, ToolOutcome
 from . import events
 from .policies.approval import decide
-from .tool_call_args import EXCERPT_CHARS, cut_arguments
+from .policies.arguments import EXCERPT_CHARS, cut_arguments
 
 __all__ = ["ToolsNode"]
 

@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ..agent.context.counting import content_text, role_of
-from ..agent.prompts import FAULT_INJECTION
+from ..agent.model.prompts import FAULT_INJECTION
 from ..service.copilot import CopilotService, User
 
 __all__ = ["HIDDEN_FAULT", "hide_fault_details", "history_view", "message_to_dict", "session_history"]

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from pydantic.json_schema import JsonDict
 
-from ..service.store import TITLE_MAX, SessionRecord
+from ..service.session_store import TITLE_MAX, SessionRecord
 from ..tools.approval import PendingApproval
 
 MAX_MESSAGE_CHARS = 100_000

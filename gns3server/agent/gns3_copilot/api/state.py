@@ -17,19 +17,19 @@ from typing import Any
 
 from ..agent.assembly import AgentAssembly
 from ..agent.context.tokenizer import warm_up
-from ..agent.model_factory import (
+from ..agent.model.factory import (
     create_base_model_with_tools,
     create_chat_model,
     is_context_length_error,
     validate_llm_config,
 )
-from ..agent.prompts import PromptSet, load_prompts
+from ..agent.model.prompts import PromptSet, load_prompts
 from ..gns3_client.client import GNS3Client, GNS3Connection
 from ..service.copilot import CopilotService, User
 from ..service.storage import Storage
 from ..tools.toolset import ConsoleServices, build_tools
 from .errors import ModeNotAllowedError, NoLLMConfigError
-from .llm_store import LLMConfigRecord, LLMConfigStore
+from .llm_config_store import LLMConfigRecord, LLMConfigStore
 from .model_configs31 import SERVER_DEFAULT_ID, default_record, named_record
 from .settings import CopilotSettings
 

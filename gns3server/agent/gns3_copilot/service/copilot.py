@@ -36,10 +36,10 @@ from ..agent import events
 from ..agent.assembly import AgentAssembly, RunSpec
 from ..agent.context.counting import content_text
 from ..agent.gns3_copilot import LLM_CALL
-from ..agent.local_server import one_slot_server
+from ..agent.model.prompts import FAULT_INJECTION
 from ..agent.policies.modes import check_mode
-from ..agent.prompts import FAULT_INJECTION
-from ..agent.summary_writer import SummaryWriter
+from ..agent.server.local import one_slot_server
+from ..agent.summaries.writer import SummaryWriter
 from ..redaction import SECRETS, scrub
 from ..tools.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
 from ..tools.gate import AfterCall
@@ -56,8 +56,8 @@ from .errors import (
     public_message,
 )
 from .faults import FaultRecorder
+from .session_store import InFlight, SessionRecord
 from .storage import Storage
-from .store import InFlight, SessionRecord
 
 log = logging.getLogger(__name__)
 

@@ -31,9 +31,9 @@ from langgraph.config import get_stream_writer
 
 from .. import events
 from ..context.counting import content_text
-from ..llm_errors import LLMEmptyAnswerError, LLMStreamCutError
-from ..server_traits import ServerTraits
-from ..tool_results import tool_results_as_user
+from ..server.tool_results import tool_results_as_user
+from ..server.traits import ServerTraits
+from .errors import LLMEmptyAnswerError, LLMStreamCutError
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
-from ..errors import CopilotError, ErrorKind
+from ...errors import CopilotError, ErrorKind
 
 __all__ = [
     "LLMAuthError",

@@ -33,9 +33,9 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
-from ..errors import CopilotError, ErrorKind
-from .context.calibration import answer_tokens, max_tokens_problem
-from .context_manager import resolve_budget
+from ...errors import CopilotError, ErrorKind
+from ..context.calibration import answer_tokens, max_tokens_problem
+from ..context_manager import resolve_budget
 
 log = logging.getLogger(__name__)
 

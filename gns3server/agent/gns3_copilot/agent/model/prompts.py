@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from ..errors import CopilotError, ErrorKind
+from ...errors import CopilotError, ErrorKind
 
 log = logging.getLogger(__name__)
 

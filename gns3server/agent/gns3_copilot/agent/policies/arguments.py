@@ -17,7 +17,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .context.counting import json_text
+from ..context.counting import json_text
 
 log = logging.getLogger(__name__)
 

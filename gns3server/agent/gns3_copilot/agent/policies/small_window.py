@@ -27,9 +27,9 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from .context.calibration import answer_tokens, capped_budget
-from .context.counting import TokenCounter
-from .context_manager import resolve_budget
+from ..context.calibration import answer_tokens, capped_budget
+from ..context.counting import TokenCounter
+from ..context_manager import resolve_budget
 
 __all__ = ["ESSENTIAL_TOOLS", "FIXED_SHARE", "LEVELS", "WindowFit", "compact_tool", "fit_to_window"]
 

@@ -37,9 +37,9 @@ import httpx
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from .context.counting import content_text, json_text
-from .server_traits import ServerTraits
+from ..context.counting import content_text, json_text
 from .tool_results import PROBE_TIMEOUT, prompt_tokens
+from .traits import ServerTraits
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from .context.counting import content_text
+from ..context.counting import content_text
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from .context.counting import json_text
+from ..context.counting import json_text
 from .tool_results import PROBE_TIMEOUT, prompt_tokens
 
 log = logging.getLogger(__name__)

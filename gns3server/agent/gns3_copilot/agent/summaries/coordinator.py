@@ -32,8 +32,8 @@ from langgraph.graph.state import CompiledStateGraph
 from ..context.counting import TokenCounter, content_text
 from ..context.summary import clean_summary, count_turns, restore_summary, summary_bounds, summary_request
 from ..context.tokenizer import DEFAULT_ENCODING
-from ..summary_writer import CallOut, SummaryGaveWayError, SummaryWriter
 from ..usage import add_usage, sum_usage
+from .writer import CallOut, SummaryGaveWayError, SummaryWriter
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from fastapi import APIRouter, Request
 from langchain_core.tools import ToolException
 from pydantic import ValidationError
 
-from ...agent.prompts import FAULT_INJECTION
+from ...agent.model.prompts import FAULT_INJECTION
 from ...errors import CopilotError, ErrorKind
 from ...service.copilot import User
 from ...service.faults import FaultRecord
