@@ -45,10 +45,8 @@ from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
 from gns3server.agent.gns3_copilot.agent.context.calibration import answer_tokens, capped_budget
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.context_manager import resolve_budget
-from gns3server.agent.gns3_copilot.agent.model.factory import (
-    create_base_model_with_tools,
-    is_context_length_error,
-)
+from gns3server.agent.gns3_copilot.agent.model.errors import is_context_length_error
+from gns3server.agent.gns3_copilot.agent.model.factory import create_base_model_with_tools
 from gns3server.agent.gns3_copilot.agent.model.prompts import system_prompt_for
 from gns3server.agent.gns3_copilot.agent.server.tool_results import TOOL_RESULT_HEADER
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy

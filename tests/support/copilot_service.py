@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
-from gns3server.agent.gns3_copilot.agent.model.factory import create_base_model_with_tools, is_context_length_error
+from gns3server.agent.gns3_copilot.agent.model.errors import is_context_length_error
+from gns3server.agent.gns3_copilot.agent.model.factory import create_base_model_with_tools
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService
 from gns3server.agent.gns3_copilot.service.storage import Storage, open_sqlite_storage
 from gns3server.agent.gns3_copilot.tools.toolset import build_tools

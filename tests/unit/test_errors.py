@@ -18,12 +18,12 @@ from fastapi.testclient import TestClient
 
 import gns3server.agent.gns3_copilot as package
 from gns3server.agent.gns3_copilot.agent.context.tokenizer import TokenizerDataError
+from gns3server.agent.gns3_copilot.agent.model.config import LLMConfigError
 from gns3server.agent.gns3_copilot.agent.model.errors import (
     LLMEmptyAnswerError,
     LLMStreamCutError,
     provider_error,
 )
-from gns3server.agent.gns3_copilot.agent.model.factory import LLMConfigError
 from gns3server.agent.gns3_copilot.agent.model.prompts import PromptFileError
 from gns3server.agent.gns3_copilot.api.endpoints import EndpointNotAllowedError
 from gns3server.agent.gns3_copilot.api.errors import (

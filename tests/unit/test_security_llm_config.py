@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gns3server.agent.gns3_copilot.agent.model.factory import LLMConfigError, validate_llm_config
+from gns3server.agent.gns3_copilot.agent.model.config import LLMConfigError, validate_llm_config
 from gns3server.agent.gns3_copilot.api.settings import SettingsError, load_settings
 
 pytestmark = pytest.mark.security

@@ -9,10 +9,13 @@ import sqlite3
 from typing import Self
 
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
+from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
+from gns3server.agent.gns3_copilot.agent.model.config import Timeouts, llm_profile
+from gns3server.agent.gns3_copilot.agent.model.factory import create_base_model_with_tools
 from gns3server.agent.gns3_copilot.api.history import session_history
 from gns3server.agent.gns3_copilot.service.copilot import ABORTED_TOOL_RESULT, CopilotService, User
 from gns3server.agent.gns3_copilot.service.errors import (
@@ -24,6 +27,7 @@ from gns3server.agent.gns3_copilot.service.errors import (
     SessionNotFoundError,
 )
 from gns3server.agent.gns3_copilot.service.storage import DATABASE_NAME, open_sqlite_storage
+from tests.support.openai_stub import OpenAIStub
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
 from tests.support.streams import collect, read_until
 
@@ -454,6 +458,60 @@ async def test_preview_context_reports_without_calling_the_model(storage, model)
     assert report["topology_tokens"] > 0 and report["total_tokens"] < report["budget"]
     with pytest.raises(SessionNotFoundError):
         await service.preview_context(BOB, record.session_id, llm_config=LLM)
+
+
+async def test_the_preview_reports_the_budget_the_next_call_is_judged_in(storage):
+    """Against an OpenAI-compatible server that measures what the tool definitions cost: the preview
+    prepares the request as the call does, so both report the same budget (the definitions' room
+    at their measured cost, not at our count of them)."""
+
+    @tool
+    def read_lab(node: str) -> str:
+        """Read one node of the lab: its status, console and interfaces, as GNS3 reports them."""
+        return f"{node} is up"
+
+    async with OpenAIStub() as stub:
+        agent = AgentAssembly(tools_factory=lambda context: [read_lab], bind_tools=create_base_model_with_tools,
+                              is_context_length_error=lambda exc: False, client_factory=FakeClient,
+                              load_topology=fake_topology)
+        service = CopilotService(storage, agent)
+        llm = {"model": "local", "base_url": stub.base_url, "context_limit": 4, "max_retries": 0, "timeout": 30}
+        stub.enqueue("First answer.", "Second answer.")
+        record, stream = await service.chat(ALICE, "p1", "hello", llm_config=llm)
+        assert (await collect(stream))[-1]["status"] == "completed"
+        preview = await service.preview_context(ALICE, record.session_id, llm_config=llm)
+        _, stream = await service.chat(ALICE, "p1", "again", session_id=record.session_id, llm_config=llm)
+        seen = await collect(stream)
+    (called,) = [e["report"] for e in seen if e["type"] == "context"]
+    assert stub.tools_probes and called["tools_server_tokens"] is not None
+    budget = ("budget", "message_budget", "tools_tokens", "tools_server_tokens", "token_scale", "limit_tokens")
+    assert {k: preview[k] for k in budget} == {k: called[k] for k in budget}
+    assert preview["tools_server_tokens"] != preview["tools_tokens"]  # the measured cost is what counts
+
+
+def test_the_llm_config_is_parsed_once_not_on_every_model_call():
+    """A run's profile: the hook reads what it parsed, never the config again (here: a config
+    that counts how often it is read, prepared for three calls)."""
+
+    class Counted(dict):
+        reads = 0
+
+        def get(self, key, default=None):
+            Counted.reads += 1
+            return super().get(key, default)
+
+        def __getitem__(self, key):
+            Counted.reads += 1
+            return super().__getitem__(key)
+
+    profile = llm_profile(Counted(LLM))
+    read_by_parse = Counted.reads
+    assert llm_profile(profile) is profile  # a profile is not parsed again
+    hook = create_pre_model_hook("System.", lambda s: None, lambda: profile.context, list)
+    for question in ("one", "two", "three"):
+        hook({"messages": [HumanMessage(question)]})
+    assert Counted.reads == read_by_parse
+    assert profile.timeouts == Timeouts(120, 120, 30) and profile.context.budget["limit_tokens"] == 16000
 
 
 def make_confirm_tools(context) -> list:

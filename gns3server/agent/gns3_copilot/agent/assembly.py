@@ -31,16 +31,18 @@ from ..gns3_client.topology import fetch_rest_topology
 from ..tools.errors import TOOL_ERRORS
 from ..tools.gate import AfterCall
 from ..tools.toolset import RunContext
+from .context.calibration import Calibrator
 from .context.counting import TokenCounter
-from .context_manager import create_pre_model_hook, resolve_budget, resolve_window_settings
-from .gns3_copilot import DEFAULT_MAX_LLM_CALLS, DEFAULT_SUMMARY_TIMEOUT, AgentSettings, build_copilot_graph
+from .context_manager import create_pre_model_hook
+from .fitting import RequestFit
+from .gns3_copilot import DEFAULT_MAX_LLM_CALLS, AgentSettings, build_copilot_graph
+from .model.config import LLMProfile, llm_profile
 from .model.prompts import FAULT_INJECTION, PromptSet, compact_system_prompt_for, default_prompts
 from .policies.arguments import argument_limit
 from .policies.modes import tools_for_mode
 from .policies.small_window import WindowFit, fit_to_window
-from .server.local import one_slot_server
 from .server.tokens import ServerTokenizer
-from .server.tool_results import PROBE_TIMEOUT, template_keeps_tool_results
+from .server.tool_results import template_keeps_tool_results
 from .server.tools_cost import offer_key, tools_prompt_tokens
 from .server.traits import ServerTraits, ServerTraitsMemory
 from .summaries.writer import SummaryWriter
@@ -60,6 +62,7 @@ class RunSpec:
 
     ``purpose`` picks the system prompt: the mode, or ``fault_injection`` (a
     lab-automation run whose lab-changing tools also return how to undo them).
+    ``llm_config``: a config, or its profile (parsed where the request came in).
     """
 
     user_id: str
@@ -74,13 +77,6 @@ class RunSpec:
     @property
     def prompt(self) -> str:
         return self.purpose or self.mode
-
-
-def compatible_server(llm_config: Mapping[str, Any]) -> str | None:
-    """The base_url of an OpenAI-compatible server (llama.cpp, Ollama, vLLM, DeepSeek...): probed for
-    its tokenizer endpoint and its chat template's habits (what it answers is remembered per server)."""
-    base_url = llm_config.get("base_url")
-    return str(base_url) if base_url and llm_config.get("provider", "openai") == "openai" else None
 
 
 class AgentAssembly:
@@ -136,9 +132,8 @@ class AgentAssembly:
         ``after_tool`` sees every tool call's outcome (a fault-injection run records faults).
         """
         run = _RunParts(self, spec)
-        config = spec.llm_config
-        timeout = config.get("timeout")
-        summarize = summary_writer is not None and resolve_window_settings(config)["summary"]
+        profile = run.profile
+        summarize = summary_writer is not None and profile.context.window["summary"]
         return AgentSettings(
             tools=run.tools,
             mode=spec.mode,
@@ -148,19 +143,32 @@ class AgentAssembly:
             count_text=run.probes.count_text if run.probes else None,
             measure_tools=run.probes.measure_tools if run.probes else None,
             probe_tool_results=run.probes.probe_tool_results if run.probes else None,
-            summary_server=one_slot_server(config),
-            max_argument_chars=argument_limit(int(config["context_limit"]) * 1000),
+            summary_server=profile.server.one_slot_server,
+            max_argument_chars=argument_limit(profile.limit_tokens),
             pre_model_hook=run.hook,
             load_topology=run.load_topology,
             is_context_length_error=self._is_context_length_error,
             max_llm_calls=self.max_llm_calls,
             summarize=run.summarize if summarize else None,
             summary_writer=summary_writer,
-            summary_timeout=(min(DEFAULT_SUMMARY_TIMEOUT, timeout) if isinstance(timeout, (int, float))
-                             else DEFAULT_SUMMARY_TIMEOUT),
+            summary_timeout=profile.timeouts.summary,
             tool_errors=TOOL_ERRORS,
             after_tool=tuple(after_tool),
         )
+
+    async def preview(self, spec: RunSpec, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The budget report the next model call of a conversation would start from, without calling
+        the model: prepared as that call prepares it (``fitting.RequestFit``: the same hook input,
+        the tool definitions' cost on the server, the server's count of the text). ``values``: the
+        conversation's stored graph state. The next call starts a turn, so the tools are offered."""
+        settings = await asyncio.to_thread(self.settings, spec)  # building the tools is pydantic work
+        topology = await settings.load_topology(spec.project_id)
+        tools_cost = await settings.measure_tools() if settings.measure_tools is not None else None
+        calibrator = Calibrator.from_state(values, with_tool_text=tools_cost is None)
+        request = RequestFit(settings.pre_model_hook, settings.count_text, calibrator,
+                             list(values.get("messages") or []), topology, values.get("context_summary"),
+                             tools_offered=True, tools_server_tokens=tools_cost)
+        return (await request.fit(calibrator.scale, values.get("context_window"))).report
 
     def graph(
         self, spec: RunSpec, checkpointer: BaseCheckpointSaver | None, *, summary_writer: SummaryWriter | None = None,
@@ -185,26 +193,28 @@ class _RunParts:
     def __init__(self, assembly: AgentAssembly, spec: RunSpec) -> None:
         self._assembly = assembly
         self._spec = spec
-        config = spec.llm_config
+        # Parsed once (already where the request came in, usually): nothing below validates it again.
+        self.profile = profile = llm_profile(spec.llm_config)
         self.tools = assembly.tools(spec)
         allowed = tools_for_mode(self.tools, spec.mode)
         # Small windows: compact tool definitions and prompt, then an essential subset.
-        counter = assembly.counter(resolve_budget(config)["encoding"])
+        counter = assembly.counter(profile.encoding)
         prompt = assembly.prompts.system_for(spec.prompt)
-        self.fit: WindowFit = fit_to_window(allowed, prompt, compact_system_prompt_for(spec.mode), config, counter)
+        self.fit: WindowFit = fit_to_window(allowed, prompt, compact_system_prompt_for(spec.mode), profile.context,
+                                            counter)
         if self.fit.level != "full":
             log.info("Small context window: offering the model %s tool definitions (%d tokens with the prompt)",
                      self.fit.level, self.fit.fixed_tokens)
         self._base_hook = create_pre_model_hook(
             self.fit.system_prompt,
             get_topology_func=_topology_of,
-            get_llm_config_func=lambda: config,
+            get_llm_config_func=lambda: profile.context,
             get_tools_func=lambda: self.fit.tools,
             counters=assembly._counters,
         )
-        self.traits = assembly.traits_for(config)
-        server = compatible_server(config)
-        self.probes = _ServerProbes(server, config, self.traits, self.fit.tools) if server else None
+        self.traits = assembly.traits_for(profile)
+        server = profile.server.compatible_server
+        self.probes = _ServerProbes(server, profile, self.traits, self.fit.tools) if server else None
 
     def offer(self, tools: Sequence[BaseTool]) -> list[Any]:
         """What the model is offered for ``tools``: the compact definitions of those at small windows."""
@@ -214,12 +224,12 @@ class _RunParts:
         return [spec for spec in self.fit.tools if spec["function"]["name"] in names]
 
     def bind_tools(self, tools: Sequence[BaseTool]) -> Any:
-        return self._assembly._bind_tools(self.offer(tools), self._spec.llm_config)
+        return self._assembly._bind_tools(self.offer(tools), self.profile)
 
     def bind_tools_unstreamed(self, tools: Sequence[BaseTool]) -> Any:
         unstreamed = self._assembly._bind_tools_unstreamed
         assert unstreamed is not None  # offered only when there is one
-        return unstreamed(self.offer(tools), self._spec.llm_config)
+        return unstreamed(self.offer(tools), self.profile)
 
     def hook(self, state: Mapping[str, Any]) -> dict[str, Any]:
         prepared = self._base_hook(state)
@@ -237,7 +247,7 @@ class _RunParts:
 
     async def summarize(self, request: list[BaseMessage]) -> AIMessage:
         """The same model without tools; building it imports the provider SDK: off the loop."""
-        model = await asyncio.to_thread(self._assembly._bind_tools, [], self._spec.llm_config)
+        model = await asyncio.to_thread(self._assembly._bind_tools, [], self.profile)
         reply = await model.ainvoke(request)
         return reply if isinstance(reply, AIMessage) else AIMessage(content=reply.content)
 
@@ -249,14 +259,14 @@ def _topology_of(state: Mapping[str, Any]) -> Any:
 class _ServerProbes:
     """What an OpenAI-compatible server is asked besides chat: its token counts, the tools' cost, its template."""
 
-    def __init__(self, base_url: str, config: Mapping[str, Any], traits: ServerTraits, offered: Sequence[Any]) -> None:
+    def __init__(self, base_url: str, profile: LLMProfile, traits: ServerTraits, offered: Sequence[Any]) -> None:
         self._base_url = base_url
-        self._config = config
+        self._config = profile
         self._traits = traits
         self._offered = list(offered)
         self._offer_key = offer_key(self._offered)
-        self._timeout = float(config.get("timeout") or PROBE_TIMEOUT)
-        self._tokenizer = ServerTokenizer(base_url, config.get("api_key"), traits, config["model"], self._timeout)
+        self._timeout = profile.timeouts.probe
+        self._tokenizer = ServerTokenizer(base_url, profile.get("api_key"), traits, profile.model, self._timeout)
 
     async def count_text(self, prepared: list[BaseMessage], with_tools: bool) -> int | None:
         try:

@@ -21,7 +21,10 @@ Tokens are counted as the provider receives them (framing, roles, tool calls),
 with tiktoken encodings loaded offline. This module and ``context/`` are pure and
 synchronous: no I/O; from the rest of the copilot they import only the topology
 model's link-end resolver (``gns3_client/topology.py``), so that the prompt and
-the topology tool name links alike. See
+the topology tool name links alike, and, as pure data, the LLM config's schema
+(``model/schema.py``: the fields' ranges) and the server-kind classifier
+(``server/kind.py``). What the hook reads of an LLM config is parsed once
+(:func:`context_settings`), not on every model call. See
 ``docs/context-window-management.md``.
 """
 
@@ -31,6 +34,7 @@ import functools
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
@@ -63,6 +67,8 @@ from .context.window import (
     plan_window,
     restore_window,
 )
+from .model.schema import field_range
+from .server.kind import server_kind
 
 logger = logging.getLogger(__name__)
 
@@ -72,11 +78,6 @@ CONTEXT_STRATEGY_RATIOS: dict[str, float] = {
     "aggressive": 0.85,
 }
 DEFAULT_CONTEXT_STRATEGY = "balanced"
-# The history-window fields' ranges, both ends included (llm_config.schema.json says the same;
-# a unit test checks that the two accept exactly the same values).
-LOW_WATER_RANGE = (0.1, 1.0)
-TOOL_OUTPUT_SHARE_RANGE = (0.05, 1.0)
-TOOL_OUTPUT_TURNS_RANGE = (1, 1000)
 
 __all__ = [
     "CONTEXT_STRATEGY_RATIOS",
@@ -84,10 +85,12 @@ __all__ = [
     "DEFAULT_CONTEXT_STRATEGY",
     "ContextBudget",
     "ContextReport",
+    "ContextSettings",
     "count_tokens",
     "create_pre_model_hook",
     "estimate_tool_tokens",
     "clamp_token_scale",
+    "context_settings",
     "server_tokens_estimate",
     "resolve_budget",
     "resolve_window_settings",
@@ -148,8 +151,9 @@ class WindowSettings(TypedDict):
     tool_output_share: float
 
 
-def _number_in(config: Mapping[str, Any], name: str, default: float, low: float, high: float) -> float:
-    """``config[name]`` if a number in ``low``-``high`` (both included, as the LLM-config schema says)."""
+def _number_in(config: Mapping[str, Any], name: str, default: float) -> float:
+    """``config[name]`` if a number within the schema's range of the field (both ends included)."""
+    low, high = field_range(name)
     value = config.get(name, default)
     if value is None:
         return default
@@ -162,8 +166,8 @@ def resolve_window_settings(llm_config: Mapping[str, Any] | None) -> WindowSetti
     """Validate the config's history-window fields (``context_low_water``, ``context_summary``,
     ``mask_tool_outputs``, ``tool_output_turns``, ``tool_output_share``) and fill in their defaults."""
     config = llm_config or {}
-    low_water = _number_in(config, "context_low_water", DEFAULT_LOW_WATER, *LOW_WATER_RANGE)
-    share = _number_in(config, "tool_output_share", TOOL_OUTPUT_SHARE, *TOOL_OUTPUT_SHARE_RANGE)
+    low_water = _number_in(config, "context_low_water", DEFAULT_LOW_WATER)
+    share = _number_in(config, "tool_output_share", TOOL_OUTPUT_SHARE)
     flags = {}
     for name in ("context_summary", "mask_tool_outputs"):
         value = config.get(name, True)
@@ -175,7 +179,7 @@ def resolve_window_settings(llm_config: Mapping[str, Any] | None) -> WindowSetti
     turns = config.get("tool_output_turns", DEFAULT_TOOL_OUTPUT_TURNS)
     if turns is None:
         turns = DEFAULT_TOOL_OUTPUT_TURNS
-    low, high = TOOL_OUTPUT_TURNS_RANGE
+    low, high = field_range("tool_output_turns")
     if isinstance(turns, bool) or not isinstance(turns, int) or not low <= turns <= high:
         raise ValueError(f"Invalid tool_output_turns: {turns!r} (an integer between {low} and {high})")
     return WindowSettings(
@@ -186,17 +190,18 @@ def resolve_window_settings(llm_config: Mapping[str, Any] | None) -> WindowSetti
     )
 
 
-def output_cap(llm_config: Mapping[str, Any], tools_tokens: int, share: float) -> int | None:
-    """The most tokens one tool output may take in a request: ``share`` of the message budget (None: no cap).
+def output_cap(settings: ContextSettings, tools_tokens: int) -> int | None:
+    """The most tokens one tool output may take in a request: the configured share of the message
+    budget (None: no cap).
 
     From the configured budget, not the calibrated one: calibration changes from call
     to call, and a cap that moved would change old outputs and break the cached prefix.
     """
+    share = settings.window["tool_output_share"]
     if share >= 1.0:
         return None
-    budget = resolve_budget(llm_config)["budget"]
-    ceiling = int(llm_config["context_limit"]) * 1000 - answer_tokens(llm_config)
-    return max(MIN_OUTPUT_CAP, int(share * (min(budget, ceiling) - tools_tokens)))
+    ceiling = settings.budget["limit_tokens"] - settings.answer_tokens
+    return max(MIN_OUTPUT_CAP, int(share * (min(settings.budget["budget"], ceiling) - tools_tokens)))
 
 
 # An output cap below this would leave too little to read.
@@ -209,11 +214,45 @@ def tools_style_for(llm_config: Mapping[str, Any] | None) -> str:
     OpenAI-compatible servers (Ollama, vLLM, llama.cpp) render tools with their own
     chat templates, so only the OpenAI API (no ``base_url``, or api.openai.com) counts exactly.
     """
-    config = llm_config or {}
-    if (config.get("provider") or "openai") != "openai":
-        return "json"
-    base_url = config.get("base_url")
-    return "openai" if not base_url or "api.openai.com" in str(base_url).lower() else "json"
+    return "openai" if server_kind(llm_config or {}).exact_tool_counts else "json"
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    """What the context manager reads of an LLM config, parsed once (:func:`context_settings`).
+
+    ``budget`` is the configured one (the hook corrects a copy by the token scale);
+    ``answer_tokens`` the reply's reserve; ``tools_style`` how tool definitions are counted.
+    """
+
+    budget: ContextBudget
+    window: WindowSettings
+    answer_tokens: int
+    tools_style: str
+
+
+def context_settings(llm_config: Mapping[str, Any] | None) -> ContextSettings:
+    """Validate what the context manager needs of ``llm_config`` (the seed's ValueErrors) and keep it."""
+    budget = resolve_budget(llm_config)
+    return ContextSettings(budget, resolve_window_settings(llm_config), answer_tokens(llm_config or {}),
+                           tools_style_for(llm_config))
+
+
+class _ParsedOnce:
+    """The hook's view of what ``get_llm_config_func`` returns: settings as given, or a config parsed
+    once (again only when a different config comes back)."""
+
+    def __init__(self) -> None:
+        self._config: dict[str, Any] | None = None
+        self._settings: ContextSettings | None = None
+
+    def __call__(self, config: Any) -> ContextSettings:
+        if isinstance(config, ContextSettings):
+            return config
+        if self._settings is None or self._config != config:
+            settings = context_settings(config)
+            self._config, self._settings = dict(config or {}), settings
+        return self._settings
 
 
 class ContextReport(TypedDict):
@@ -382,12 +421,15 @@ def _shown_summary(
 def create_pre_model_hook(
     system_prompt: str,
     get_topology_func: Callable[[Mapping[str, Any]], Any],
-    get_llm_config_func: Callable[[], Mapping[str, Any] | None],
+    get_llm_config_func: Callable[[], Mapping[str, Any] | ContextSettings | None],
     get_tools_func: Callable[[], Iterable[Any] | None],
     *,
     counters: MutableMapping[str, TokenCounter] | None = None,
 ) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     """Build ``hook(state) -> {"messages": prepared, "context_report": report, "context_window": window}``.
+
+    ``get_llm_config_func`` returns the LLM config (a mapping, parsed once: again only when
+    a different one comes back) or what :func:`context_settings` parsed of it.
 
     ``state["context_window"]`` (optional) is the window the previous call
     returned: keep it in the graph state so the next request keeps its prefix.
@@ -413,6 +455,7 @@ def create_pre_model_hook(
     ours still gets a request that fits.
     """
     counters = {} if counters is None else counters
+    parsed = _ParsedOnce()
 
     def counter_for(encoding: str) -> TokenCounter:
         counter = counters.get(encoding)
@@ -421,15 +464,15 @@ def create_pre_model_hook(
         return counter
 
     def hook(state: Mapping[str, Any]) -> dict[str, Any]:
-        config = get_llm_config_func()
-        budget = resolve_budget(config)
-        window_settings = resolve_window_settings(config)
+        settings = parsed(get_llm_config_func())
+        budget = ContextBudget(**settings.budget)  # corrected for this call only
+        window_settings = settings.window
         scale = clamp_token_scale(state.get("token_scale"))
-        # issue 15: the reply's room (max_tokens) is never given to the prompt, whatever the scale.
-        reserve = answer_tokens(config or {})
+        # The reply's room (max_tokens) is never given to the prompt, whatever the scale.
+        reserve = settings.answer_tokens
         budget["budget"] = capped_budget(budget["budget"], scale, budget["limit_tokens"], reserve)
         counter = counter_for(budget["encoding"])
-        tools_tokens = counter.tools(get_tools_func() or [], style=tools_style_for(config))
+        tools_tokens = counter.tools(get_tools_func() or [], style=settings.tools_style)
         # The definitions' room: their measured cost on the server when known (in our units at
         # this scale, which is then the messages' alone), else our count, scaled with the rest.
         measured = state.get("tools_server_tokens")
@@ -484,7 +527,7 @@ def create_pre_model_hook(
                 max(0, low_water),
                 counter,
                 tool_output_turns=window_settings["tool_output_turns"],
-                output_cap=output_cap(config or {}, tools_tokens, window_settings["tool_output_share"]),
+                output_cap=output_cap(settings, tools_tokens),
                 ready=int(summary["until"]) if section and summary else 0,
             )
             fitted = plan.fit

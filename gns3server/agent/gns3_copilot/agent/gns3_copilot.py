@@ -42,6 +42,7 @@ from . import events
 from .context.calibration import Calibrator
 from .fitting import RequestFit
 from .model.calls import ModelCalls
+from .model.config import DEFAULT_SUMMARY_TIMEOUT
 from .policies.arguments import with_cut_arguments
 from .policies.loop_guard import repeated_failure_answer, repeats_a_call
 from .policies.modes import gate_for_mode
@@ -56,8 +57,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_LLM_CALLS = 25
 LLM_CALL = "llm_call"  # the model node: its update carries the finished model message
 TOOLS = "tools"
-# The longest a summary call may take (seconds); it runs beside the conversation, never before it.
-DEFAULT_SUMMARY_TIMEOUT = 30.0
 STEP_LIMIT_MESSAGE = (
     "I stopped after {n} model calls without reaching an answer, to avoid an endless loop. "
     "Here is where things stand; ask me to continue, or narrow the request."

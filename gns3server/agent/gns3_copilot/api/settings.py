@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS
-from ..agent.model.factory import LLMConfigError, llm_config_schema, validate_llm_config
+from ..agent.model.config import LLMConfigError, llm_config_schema, validate_llm_config
 from ..agent.policies.modes import DEFAULT_MODE, MODES
 from ..errors import CopilotError, ErrorKind
 from ..service.copilot import HEARTBEAT_SECONDS

@@ -38,7 +38,7 @@ from ..agent.context.counting import content_text
 from ..agent.gns3_copilot import LLM_CALL
 from ..agent.model.prompts import FAULT_INJECTION
 from ..agent.policies.modes import check_mode
-from ..agent.server.local import one_slot_server
+from ..agent.server.kind import server_kind
 from ..agent.summaries.writer import SummaryWriter
 from ..redaction import SECRETS, scrub
 from ..tools.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
@@ -259,19 +259,10 @@ class CopilotService:
         """The budget report the next model call would start from, without calling the model."""
         record = await self.session(user, session_id)
         spec = self._spec(user, record.project_id, session_id, llm_config, mode)
-        # Building the tools is pydantic work: off the event loop, as for a run.
-        settings = await asyncio.to_thread(self.agent.settings, spec)
-        values = await self._values(session_id)
-        topology = await settings.load_topology(record.project_id)
-        state = {
-            "messages": values.get("messages", []),
-            "topology_info": topology,
-            "token_scale": values.get("token_scale"),
-            "context_window": values.get("context_window"),
-            "context_summary": values.get("context_summary"),
-        }
-        report = dict((await asyncio.to_thread(settings.pre_model_hook, state))["context_report"])
-        report["summary_pending"] = self.summary_pending(session_id)
+        # Asked before the state is read: a summary no longer pending then is in what is read.
+        pending = self.summary_pending(session_id)
+        report = dict(await self.agent.preview(spec, await self._values(session_id)))
+        report["summary_pending"] = pending
         return report
 
     def summary_pending(self, session_id: str) -> bool:
@@ -328,7 +319,7 @@ class CopilotService:
                 f"Session {record.session_id} is waiting for you to approve or reject: {names}{late}"
             )
         start = {"messages": [HumanMessage(message, id=message_id or str(uuid.uuid4()))], "llm_calls": 0, "usage": {}}
-        return record, self._start(record, user, start, dict(llm_config), mode)
+        return record, self._start(record, user, start, llm_config, mode)
 
     async def confirm(
         self,
@@ -379,7 +370,7 @@ class CopilotService:
         if approved:
             decision["approval"] = pending.grant(user.username, now).as_dict()
             log.info("User %s approved %s (%s) in session %s", user.username, pending.approval_id, pending.digest, session_id)
-        return record, self._launch(run, record, user, Command(resume=decision), dict(llm_config), mode)
+        return record, self._launch(run, record, user, Command(resume=decision), llm_config, mode)
 
     def _reserve(self, session_id: str, llm_config: Mapping[str, Any]) -> _Run:
         """The session's run-to-be, registered now (synchronously: two requests never both get one)."""
@@ -387,7 +378,7 @@ class CopilotService:
             raise ServiceClosingError("The GNS3 server is stopping; try again once it is back")
         if session_id in self._runs:
             raise SessionBusyError(f"Session {session_id} is busy with another request")
-        run = _Run(session_id, server=one_slot_server(llm_config))
+        run = _Run(session_id, server=server_kind(llm_config).one_slot_server)
         self._runs[session_id] = run
         return run
 
@@ -397,12 +388,12 @@ class CopilotService:
             del self._runs[run.session_id]
 
     def _start(
-        self, record: SessionRecord, user: User, start: Any, llm_config: dict[str, Any], mode: str
+        self, record: SessionRecord, user: User, start: Any, llm_config: Mapping[str, Any], mode: str
     ) -> EventStream:
         return self._launch(self._reserve(record.session_id, llm_config), record, user, start, llm_config, mode)
 
     def _launch(
-        self, run: _Run, record: SessionRecord, user: User, start: Any, llm_config: dict[str, Any], mode: str
+        self, run: _Run, record: SessionRecord, user: User, start: Any, llm_config: Mapping[str, Any], mode: str
     ) -> EventStream:
         if self._closed:  # the server began to stop while the request was being checked
             self._release(run)
@@ -472,7 +463,7 @@ class CopilotService:
         return (FaultRecorder(faults, spec.session_id, spec.project_id, spec.user_id),)
 
     async def _execute_hiding_key(
-        self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str, kind: str
+        self, run: _Run, user: User, project_id: str, start: Any, llm_config: Mapping[str, Any], mode: str, kind: str
     ) -> None:
         """The run, with its API key hidden from every log line and stored error while it runs
         (a provider may quote it in an error)."""
@@ -480,7 +471,7 @@ class CopilotService:
             await self._execute(run, user, project_id, start, llm_config, mode, kind)
 
     async def _execute(
-        self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str,
+        self, run: _Run, user: User, project_id: str, start: Any, llm_config: Mapping[str, Any], mode: str,
         kind: str = "chat",
     ) -> None:
         session_id = run.session_id

@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import APIRouter, status
 
-from ...agent.model.factory import LLMConfigError, llm_config_schema, redact_config
+from ...agent.model.config import LLMConfigError, llm_config_schema, redact_config
 from ..dependencies import CurrentUser, State
 from ..errors import LLMConfigNotFoundError, StoredKeyUnreadableError
 from ..llm_config_store import LLMConfigRecord, LLMConfigStore
