@@ -105,7 +105,7 @@ def is_tool_result(message: dict[str, Any]) -> bool:
 
 
 def naive_room(config: dict[str, Any], tools: list[Any], counter: TokenCounter) -> int:
-    """Tokens left after the full tool definitions and the full prompt (the offer before issue 15)."""
+    """Tokens left after the full tool definitions and the full prompt (the offer before small windows got compact ones)."""
     budget = resolve_budget(config)
     fixed = counter.tools(tools) + counter.text(system_prompt_for("lab_automation"))
     return budget["budget"] - fixed
@@ -129,7 +129,7 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
         async with RecordingProxy(llama.root_url) as proxy:
             config = {"model": MODEL_ALIAS, "base_url": proxy.base_url, "context_limit": window,
                       "temperature": 0, "timeout": 900, "max_retries": 0,
-                      # Issue 12's running summary off: its requests have no report of their own.
+                      # The running summary off: its requests have no report of their own.
                       "context_summary": False}
             reports: list[dict[str, Any]] = []
             session_id = None
@@ -178,6 +178,7 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
             result.room_ours = budget - report.get("tools_tokens", 0) - report.get("system_tokens", 0)
     finally:
         await service.close()
+        await service.agent.aclose()
         await storage.close()
         await asyncio.to_thread(llama.stop)
     return result

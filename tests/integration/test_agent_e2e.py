@@ -119,6 +119,7 @@ async def test_conversation_survives_restart(tmp_path, gns3_server, stub, admin,
     record, stream = await service.chat(admin, project_id, "R1 is my core router", llm_config=llm(stub))
     await collect(stream)
     await service.close()
+    await service.agent.aclose()
     await storage.close()
 
     storage = await open_sqlite_storage(tmp_path / "restart")
@@ -133,6 +134,7 @@ async def test_conversation_survives_restart(tmp_path, gns3_server, stub, admin,
                         ("user", "Which is my core router?")]
     finally:
         await service.close()
+        await service.agent.aclose()
         await storage.close()
 
 

@@ -1,4 +1,4 @@
-"""Ollama's native API (provider ``ollama``, issue 15): its prompt counts calibrate the copilot.
+"""Ollama's native API (provider ``ollama``): its prompt counts calibrate the copilot.
 
 Ollama reports the prompt's tokens in the final chunk of a streamed answer
 (``prompt_eval_count``), which ``ChatOllama`` turns into ``usage_metadata``. The real

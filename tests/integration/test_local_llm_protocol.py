@@ -1,4 +1,4 @@
-"""Local-server protocol quirks (issue 15), end to end through the real OpenAI client.
+"""Local-server protocol quirks, end to end through the real OpenAI client.
 
 The OpenAI-compatible stub plays the server behaviours seen with llama-cpp-python
 (empty 200 bodies for streamed tool calls, cut streams, 500s); the copilot runs

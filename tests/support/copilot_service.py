@@ -45,4 +45,5 @@ async def running_copilot(directory: Path, gns3_base_url: str, **overrides: Any)
         yield service
     finally:
         await service.close()
+        await service.agent.aclose()
         await storage.close()

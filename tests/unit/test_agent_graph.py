@@ -291,7 +291,7 @@ async def test_conversation_continues_across_runs():
 
 
 async def test_an_answer_asked_without_tools_is_calibrated_against_the_estimate_without_them():
-    """Tools the request did not carry are not counted (issue 15): llama-cpp-python's function-calling
+    """Tools the request did not carry are not counted: llama-cpp-python's function-calling
     format answers empty once tools are offered; the text then comes from a request without them."""
     model = ScriptedChatModel()
     usage = {"input_tokens": 100, "output_tokens": 3, "total_tokens": 103}
@@ -306,7 +306,7 @@ async def test_an_answer_asked_without_tools_is_calibrated_against_the_estimate_
 
 async def test_with_the_tool_definitions_cost_measured_the_factor_learns_the_messages_alone():
     """One factor for definitions and messages misled a server that renders them very differently
-    (issue 15: 30 % short at 4K): with the definitions' server cost known, usage minus that cost
+    (30 % short at 4K): with the definitions' server cost known, usage minus that cost
     over the messages' estimate is the factor, and the budget keeps the definitions' real room."""
     model = ScriptedChatModel()
     measured = []
@@ -354,7 +354,7 @@ def expected_scale(report, counted: int, messages: int, framing: float) -> float
 
 async def test_the_factor_follows_the_content_of_each_request_before_it_is_sent():
     """At 4K a factor learnt on English left the first request with a JSON tool result 21 %
-    short (issue 15): where the server counts the request's text, that count sets the factor."""
+    short: where the server counts the request's text, that count sets the factor."""
     model = ScriptedChatModel()
     model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "alpha " * 60}, "a")]), "done")
     server = JsonCostsTriple()

@@ -1,4 +1,4 @@
-"""Reply reserve and token-scale calibration (issue 15)."""
+"""Reply reserve and token-scale calibration."""
 
 from __future__ import annotations
 

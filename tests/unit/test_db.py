@@ -1,4 +1,4 @@
-"""The persistence layer (issue 14): one thread per database file, versioned migrations, closing.
+"""The persistence layer: one thread per database file, versioned migrations, closing.
 
 The "old" files below are written with the exact schemas of the release before
 schema versions were recorded (sessions, in-flight turns and faults next to

@@ -1,4 +1,4 @@
-"""Repeated identical failing tool calls end the turn (issue 15)."""
+"""Repeated identical failing tool calls end the turn."""
 
 from __future__ import annotations
 

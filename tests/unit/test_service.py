@@ -482,6 +482,8 @@ async def test_the_preview_reports_the_budget_the_next_call_is_judged_in(storage
         preview = await service.preview_context(ALICE, record.session_id, llm_config=llm)
         _, stream = await service.chat(ALICE, "p1", "again", session_id=record.session_id, llm_config=llm)
         seen = await collect(stream)
+        await service.close()
+        await agent.aclose()
     (called,) = [e["report"] for e in seen if e["type"] == "context"]
     assert stub.tools_probes and called["tools_server_tokens"] is not None
     budget = ("budget", "message_budget", "tools_tokens", "tools_server_tokens", "token_scale", "limit_tokens")

@@ -1,4 +1,4 @@
-"""Small windows get compact tool definitions and prompt, then an essential subset (issue 15)."""
+"""Small windows get compact tool definitions and prompt, then an essential subset."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def fit(tools, limit: int, mode: str = "lab_automation"):
     return fit_to_window(tools, system_prompt_for(mode), compact_system_prompt_for(mode), {"context_limit": limit}, COUNTER)
 
 
-# 4K windows got the full offer until gns3_update_link (about 400 tokens) was added (issue 13).
+# 4K windows got the full offer until gns3_update_link (about 400 tokens) was added.
 @pytest.mark.parametrize(("limit", "level"), [(2, "essential"), (3, "compact"), (4, "compact"), (8, "full"), (128, "full")])
 def test_each_window_gets_the_richest_offer_that_fits(tools, limit, level):
     chosen = fit(tools, limit)

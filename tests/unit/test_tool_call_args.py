@@ -1,4 +1,4 @@
-"""Junk tool-call arguments cut in the history (issue 15: 1,801 characters of junk pushed a 2K request over)."""
+"""Junk tool-call arguments cut in the history (1,801 characters of junk once pushed a 2K request over)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session table upgrades, client-chosen ids and pinning; prompt files (issue 13)."""
+"""Session table upgrades, client-chosen ids and pinning; prompt files."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -41,11 +41,15 @@ from .model.prompts import FAULT_INJECTION, PromptSet, compact_system_prompt_for
 from .policies.arguments import argument_limit
 from .policies.modes import tools_for_mode
 from .policies.small_window import WindowFit, fit_to_window
+from .server.client import ModelServerClient, ModelServerClients
 from .server.tokens import ServerTokenizer
 from .server.tool_results import template_keeps_tool_results
 from .server.tools_cost import offer_key, tools_prompt_tokens
 from .server.traits import ServerTraits, ServerTraitsMemory
 from .summaries.writer import SummaryWriter
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +98,7 @@ class AgentAssembly:
         prompts: PromptSet | None = None,
         bind_tools_unstreamed: BindTools | None = None,
         counters: MutableMapping[str, TokenCounter] | None = None,
+        server_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._tools_factory = tools_factory
         self._bind_tools = bind_tools
@@ -105,8 +110,14 @@ class AgentAssembly:
         self.prompts = prompts or default_prompts()
         """The system prompts; replaced as a whole when an administrator reloads them."""
         self._server_traits = ServerTraitsMemory()  # what each model server taught us, across runs
+        # One pooled client per model server, for the probes of every run (tests inject a transport).
+        self.model_servers = ModelServerClients(transport=server_transport)
         # Per encoding, their caches shared by runs (a benchmark's baseline passes one that forgets).
         self._counters: MutableMapping[str, TokenCounter] = {} if counters is None else counters
+
+    async def aclose(self) -> None:
+        """Close the model servers' clients (the server is stopping; runs have ended)."""
+        await self.model_servers.aclose()
 
     def run_config(self, session_id: str, project_id: str) -> RunnableConfig:
         """The graph's config for one run of a session (a step limit that ends runaway loops)."""
@@ -214,7 +225,7 @@ class _RunParts:
         )
         self.traits = assembly.traits_for(profile)
         server = profile.server.compatible_server
-        self.probes = _ServerProbes(server, profile, self.traits, self.fit.tools) if server else None
+        self.probes = _ServerProbes(assembly.model_servers, server, profile, self.traits, self.fit.tools) if server else None
 
     def offer(self, tools: Sequence[BaseTool]) -> list[Any]:
         """What the model is offered for ``tools``: the compact definitions of those at small windows."""
@@ -257,20 +268,32 @@ def _topology_of(state: Mapping[str, Any]) -> Any:
 
 
 class _ServerProbes:
-    """What an OpenAI-compatible server is asked besides chat: its token counts, the tools' cost, its template."""
+    """What an OpenAI-compatible server is asked besides chat: its token counts, the tools' cost, its template.
 
-    def __init__(self, base_url: str, profile: LLMProfile, traits: ServerTraits, offered: Sequence[Any]) -> None:
+    Through the server's one pooled client (``server/client.py``); a probe that fails never
+    fails the run: it is logged and the run calibrates as if the server could not tell.
+    """
+
+    def __init__(
+        self, servers: ModelServerClients, base_url: str, profile: LLMProfile, traits: ServerTraits,
+        offered: Sequence[Any],
+    ) -> None:
+        self._servers = servers
         self._base_url = base_url
-        self._config = profile
+        self._api_key = profile.get("api_key")
+        self._model = profile.model
+        self._timeout = profile.timeouts.probe
         self._traits = traits
         self._offered = list(offered)
         self._offer_key = offer_key(self._offered)
-        self._timeout = profile.timeouts.probe
-        self._tokenizer = ServerTokenizer(base_url, profile.get("api_key"), traits, profile.model, self._timeout)
+
+    async def _client(self) -> ModelServerClient:
+        return await self._servers.client(self._base_url, self._api_key, self._timeout)
 
     async def count_text(self, prepared: list[BaseMessage], with_tools: bool) -> int | None:
         try:
-            return await self._tokenizer.count(prepared, self._offered if with_tools else [])
+            tokenizer = ServerTokenizer(await self._client(), self._traits, self._model, self._timeout)
+            return await tokenizer.count(prepared, self._offered if with_tools else [])
         except Exception:  # a count that fails never fails the run: calibrate as before
             log.exception("Counting a request with the model server's tokenizer failed")
             return None
@@ -278,9 +301,7 @@ class _ServerProbes:
     async def measure_tools(self) -> int | None:
         if self._offer_key not in self._traits.tools_cost:
             try:
-                cost = await tools_prompt_tokens(
-                    self._base_url, self._config.get("api_key"), self._config["model"], self._offered, self._timeout
-                )
+                cost = await tools_prompt_tokens(await self._client(), self._model, self._offered)
             except Exception:  # a measure that fails never fails the run: calibrate as before
                 log.exception("Measuring what the tool definitions cost on the model server failed")
                 cost = None
@@ -288,6 +309,4 @@ class _ServerProbes:
         return self._traits.tools_cost[self._offer_key]
 
     async def probe_tool_results(self) -> bool | None:
-        return await template_keeps_tool_results(
-            self._base_url, self._config.get("api_key"), self._config["model"], self._timeout
-        )
+        return await template_keeps_tool_results(await self._client(), self._model)
