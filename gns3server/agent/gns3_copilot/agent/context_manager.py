@@ -99,7 +99,7 @@ __all__ = [
 
 
 def count_tokens(text: str) -> int:
-    """Exact tiktoken count of ``text`` in ``cl100k_base`` (as the seed specifies)."""
+    """Exact tiktoken count of ``text`` in ``cl100k_base`` (the design document's default encoding)."""
     return len(get_encoding(DEFAULT_ENCODING).encode_ordinary(text)) if text else 0
 
 
@@ -130,7 +130,7 @@ def resolve_budget(llm_config: Mapping[str, Any] | None) -> ContextBudget:
         allowed = ", ".join(sorted(CONTEXT_STRATEGY_RATIOS))
         raise ValueError(f"Invalid context_strategy: {strategy!r} (allowed: {allowed})")
     ratio = CONTEXT_STRATEGY_RATIOS[strategy]
-    # issue 15: a reply reserve that leaves the prompt (almost) no room cannot be honoured.
+    # A reply reserve that leaves the prompt (almost) no room cannot be honoured.
     problem = max_tokens_problem(limit, config.get("max_tokens"))
     if problem is not None:
         raise ValueError(f"Invalid max_tokens: {config['max_tokens']!r} ({problem})")
@@ -232,7 +232,7 @@ class ContextSettings:
 
 
 def context_settings(llm_config: Mapping[str, Any] | None) -> ContextSettings:
-    """Validate what the context manager needs of ``llm_config`` (the seed's ValueErrors) and keep it."""
+    """Validate what the context manager needs of ``llm_config`` (the design document's ValueErrors) and keep it."""
     budget = resolve_budget(llm_config)
     return ContextSettings(budget, resolve_window_settings(llm_config), answer_tokens(llm_config or {}),
                            tools_style_for(llm_config))
@@ -295,7 +295,7 @@ class ContextReport(TypedDict):
     cut_planned: bool
     tools_server_tokens: int | None  # the tool definitions' measured cost on the server, if known
     server_tokens_estimate: int  # the request in the provider's tokens, as calibrated
-    answer_tokens: int  # issue 15: reserved for the reply (max_tokens); the budget never eats into it
+    answer_tokens: int  # reserved for the reply (max_tokens); the budget never eats into it
 
 
 def _report(
@@ -536,7 +536,7 @@ def create_pre_model_hook(
             shown = _shown_summary(placements, summary if section else None, start, messages)
             history = apply_placements(fitted.messages, placements)
             summary_tokens = sum(counter.message(m) for m in history) - sum(counter.message(m) for m in fitted.messages)
-        except Exception as exc:  # noqa: BLE001  # the seed's fallback: never block a call on trimming
+        except Exception as exc:  # noqa: BLE001  # the design document's fallback: never block a call on trimming
             logger.error("Failed to trim messages: %s", exc)
             logger.warning("Returning original messages due to trimming error")
             system = SystemMessage(content=system_text)

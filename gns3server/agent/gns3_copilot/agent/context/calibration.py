@@ -1,6 +1,6 @@
 """Room for the answer, and a token-scale calibration that is smooth and never overfills.
 
-Two problems seen with small local models (issue 15):
+Problems seen with small local models:
 
 - With no ``max_tokens`` a server may generate until its window is full, so a
   prompt that fitted still overflows. :func:`answer_tokens` is the output reserve

@@ -167,7 +167,7 @@ def create_chat_model(llm_config: Mapping[str, Any], *, stream: bool = True) -> 
 def create_base_model_with_tools(
     tools: Sequence[Any], llm_config: Mapping[str, Any], *, stream: bool = True
 ) -> Runnable[LanguageModelInput, BaseMessage]:
-    """The seed's entry point: the configured chat model with ``tools`` bound (none: the bare model).
+    """The design document's entry point: the configured chat model with ``tools`` bound (none: the bare model).
 
     OpenAI-compatible models get ``tool_choice: "auto"``: OpenAI assumes it, but
     llama.cpp's function-calling formats leave the tools out of the prompt without it.
