@@ -415,3 +415,36 @@ def test_the_graph_is_a_short_orchestration_of_named_parts():
               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not build}
     assert build.end_lineno - build.lineno + 1 <= 90 and set(nested) == {"llm_call", "after_llm"}
     assert nested["llm_call"] <= 70, nested
+
+
+async def test_the_context_events_headline_is_the_figure_the_budget_is_judged_in():
+    """The meter showed our count (tools included) while the budget was judged in the server's
+    tokens: 86 % of 2,000 for a request at 72 % of the server's window. The headline is the
+    request in the server's tokens as calibrated, against the budget in the same tokens."""
+    model = ScriptedChatModel()
+    usage = {"input_tokens": 340, "output_tokens": 5, "total_tokens": 345}
+    model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "p"}, "a")], usage_metadata=usage), "done")
+    seen, _ = await run(make_graph(model))
+    first, second = [e["report"] for e in seen if e["type"] == "context"]
+    # Nothing calibrated the first request: the headline is our own count, the same number.
+    assert (first["headline_tokens"], first["headline_percent"], first["headline_calibrated"]) == (
+        first["total_tokens"], first["percent"], False)
+    assert first["headline_budget"] == first["budget"]
+    # Usage taught the factor: the second request's headline is in the server's tokens.
+    scale = second["token_scale"]
+    assert scale != 1.0 and second["headline_calibrated"] is True
+    assert second["headline_tokens"] == second["server_tokens_estimate"] == round(scale * second["total_tokens"])
+    assert second["headline_percent"] == round(100 * second["headline_tokens"] / second["limit_tokens"], 1)
+    assert second["headline_budget"] == round(second["budget"] * scale)
+
+
+async def test_a_request_the_server_counted_heads_its_report_with_that_count():
+    model = ScriptedChatModel()
+    model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "alpha " * 60}, "a")]), "done")
+    server = JsonCostsTriple()
+    seen, _ = await run(make_graph(model, measure_tools=tools_cost_40, count_text=server))
+    for report, (n, counted) in zip([e["report"] for e in seen if e["type"] == "context"],
+                                    (server.counts[0], server.counts[-1]), strict=True):
+        assert report["headline_calibrated"] is True
+        assert report["headline_tokens"] == report["server_tokens_estimate"]
+        assert report["headline_tokens"] == pytest.approx(counted + DEFAULT_FRAMING * n + 40, abs=1)

@@ -486,7 +486,8 @@ async def test_the_preview_reports_the_budget_the_next_call_is_judged_in(storage
         await agent.aclose()
     (called,) = [e["report"] for e in seen if e["type"] == "context"]
     assert stub.tools_probes and called["tools_server_tokens"] is not None
-    budget = ("budget", "message_budget", "tools_tokens", "tools_server_tokens", "token_scale", "limit_tokens")
+    budget = ("budget", "message_budget", "tools_tokens", "tools_server_tokens", "token_scale", "limit_tokens",
+              "headline_budget", "headline_calibrated")
     assert {k: preview[k] for k in budget} == {k: called[k] for k in budget}
     assert preview["tools_server_tokens"] != preview["tools_tokens"]  # the measured cost is what counts
 

@@ -89,6 +89,7 @@ __all__ = [
     "count_tokens",
     "create_pre_model_hook",
     "estimate_tool_tokens",
+    "headline",
     "clamp_token_scale",
     "context_settings",
     "server_tokens_estimate",
@@ -296,6 +297,34 @@ class ContextReport(TypedDict):
     tools_server_tokens: int | None  # the tool definitions' measured cost on the server, if known
     server_tokens_estimate: int  # the request in the provider's tokens, as calibrated
     answer_tokens: int  # reserved for the reply (max_tokens); the budget never eats into it
+    # The one figure the budget is judged in (what the panel's meter shows): see headline().
+    headline_tokens: int
+    headline_budget: int
+    headline_percent: float
+    headline_calibrated: bool
+
+
+def headline(report: Mapping[str, Any], *, calibrated: bool) -> dict[str, Any]:
+    """The request and its budget in the one unit the budget is judged in: the provider's tokens.
+
+    The budget is kept in our count divided by the token scale, so in the provider's tokens
+    the request is ``server_tokens_estimate`` (the messages scaled, the tool definitions at
+    their measured cost) against the configured budget, and its share of the window is that
+    over ``limit_tokens``. ``calibrated``: a provider's count stands behind the figure (a
+    factor learnt from usage, the server's count of the text, the tools' measured cost);
+    until then it is our own count, the same number.
+    """
+    return _headline(int(report["server_tokens_estimate"]), report["budget"], report["token_scale"],
+                     report["limit_tokens"], calibrated)
+
+
+def _headline(tokens: int, budget: int, scale: float, limit_tokens: int, calibrated: bool) -> dict[str, Any]:
+    return {
+        "headline_tokens": tokens,
+        "headline_budget": round(budget * scale),
+        "headline_percent": round(100.0 * tokens / limit_tokens, 1),
+        "headline_calibrated": calibrated,
+    }
 
 
 def _report(
@@ -327,11 +356,15 @@ def _report(
     summary_until_id: str | None = None,
     cut_planned: bool = False,
     answer_tokens: int = 0,
+    calibrated: bool = False,
 ) -> ContextReport:
     """The report of one request; ``tools_tokens`` are the definitions it sends (0: none),
     ``tools_room`` what the budget keeps for them (default: the same); the rest as
     :class:`ContextReport` says (what the fit did, defaults: nothing)."""
     total = messages_tokens + tools_tokens
+    estimate = server_tokens_estimate(messages_tokens, tools_tokens, tools_server_tokens, token_scale)
+    shown = _headline(estimate, budget["budget"], token_scale, budget["limit_tokens"],
+                      calibrated or tools_server_tokens is not None)
     report = ContextReport(
         strategy=budget["strategy"],
         context_limit=budget["context_limit"],
@@ -369,8 +402,12 @@ def _report(
         summary_until_id=summary_until_id,
         cut_planned=cut_planned,
         tools_server_tokens=tools_server_tokens,
-        server_tokens_estimate=server_tokens_estimate(messages_tokens, tools_tokens, tools_server_tokens, token_scale),
+        server_tokens_estimate=estimate,
         answer_tokens=answer_tokens,
+        headline_tokens=shown["headline_tokens"],
+        headline_budget=shown["headline_budget"],
+        headline_percent=shown["headline_percent"],
+        headline_calibrated=shown["headline_calibrated"],
     )
     return report
 
@@ -452,7 +489,9 @@ def create_pre_model_hook(
     ``state["token_scale"]`` (optional, default 1.0) is how many tokens the provider
     reported per token we estimated on an earlier call; the budget is divided by it
     (clamped to :data:`TOKEN_SCALE_BOUNDS`), so a model whose tokenizer differs from
-    ours still gets a request that fits.
+    ours still gets a request that fits. ``state["token_scale_calibrated"]`` (optional):
+    a provider's count taught that factor, so the report's headline (:func:`headline`) is
+    in the provider's tokens.
     """
     counters = {} if counters is None else counters
     parsed = _ParsedOnce()
@@ -484,7 +523,8 @@ def create_pre_model_hook(
         # budget, so that this request and the next, with tools, send the same history.
         tools_sent = tools_tokens if state.get("tools_offered", True) is not False else 0
         report_for = functools.partial(_report, budget, tools_tokens=tools_sent, tools_room=tools_room,
-                                       tools_server_tokens=tools_real, token_scale=scale)
+                                       tools_server_tokens=tools_real, token_scale=scale,
+                                       calibrated=bool(state.get("token_scale_calibrated")))
         if message_budget <= 0:
             logger.error(
                 "Tool definitions (%d tokens) exceed the input budget (%d tokens): "

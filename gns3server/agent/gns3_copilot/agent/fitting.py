@@ -24,6 +24,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from .context.calibration import Calibrator
+from .context_manager import headline
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +43,14 @@ def hook_input(
     *,
     tools_offered: bool,
     tools_server_tokens: int | None,
+    calibrated: bool = False,
 ) -> dict[str, Any]:
     """What the pre-model hook prepares a request from (``create_pre_model_hook`` says what each is)."""
     return {
         "messages": messages,
         "topology_info": topology,
         "token_scale": scale,
+        "token_scale_calibrated": calibrated,
         "context_window": window,
         "context_summary": summary,
         "tools_offered": tools_offered,
@@ -94,7 +97,8 @@ class RequestFit:
     async def _prepare(self, scale: float, window: Any) -> tuple[list[BaseMessage], dict[str, Any], Any]:
         log.info("Calling pre_hook to prepare %d messages", len(self._messages))
         state = hook_input(self._messages, self._topology, scale, window, self._summary,
-                           tools_offered=self._tools_offered, tools_server_tokens=self._tools_server_tokens)
+                           tools_offered=self._tools_offered, tools_server_tokens=self._tools_server_tokens,
+                           calibrated=self._calibrator.samples > 0)
         # CPU-bound (tokenising, and loading an encoding the first time): off the loop.
         prepared = await asyncio.to_thread(self._hook, state)
         return prepared["messages"], prepared["context_report"], prepared.get("context_window", window)
@@ -117,6 +121,7 @@ class RequestFit:
             scale, refits = fitted, refits + 1
             prepared, report, new_window = await self._prepare(scale, window)
             counted = await self._count(prepared)
-        if counted is not None:
+        if counted is not None:  # the server counted this request's own text: its estimate, and the headline
             report = {**report, "server_tokens_estimate": calibrator.own_estimate(report, counted, len(prepared))}
+            report.update(headline(report, calibrated=True))
         return Fitted(prepared, report, new_window, counted, scale)
