@@ -23,8 +23,8 @@ export function showReport(report, preview = false) {
   const meter = $("meter");
   meter.dataset.state = report.over_budget ? "over" : info.percent >= (info.budgetShare ?? 100) * 0.9 ? "high" : "ok";
   meter.dataset.preview = preview ? "true" : "false";
-  meter.dataset.total = String(report.total_tokens ?? "");
-  meter.dataset.percent = String(report.percent ?? "");
+  meter.dataset.total = String(report.headline_tokens ?? report.total_tokens ?? "");
+  meter.dataset.percent = String(report.headline_percent ?? report.percent ?? "");
   meter.title = info.detail;
   $("meter-text").textContent = preview ? `${info.headline} (next call)` : info.headline;
   $("meter-bar").style.width = `${info.percent}%`;
