@@ -12,38 +12,39 @@ address gets its previous value (read from the device before the change), an
 IOS-family device (FRR included) its running configuration from before (the
 rollback computed from the configuration before and after the change). The
 revert runs the recorded undo call through the same tool as the caller, so
-GNS3's RBAC, the console policy and the audit apply; it asks no second
-approval: the POST is the caller's explicit decision about exactly the call
-``GET .../faults`` shows as ``undo``, and the audit records it as approved by
-them under the approval id ``revert:<fault_id>``. An undo computed from the
-configuration after the fault (``expects``) first reads the device's
-configuration (read-only, audited under that approval): it runs only on the
-configuration it was computed from, does nothing on a device already back to what
-it had, and is a 409 on one changed otherwise since; once it ran, the device must
-hold what it had before the fault (read again), or the revert is a 409 too.
+GNS3's RBAC, the console policy and the audit apply, through the tool gate
+like every other call; it asks no second approval: the POST is the caller's
+explicit decision about exactly the call ``GET .../faults`` shows as ``undo``,
+and the audit records it as approved by them under the approval id
+``revert:<fault_id>``, with the digest of the calls the revert makes in the
+project. An undo computed from the configuration after the fault (``expects``)
+first reads the device's configuration (read-only, through the gate under that
+approval): it runs only on the configuration it was computed from, does nothing
+on a device already back to what it had, and is a 409 on one changed otherwise
+since; once it ran, the device must hold what it had before the fault (read
+again), or the revert is a 409 too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from fastapi import APIRouter, Request
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException
 from pydantic import ValidationError
 
-from ...agent.gns3_copilot import APPROVAL_KEY
+from ...agent.model.prompts import FAULT_INJECTION
 from ...errors import CopilotError, ErrorKind
-from ...service.copilot import FAULT_INJECTION, User
+from ...service.copilot import User
 from ...service.faults import FaultRecord
+from ...tools.approval import ApprovalGrant
 from ...tools.config_undo import holds
-from ...tools.errors import failure_outcome
+from ...tools.errors import TOOL_ERRORS, failure_outcome
+from ...tools.gate import Approved, ToolGate
 from ...tools.links import UPDATE_LINK
 from ...tools.permissions import PermissionRefused
 from ...tools.toolset import RunContext, build_tools
@@ -217,13 +218,6 @@ def _newer_filters_fault(records: list[FaultRecord], record: FaultRecord, undo: 
 
 
 
-def _approval(user: User, fault_id: str, undo: Mapping[str, Any]) -> dict[str, Any]:
-    """How the audit records a revert: approved by the caller's POST, bound to the undo call."""
-    digest = hashlib.sha256(json.dumps(undo, sort_keys=True, default=str).encode()).hexdigest()
-    return {"approval_id": f"revert:{fault_id}", "digest": digest, "approved_by": user.username,
-            "approved_at": time.time()}
-
-
 async def _run_undo(
     state: CopilotState, user: User, project_id: str, record: FaultRecord, undo: Mapping[str, Any]
 ) -> None:
@@ -231,13 +225,20 @@ async def _run_undo(
     context = RunContext(lambda: state.gns3_client(user.token), project_id, user.username, record.session_id,
                          user.user_id)
     tools = await asyncio.to_thread(build_tools, context, state.console)  # pydantic work: off the loop
-    tool = next((t for t in tools if t.name == undo["tool"]), None)
-    if tool is None:
+    gate = ToolGate(tools, errors=TOOL_ERRORS)
+    if gate.tool(undo["tool"]) is None:
         raise NotRevertibleError(f"{undo['tool']} is not available on this server: undo the fault by hand")
-    config: RunnableConfig = {"configurable": {APPROVAL_KEY: _approval(user, record.fault_id, undo)}}
+    call = {"name": undo["tool"], "args": dict(undo["args"]), "id": ""}
     expects = undo.get("expects") if undo["tool"] == CONFIG_COMMANDS else None  # a computed rollback
-    if isinstance(expects, Mapping):
-        held = await _device_state(tools, config, record, undo["args"], expects)
+    rollback: Mapping[str, Any] | None = expects if isinstance(expects, Mapping) else None
+    calls = [call] if rollback is None else [_configuration_read(undo["args"], rollback), call]
+    scope = {"project_id": project_id, "fault_id": record.fault_id}
+    # Approved by the caller's POST, bound to exactly the calls the revert makes in this project
+    # (the audit records it): the undo, and for a rollback the reads of the configuration around it.
+    grant = ApprovalGrant(f"revert:{record.fault_id}", gate.digest(calls, **scope), user.username, time.time())
+    approved = gate.verify(grant, calls, **scope)
+    if rollback is not None:
+        held = await _device_state(gate, approved, record, undo["args"], rollback)
         if held == "before":
             log.info("Fault %s: %s already holds what it had before; nothing to run", record.fault_id,
                      undo["args"].get("device"))
@@ -248,54 +249,66 @@ async def _run_undo(
                 "its recorded undo would not restore what it had exactly; undo it by hand "
                 "(GET .../faults shows the undo)"
             )
-    try:
-        result = await tool.ainvoke(dict(undo["args"]), config)
-    except PermissionRefused as exc:
+    outcome = await gate.run(call, approved=approved)
+    exc = outcome.error
+    if isinstance(exc, PermissionRefused):
         raise RevertDeniedError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
-    except ValidationError as exc:  # what GNS3 held before is not something the tool accepts back
+    if isinstance(exc, ValidationError):  # what GNS3 held before is not something the tool accepts back
         raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {exc.errors()[0]['msg']}") from exc
-    except ToolException as exc:
-        outcome = failure_outcome(exc)
-        if undo["tool"] == CONFIG_COMMANDS and outcome is not None:  # the batch was blocked or stopped part-way
-            raise NotRevertibleError(_not_restored(outcome)) from exc
+    if isinstance(exc, ToolException):
+        failed = failure_outcome(exc)
+        if undo["tool"] == CONFIG_COMMANDS and failed is not None:  # the batch was blocked or stopped part-way
+            raise NotRevertibleError(_not_restored(failed)) from exc
         raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
+    if exc is not None:  # not a tool's own failure: the error tree answers it (a bug: 500, logged by the gate)
+        raise exc
+    if outcome.status != "success":
+        raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {outcome.reason}")
+    result = outcome.result
     if not isinstance(result, Mapping):
         return
     if result.get("failed"):
         raise NotRevertibleError(f"GNS3 did not restart every node: {result.get('results')}")
     if undo["tool"] == CONFIG_COMMANDS and result.get("status") != "ok":  # the commands ran, some said no
         raise NotRevertibleError(_not_restored(result))
-    if isinstance(expects, Mapping) and await _device_state(tools, config, record, undo["args"], expects) != "before":
+    if rollback is not None and await _device_state(gate, approved, record, undo["args"], rollback) != "before":
         raise NotRevertibleError(
             f"{result.get('device')} was not restored exactly: the undo ran, but its configuration is not "
             "what it had before the fault; undo the rest by hand"
         )
 
 
+def _configuration_read(args: Mapping[str, Any], expects: Mapping[str, Any]) -> dict[str, Any]:
+    """The read-only call that shows the device's configuration, as the rollback was computed from."""
+    read_args: dict[str, Any] = {"devices": [str(args.get("device"))], "commands": [str(expects.get("command"))]}
+    if args.get("driver") is not None:
+        read_args["driver"] = args["driver"]
+    return {"name": SHOW_COMMANDS, "args": read_args, "id": ""}
+
+
 async def _device_state(
-    tools: list[Any], config: RunnableConfig, record: FaultRecord, args: Mapping[str, Any], expects: Mapping[str, Any]
+    gate: ToolGate, approved: Approved | None, record: FaultRecord, args: Mapping[str, Any], expects: Mapping[str, Any]
 ) -> str:
-    """The device's configuration now (read-only, audited under the revert's approval): "after" when it
-    still holds what the fault left, "before" when it holds what it had, "other" otherwise.
+    """The device's configuration now (read-only, through the gate under the revert's approval): "after"
+    when it still holds what the fault left, "before" when it holds what it had, "other" otherwise.
 
     An undo computed from the configuration after the fault is exact from there only: run on a
     configuration changed since (a student's own fix, say), it would leave neither; and once it
     ran, the device must hold what it had.
     """
     device = str(args.get("device"))
-    show = next((t for t in tools if t.name == SHOW_COMMANDS), None)
-    if show is None:
+    if gate.tool(SHOW_COMMANDS) is None:
         raise NotRevertibleError(f"{SHOW_COMMANDS} is not available on this server: undo the fault by hand")
-    read_args: dict[str, Any] = {"devices": [device], "commands": [str(expects.get("command"))]}
-    if args.get("driver") is not None:
-        read_args["driver"] = args["driver"]
-    try:
-        result = await show.ainvoke(read_args, config)
-    except PermissionRefused as exc:
+    outcome = await gate.run(_configuration_read(args, expects), approved=approved)
+    exc = outcome.error
+    if isinstance(exc, PermissionRefused):
         raise RevertDeniedError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
-    except ToolException as exc:
-        raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {device} could not be read ({exc})") from exc
-    (answer,) = result["devices"]
+    if exc is not None and not isinstance(exc, ToolException):  # a bug: the error tree answers it
+        raise exc
+    if outcome.status != "success":
+        raise NotRevertibleError(
+            f"Fault {record.fault_id} was not reverted: {device} could not be read ({outcome.reason})") from exc
+    (answer,) = outcome.result["devices"]
     if answer["status"] != "ok":
         raise NotRevertibleError(_not_restored(answer).replace("was not restored", "could not be read"))
     return await asyncio.to_thread(holds, expects, answer["results"][0]["output"])  # parses a whole configuration
