@@ -38,6 +38,7 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import interrupt
 
+from ..gns3_client.as_data import json_as_data
 from . import events
 from .approval import approval_digest
 from .context.calibration import (
@@ -48,7 +49,7 @@ from .context.calibration import (
     smoothed_mean,
     smoothed_scale,
 )
-from .context.counting import TokenCounter, content_text, json_text
+from .context.counting import TokenCounter, content_text
 from .context.summary import (
     clean_summary,
     count_turns,
@@ -219,7 +220,7 @@ def _stringify(result: Any) -> str:
         return result
     if isinstance(result, BaseMessage):
         return content_text(result.content)
-    return json_text(result)
+    return json_as_data(result)  # names in it stay data: no raw line or paragraph separator
 
 
 def _validation_summary(exc: pydantic.ValidationError) -> str:

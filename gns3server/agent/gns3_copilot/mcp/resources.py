@@ -25,6 +25,7 @@ from pydantic import AnyUrl
 
 from ..agent.context.topology import render_topology
 from ..errors import CopilotError, ErrorKind
+from ..gns3_client.as_data import as_data
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
@@ -80,8 +81,8 @@ class TopologyResources:
             projects = await client.projects()
         return [
             types.Resource(
-                uri=AnyUrl(URI_TEMPLATE.format(project_id=p["project_id"])), name=f"{p.get('name')} topology",
-                description=f"Topology of the GNS3 project {p.get('name')!r}", mimeType="text/plain",
+                uri=AnyUrl(URI_TEMPLATE.format(project_id=p["project_id"])), name=f"{as_data(p.get('name'))} topology",
+                description=f"Topology of the GNS3 project {as_data(p.get('name'))}", mimeType="text/plain",
             )
             for p in sorted(projects, key=lambda p: str(p.get("name")))
         ]

@@ -21,7 +21,6 @@ What MCP adds:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -37,6 +36,7 @@ from mcp.shared.exceptions import McpError
 from pydantic import BaseModel, ValidationError
 
 from ..errors import CopilotError
+from ..gns3_client.as_data import json_as_data
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..tools.errors import failure_outcome, model_message
@@ -132,7 +132,7 @@ _OWN_TOOLS = {
 
 def text_result(data: Any, *, error: bool = False) -> types.CallToolResult:
     """A tool result as JSON text, with structured content when it is an object."""
-    text = data if isinstance(data, str) else json.dumps(data, indent=1, ensure_ascii=False, default=str)
+    text = data if isinstance(data, str) else json_as_data(data, indent=1)
     structured = data if isinstance(data, dict) else None
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structuredContent=structured, isError=error

@@ -54,6 +54,7 @@ from ..console import (
     run_commands,
 )
 from ..console.runner import Mode
+from ..gns3_client.as_data import as_data
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
 from .config_undo import plan
@@ -82,9 +83,9 @@ class ConsoleTool(ProjectTool):
     default_console_host: str = "127.0.0.1"
 
     def _device(self, node: Mapping[str, Any], driver_name: str | None = None) -> Device:
-        name = str(node.get("name"))
+        name = as_data(node.get("name"))
         if node.get("console_type") not in (None, "telnet"):
-            raise ToolError(f"{name}'s console is {node.get('console_type')!r}; only telnet consoles can be used")
+            raise ToolError(f"{name}'s console is {as_data(node.get('console_type'))}; only telnet consoles can be used")
         if not node.get("console"):
             raise ToolError(f"{name} has no console port")
         status = node.get("status")
@@ -96,7 +97,7 @@ class ConsoleTool(ProjectTool):
             raise tool_error(exc) from exc
         host = str(node.get("console_host") or "")
         host = self.default_console_host if host in _ANY_ADDRESS else host
-        return Device(name, host, int(node["console"]), driver, reported_status=str(status) if status else None,
+        return Device(str(node.get("name")), host, int(node["console"]), driver, reported_status=str(status) if status else None,
                       cli_known=cli_known(node, driver_name))
 
     async def _devices(self, names: list[str], commands: list[str], driver_name: str | None, who: Who) -> list[Device]:
@@ -115,10 +116,10 @@ class ConsoleTool(ProjectTool):
         refused = [(str(n.get("name")), v) for n, v in zip(chosen, verdicts) if v != "allowed"]
         if refused:
             for name, verdict in refused:
-                reason = str(refusal(verdict, NODE_CONSOLE, name))
+                reason = str(refusal(verdict, NODE_CONSOLE, as_data(name)))
                 await self.audit.record_many(who, name, [(c.strip(), "denied", reason) for c in commands if c.strip()])
                 log.info("Console of %s refused to user %s: %s", name, self.user, reason)
-            raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(name for name, _ in refused))
+            raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(as_data(name) for name, _ in refused))
         return [self._device(node, driver_name) for node in chosen]
 
     def _who(self, config: RunnableConfig) -> Who:
@@ -181,7 +182,7 @@ class ShowCommandsTool(ConsoleTool):
         results = await gather_cancelling(*(self._run_on(d, commands, "show", who) for d in targets))
         failed = [(r["device"], r["error"]) for r in results if r["status"] in BATCH_FAILED]
         if len(failed) == len(results):
-            raise every_item_failed(f"the commands on {', '.join(r['device'] for r in results)}", failed,
+            raise every_item_failed(f"the commands on {', '.join(as_data(r['device']) for r in results)}", failed,
                                     outcome={"devices": results})
         return {"devices": results}
 
@@ -216,7 +217,7 @@ class ConfigCommandsTool(ConsoleTool):
         (target,) = await self._devices([device], commands, driver, who)
         result = await self._configure(target, commands, driver, who)
         if result["status"] in BATCH_FAILED:  # blocked, or stopped part-way: its outcome says what was sent
-            raise ToolError(f"the configuration of {target.name} failed: {result['error']}", outcome=result)
+            raise ToolError(f"the configuration of {as_data(target.name)} failed: {result['error']}", outcome=result)
         return result
 
     async def _configure(
@@ -239,5 +240,5 @@ class ConfigCommandsTool(ConsoleTool):
                 args["driver"] = driver
             result["undo"] = {"tool": self.name, "args": args}
         else:
-            result["undo_unknown"] = undo_plan.reason or f"{target.name}'s previous settings could not be read"
+            result["undo_unknown"] = undo_plan.reason or f"{as_data(target.name)}'s previous settings could not be read"
         return result
