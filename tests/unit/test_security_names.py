@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from gns3server.agent.gns3_copilot.agent.context.injection import TOPOLOGY_PLACEHOLDER, fit_topology, inject
 from gns3server.agent.gns3_copilot.agent.context.topology import TOPOLOGY_LEVELS, render_focused, render_topology
 from gns3server.agent.gns3_copilot.agent.prompts import compact_system_prompt_for, system_prompt_for
-from gns3server.agent.gns3_copilot.gns3_client.as_data import as_data, json_as_data, one_line
+from gns3server.agent.gns3_copilot.as_data import as_data, json_as_data, one_line
 from gns3server.agent.gns3_copilot.gns3_client.exceptions import GNS3ConflictError
 from gns3server.agent.gns3_copilot.gns3_client.topology import Topology
 from gns3server.agent.gns3_copilot.tools.errors import every_item_failed, model_message

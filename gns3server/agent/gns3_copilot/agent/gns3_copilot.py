@@ -38,7 +38,7 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import interrupt
 
-from ..gns3_client.as_data import json_as_data
+from ..as_data import json_as_data
 from . import events
 from .approval import approval_digest
 from .context.calibration import (

@@ -24,7 +24,7 @@ traceback that GNS3 appends to validation errors); ``str(error)`` adds the
 method, URL and status so that a log line or a tool result says what was
 attempted. ``str(error)`` and ``public_message`` show the message on one line:
 GNS3 quotes names in its messages, and a name may hold a line break
-(:func:`.as_data.one_line` escapes it).
+(:func:`..as_data.one_line` escapes it).
 
 The tree is the GNS3 branch of the copilot's one error tree (``errors.py``):
 every class has the code ``gns3_error`` and a ``kind``. GNS3's 401/403/404 to
@@ -35,8 +35,8 @@ aiohttp or a server-side failure.
 
 from __future__ import annotations
 
+from ..as_data import one_line
 from ..errors import CopilotError, ErrorKind
-from .as_data import one_line
 
 __all__ = [
     "GNS3Error",

@@ -15,7 +15,7 @@ like ``PC1 e0``: the topology built here, the context manager's text rendering
 (``agent/context/topology.py``) and the link tool (``tools/links.py``, which
 names the link it changed and the ports a user may give) all use it, so the
 model reads the same names in the system prompt, in the topology tool's answer
-and in a link change's result. Labels show names as data (:func:`.as_data.as_data`:
+and in a link change's result. Labels show names as data (:func:`..as_data.as_data`:
 a name that is not plain is quoted and escaped), so no name can pass for structure.
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .as_data import as_data
+from ..as_data import as_data
 from .client import GNS3Client, gather_cancelling
 
 log = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ def node_label(node: Mapping[str, Any]) -> str:
 
 
 def node_text(node: Mapping[str, Any]) -> str:
-    """A node's name as shown to the model (:func:`.as_data.as_data`); ``?<node_id[:8]>`` when it has none."""
+    """A node's name as shown to the model (:func:`..as_data.as_data`); ``?<node_id[:8]>`` when it has none."""
     name = node.get("name")
     return as_data(name) if name not in (None, "") else _unnamed(node.get("node_id"))
 

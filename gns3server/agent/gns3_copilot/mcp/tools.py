@@ -9,7 +9,7 @@ What MCP adds:
 * a ``project_id`` argument on every project tool (or the project chosen for the
   MCP session with ``gns3_select_project``), checked by reading the project as
   the caller before anything runs; ``gns3_list_projects`` lists what the caller
-  may see;
+  may read (:mod:`.projects`: GNS3's own check on each project);
 * the read-only tool set for read-only keys (tools whose ``metadata`` says
   ``read_only``);
 * approval for tools whose ``metadata`` says ``needs_confirmation``: through
@@ -35,14 +35,15 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import McpError
 from pydantic import BaseModel, ValidationError
 
+from ..as_data import json_as_data
 from ..errors import CopilotError
-from ..gns3_client.as_data import json_as_data
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..tools.errors import failure_outcome, model_message
 from ..tools.toolset import ConsoleServices, RunContext, build_tools
 from .approvals import APPROVAL_SECONDS, Approval, Approvals, call_digest
 from .auth import Caller
+from .projects import ProjectLister
 from .resources import topology_text
 
 log = logging.getLogger(__name__)
@@ -147,10 +148,12 @@ class ToolGateway:
         console: ConsoleServices | None,
         client_factory: Callable[[str], GNS3Client],
         approvals: Approvals,
+        projects: ProjectLister,
     ) -> None:
         self._console = console
         self._client_factory = client_factory
         self.approvals = approvals
+        self._projects = projects
         self._catalogue: dict[str, _Entry] | None = None
         self._selected: weakref.WeakKeyDictionary[ServerSession, str] = weakref.WeakKeyDictionary()
 
@@ -202,8 +205,7 @@ class ToolGateway:
             return text_result(exc.public_message, error=True)
 
     async def _list_projects(self, caller: Caller) -> dict[str, Any]:
-        async with self._client_factory(caller.token()) as client:
-            projects = await client.projects()
+        projects = await self._projects(caller)
         rows = [{"name": p.get("name"), "project_id": p.get("project_id"), "status": p.get("status")} for p in projects]
         return {"projects": sorted(rows, key=lambda p: str(p["name"]))}
 

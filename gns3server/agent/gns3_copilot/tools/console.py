@@ -42,6 +42,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, StringConstraints
 
+from ..as_data import as_data
 from ..console import (
     AuditLog,
     Device,
@@ -54,7 +55,6 @@ from ..console import (
     run_commands,
 )
 from ..console.runner import Mode
-from ..gns3_client.as_data import as_data
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
 from .config_undo import plan

@@ -24,8 +24,8 @@ from typing import Any
 
 from langchain_core.tools import ToolException
 
+from ..as_data import as_data, json_as_data, one_line
 from ..errors import CopilotError, ErrorKind
-from ..gns3_client.as_data import as_data, json_as_data, one_line
 
 __all__ = ["ToolError", "every_item_failed", "failure_outcome", "model_message", "tool_error"]
 

@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from ..as_data import as_data
 from ..console.audit import Who
 from ..gns3_client import GNS3Client, GNS3Error
-from ..gns3_client.as_data import as_data
 from ..gns3_client.topology import find_port, link_text, resolve_endpoint
 from .errors import ToolError
 from .nodes import PermissionErrors, ProjectTool, _by_name

@@ -20,9 +20,9 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..as_data import as_data
 from ..console.audit import AuditLog, Who
 from ..gns3_client import GNS3Client, GNS3Error, NodeAction
-from ..gns3_client.as_data import as_data
 from ..gns3_client.client import find_named, gather_cancelling
 from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3PermissionError
 from .errors import ToolError, every_item_failed, tool_error

@@ -14,8 +14,8 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
+from ..as_data import one_line
 from ..errors import ErrorKind
-from ..gns3_client.as_data import one_line
 from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3PermissionError
 from .errors import ToolError
 

@@ -26,7 +26,7 @@ one on an unknown port of a known node ``<node> a<adapter>/p<port>``: reported,
 not dropped.
 
 Every value taken from GNS3 (names, types, hosts, filter values) is shown as data
-(``gns3_client.as_data``): a name that is not plain is quoted and escaped, so a
+(``as_data.py``): a name that is not plain is quoted and escaped, so a
 name cannot end a line, start a heading or pass for a field of ours.
 """
 
@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...gns3_client.as_data import as_data
+from ...as_data import as_data
 from ...gns3_client.topology import node_label, node_text, port_label, resolve_endpoint
 
 __all__ = ["FOCUS_LEVELS", "TOPOLOGY_LEVELS", "focus_nodes", "render_focused", "render_topology"]
