@@ -383,3 +383,48 @@ async def test_approval_decisions_are_strict_booleans_and_key_names_unique(gns3_
     assert status == 409, body
     someone, _ = await logged_in(gns3_server, admin, "namesake")
     assert (await someone.post(f"{MCP}/keys", {"name": name}))[0] == 201  # unique per user, not server-wide
+
+
+async def test_one_session_cannot_hold_more_than_its_share_of_requests(gns3_server, admin: API, http) -> None:
+    """Requests kept in flight (each a tool call waiting for its elicitation answer) are capped per session."""
+    from gns3server.agent.gns3_copilot.mcp.admission import REQUESTS_PER_SESSION
+
+    status, project = await admin.post("/v3/projects", {"name": f"inflight-{uuid.uuid4().hex[:6]}"})
+    pid = project["project_id"]
+    key = await new_key(admin, f"inflight-{uuid.uuid4().hex[:6]}", "full")
+    opening = {**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": {"elicitation": {}}}}
+    status, _, session = await raw_mcp(http, gns3_server.base_url, key["key"], json.dumps(opening).encode())
+    assert status == 200 and session
+    headers = {**ACCEPT, "Authorization": f"Bearer {key['key']}", "Mcp-Session-Id": session,
+               "Mcp-Protocol-Version": types.LATEST_PROTOCOL_VERSION}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    async with http.post(gns3_server.base_url + MCP, json=initialized, headers=headers) as response:
+        assert response.status == 202
+    # The server's requests to the client (the elicitations) come on the session's GET stream, itself in flight.
+    events = await http.get(gns3_server.base_url + MCP, headers=headers)
+    assert events.status == 200, await events.text()
+    held: list[aiohttp.ClientResponse] = [events]
+    try:
+        for index in range(REQUESTS_PER_SESSION - 1):
+            call = {"jsonrpc": "2.0", "id": 100 + index, "method": "tools/call", "params": {
+                "name": "gns3_config_commands",
+                "arguments": {"device": "PC1", "commands": [f"ip 10.0.0.{index + 1}/24"], "project_id": pid}}}
+            response = await http.post(gns3_server.base_url + MCP, json=call, headers=headers)
+            held.append(response)
+            assert response.status == 200, await response.text()
+            while b"elicitation/create" not in await events.content.readline():  # the call now waits for its answer
+                pass
+        call = {"jsonrpc": "2.0", "id": 99, "method": "tools/list"}
+        async with http.post(gns3_server.base_url + MCP, json=call, headers=headers) as response:
+            body = await response.json()
+            assert response.status == 429 and "in flight on this MCP session" in body["error"]["message"], body
+        async with mcp_client(gns3_server.base_url, key["key"]) as client:  # the key's other sessions are served
+            assert (await client.list_tools()).tools
+        await end_sessions(http, gns3_server.base_url, key["key"], [session])  # ending it is never refused
+        session = None
+    finally:
+        if session is not None:
+            await end_sessions(http, gns3_server.base_url, key["key"], [session])
+        for response in held:
+            response.close()
+        await admin.delete(f"/v3/projects/{pid}")

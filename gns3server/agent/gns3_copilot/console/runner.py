@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ..as_data import as_data
 from .audit import AuditLog, Who
 from .drivers import Driver, DriverSession
 from .locks import DeviceBusyError, DeviceLocks
@@ -140,10 +141,10 @@ async def _run_locked(
                 await session.enter_config(left())
         except ConsoleConnectError as exc:
             if device.reported_status not in (None, "started"):
-                return f"{device.name} is {device.reported_status}; start it first ({exc})"
-            return f"could not open {device.name}'s console: {exc}"
+                return f"{as_data(device.name)} is {device.reported_status}; start it first ({exc})"
+            return f"could not open {as_data(device.name)}'s console: {exc}"
         except ConsoleError as exc:
-            return f"could not open {device.name}'s console: {exc}"
+            return f"could not open {as_data(device.name)}'s console: {exc}"
         for command in commands:
             # Stands for the command while it runs: what a cancellation now leaves audited.
             results.append(CommandResult(command, "failed", reason="cancelled while running; it may have been sent"))

@@ -10,7 +10,8 @@ what each one may hold, so that nobody can deny the endpoint to anybody else:
 * open sessions per credential (:data:`SESSIONS_PER_CREDENTIAL`) and per GNS3
   user, all their keys and tokens together (:data:`SESSIONS_PER_USER`);
 * requests in flight per session (:data:`REQUESTS_PER_SESSION`), which bounds
-  what a session holds at once (each request its streams and its task).
+  what a session holds at once (each request its streams and its task); a
+  ``DELETE``, which ends the session, is never refused.
 
 A request that opens a session (one without ``Mcp-Session-Id``) takes a
 :class:`Ticket` before it reaches the SDK; the SDK runs the session's server

@@ -288,6 +288,9 @@ class MCPRoute:
             finally:
                 OPENING.reset(opening)
             return
+        if scope.get("method") == "DELETE":  # ending a session frees what it holds: never refused
+            await endpoint.handle(scope, receive, send)
+            return
         with admission.request(caller, session_id.decode("latin-1")) as admitted:
             if not admitted:
                 await jsonrpc_reply(send, 429, types.INVALID_REQUEST, (
