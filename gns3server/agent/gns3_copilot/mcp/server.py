@@ -264,39 +264,52 @@ class MCPRoute:
             return
         caller: Caller = scope[CALLER_SCOPE_KEY]
         if scope.get("method") == "POST":
-            body = await read_body(receive)  # at most the body-size limit: that middleware has read it already
-            if body is None:
-                return  # the client left
-            problem = body_problem(body)
-            if problem is not None:
-                log.info("MCP request of %s refused: %s", caller.username, problem.message)
-                await jsonrpc_reply(send, 400, problem.code, problem.message, problem.request_id)
+            checked = await _checked_body(caller, receive, send)
+            if checked is None:
                 return
-            receive = replay_body(body, receive)
-        session_id = dict(scope.get("headers") or []).get(b"mcp-session-id")
-        admission = endpoint.admission
-        if session_id is None:  # this request opens a session
-            ticket = admission.open(caller)
-            if isinstance(ticket, str):
-                log.warning("MCP session refused to %s (%s): %s", caller.username, caller.audit_session, ticket)
-                await jsonrpc_reply(send, 429, types.INVALID_REQUEST, ticket)
-                return
-            opening = OPENING.set(ticket)
-            try:
-                with admission.held(ticket, taken=True):
-                    await endpoint.handle(scope, receive, send)
-            finally:
-                OPENING.reset(opening)
+            receive = checked
+        await _within_share(endpoint, caller, scope, receive, send)
+
+
+async def _checked_body(caller: Caller, receive: Receive, send: Send) -> Receive | None:
+    """The request's ``receive`` once its body passed :func:`.requests.body_problem` (None: refused, or the client left)."""
+    body = await read_body(receive)  # at most the body-size limit: that middleware has read it already
+    if body is None:
+        return None
+    problem = body_problem(body)
+    if problem is not None:
+        log.info("MCP request of %s refused: %s", caller.username, problem.message)
+        await jsonrpc_reply(send, 400, problem.code, problem.message, problem.request_id)
+        return None
+    return replay_body(body, receive)
+
+
+async def _within_share(endpoint: MCPEndpoint, caller: Caller, scope: Scope, receive: Receive, send: Send) -> None:
+    """Hand the request to the SDK unless it would take the caller past its share (:mod:`.admission`)."""
+    admission = endpoint.admission
+    session_id = dict(scope.get("headers") or []).get(b"mcp-session-id")
+    if session_id is None:  # this request opens a session
+        ticket = admission.open(caller)
+        if isinstance(ticket, str):
+            log.warning("MCP session refused to %s (%s): %s", caller.username, caller.audit_session, ticket)
+            await jsonrpc_reply(send, 429, types.INVALID_REQUEST, ticket)
             return
-        if scope.get("method") == "DELETE":  # ending a session frees what it holds: never refused
-            await endpoint.handle(scope, receive, send)
+        opening = OPENING.set(ticket)  # inherited by the session's server task, which holds it too
+        try:
+            with admission.held(ticket, taken=True):
+                await endpoint.handle(scope, receive, send)
+        finally:
+            OPENING.reset(opening)
+        return
+    if scope.get("method") == "DELETE":  # ending a session frees what it holds: never refused
+        await endpoint.handle(scope, receive, send)
+        return
+    with admission.request(caller, session_id.decode("latin-1")) as admitted:
+        if not admitted:
+            await jsonrpc_reply(send, 429, types.INVALID_REQUEST, (
+                f"Too many requests in flight on this MCP session ({admission.per_session}): wait for one to end"))
             return
-        with admission.request(caller, session_id.decode("latin-1")) as admitted:
-            if not admitted:
-                await jsonrpc_reply(send, 429, types.INVALID_REQUEST, (
-                    f"Too many requests in flight on this MCP session ({admission.per_session}): wait for one to end"))
-                return
-            await endpoint.handle(scope, receive, send)
+        await endpoint.handle(scope, receive, send)
 
 
 def _authenticator(scope: Scope) -> Authenticator | None:
