@@ -8,7 +8,8 @@ import ipaddress
 import pytest
 
 from gns3server.agent.gns3_copilot.addresses import carried_ipv4, describe, is_public, parse_address
-from gns3server.agent.gns3_copilot.agent.local_server import is_local_host
+from gns3server.agent.gns3_copilot.agent.server.kind import server_kind
+from gns3server.agent.gns3_copilot.agent.server.local import is_local_host
 from gns3server.agent.gns3_copilot.api.endpoints import EndpointNotAllowedError, EndpointPolicy
 
 pytestmark = pytest.mark.security
@@ -38,12 +39,14 @@ def test_an_address_carrying_an_internal_ipv4_address_is_not_public(text: str, i
     if address.ipv4_mapped is None:  # (a mapped address is refused as its IPv4 address itself)
         assert "carrying" in describe(address)
     assert is_local_host(f"[{text}]")  # the model-server traits judge it the same way
+    assert server_kind({"base_url": f"http://[{text}]:8080/v1"}).one_slot  # and so the one server-kind classifier
 
 
 @pytest.mark.parametrize("text", CARRYING_PUBLIC)
 def test_an_address_carrying_a_public_ipv4_address_is_public(text: str) -> None:
     assert is_public(parse_address(text))
     assert not is_local_host(f"[{text}]")
+    assert not server_kind({"base_url": f"https://[{text}]/v1"}).one_slot
 
 
 @pytest.mark.parametrize(

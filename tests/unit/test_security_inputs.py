@@ -18,10 +18,10 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import ValidationError
 
-from gns3server.agent.gns3_copilot.agent.model_factory import LLMConfigError, validate_llm_config
-from gns3server.agent.gns3_copilot.api import llm_store
+from gns3server.agent.gns3_copilot.agent.model.config import LLMConfigError, validate_llm_config
+from gns3server.agent.gns3_copilot.api import llm_config_store
 from gns3server.agent.gns3_copilot.api.crypto import SecretBox
-from gns3server.agent.gns3_copilot.api.llm_store import LLMConfigStore
+from gns3server.agent.gns3_copilot.api.llm_config_store import LLMConfigStore
 from gns3server.agent.gns3_copilot.api.mcp_schemas import ApprovalDecision, MCPKeyCreate
 from gns3server.agent.gns3_copilot.api.middleware import BodySizeLimitMiddleware
 from gns3server.agent.gns3_copilot.api.projects import VisibleProjects
@@ -85,13 +85,13 @@ def test_an_llm_config_holding_one_anywhere_is_refused_first(config: dict[str, A
 
 
 async def test_configs_an_older_version_stored_with_one_are_repaired_at_start_up(tmp_path: Path, caplog) -> None:
-    raw(tmp_path / llm_store.DATABASE_NAME, """
+    raw(tmp_path / llm_config_store.DATABASE_NAME, """
         CREATE TABLE copilot_llm_configs (config_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, config TEXT NOT NULL,
         api_key TEXT, is_default INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL, updated_at REAL NOT NULL);""")
-    with contextlib.closing(sqlite3.connect(tmp_path / llm_store.DATABASE_NAME)) as db, db:
+    with contextlib.closing(sqlite3.connect(tmp_path / llm_config_store.DATABASE_NAME)) as db, db:
         db.execute("INSERT INTO copilot_llm_configs VALUES ('c1', 'alice', ?, NULL, 1, 1.0, 1.0)",
                    (json.dumps({"name": HALF, "model": "m", "context_limit": 8}),))
-    with caplog.at_level(logging.WARNING, llm_store.__name__):
+    with caplog.at_level(logging.WARNING, llm_config_store.__name__):
         store = await LLMConfigStore.open(tmp_path, SecretBox(Fernet.generate_key()))
     try:
         (record,) = await store.list("alice")
@@ -100,7 +100,7 @@ async def test_configs_an_older_version_stored_with_one_are_repaired_at_start_up
         assert any("c1" in r.getMessage() and "repaired" in r.getMessage() for r in caplog.records)
     finally:
         await store.close()
-    with contextlib.closing(sqlite3.connect(tmp_path / llm_store.DATABASE_NAME)) as db:
+    with contextlib.closing(sqlite3.connect(tmp_path / llm_config_store.DATABASE_NAME)) as db:
         (text,) = db.execute("SELECT config FROM copilot_llm_configs").fetchone()
     assert first_unencodable(json.loads(text)) is None  # written back repaired
 

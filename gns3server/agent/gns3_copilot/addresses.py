@@ -1,9 +1,9 @@
 """Whether an IP address is public: the one classifier of the copilot.
 
 Two places judge addresses: the outbound policy (``api/endpoints.py``: may an
-ordinary user make the server call it?) and the model-server traits
-(``agent/local_server.py``: is it the lab's own machine?). Both ask
-:func:`is_public` and :func:`describe` here.
+ordinary user make the server call it?) and the server-kind classifier
+(``agent/server/kind.py``, through ``agent/server/local.py``: is it the lab's own
+machine?). Both ask :func:`is_public` (and the policy :func:`describe`) here.
 
 ``is_global`` alone is not the answer. Several IPv6 forms carry an IPv4
 address, and a packet to them ends up at that IPv4 address (through a NAT64

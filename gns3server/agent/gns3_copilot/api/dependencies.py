@@ -24,7 +24,7 @@ from ..gns3_client.client import token_expiry
 from ..service.copilot import User
 from ..service.errors import SessionNotFoundError
 from ..service.session_ids import canonical_session_id
-from ..service.store import SessionRecord
+from ..service.session_store import SessionRecord
 from .errors import ServiceUnavailableError, TokenExpiredError
 from .state import CopilotState
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from ..agent.prompts import load_prompts
+from ..agent.model.prompts import load_prompts
 from ..console import AuditLog, DeviceLocks, load_policy
 from ..gns3_client.client import GNS3Connection
 from ..mcp.auth import Caller, UserLookup, gns3_user_lookup
@@ -45,7 +45,7 @@ from ..mcp.server import ENDPOINT_STATE, MCPEndpoint
 from ..service.storage import open_sqlite_storage
 from ..tools.toolset import ConsoleServices
 from .crypto import SecretBox, load_or_create_key
-from .llm_store import LLMConfigStore
+from .llm_config_store import LLMConfigStore
 from .permissions import HostPermissions
 from .projects import VisibleProjects
 from .settings import CopilotSettings, SettingsError, settings_from_gns3
@@ -92,12 +92,15 @@ async def copilot_running(
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         projects = VisibleProjects(host_permissions)
         state = CopilotState(settings, storage, llm_configs, gns3, console, projects, prompts)
+        stack.push_async_callback(state.agent.aclose)  # the model servers' clients, once the runs have ended
         stack.push_async_callback(state.stop_runs)
 
         async def mcp_projects(caller: Caller) -> list[Mapping[str, Any]]:
             return list(await projects.of_user(caller.user_id))
 
-        mcp = await MCPEndpoint.open(settings.data_dir, lookup, console, state.gns3_client, mcp_projects)
+        mcp = await MCPEndpoint.open(
+            settings.data_dir, lookup, console, state.gns3_client, mcp_projects, settings.approval_seconds
+        )
         stack.push_async_callback(mcp.close)
         default = settings.default_llm_config
         log.info(

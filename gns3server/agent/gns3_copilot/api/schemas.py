@@ -16,9 +16,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
 from pydantic.json_schema import JsonDict
 
-from ..agent.approval import PendingApproval
 from ..service.session_ids import canonical_session_id
-from ..service.store import TITLE_MAX, SessionRecord
+from ..service.session_store import TITLE_MAX, SessionRecord
+from ..tools.approval import PendingApproval
 from ..utf8 import UTF8Text
 
 MAX_MESSAGE_CHARS = 100_000
