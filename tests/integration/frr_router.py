@@ -132,9 +132,13 @@ class FRRRouter:
         return (*self.enter(), "vtysh", "--vty_socket", str(self.directory), "--config_dir", str(self.directory),
                 "-H", "/dev/null")
 
-    def console(self) -> tuple[str, ...]:
-        """The command that serves the router's interactive vtysh on a console."""
-        return self.vtysh_argv()
+    def console(self, path: str | None = None) -> tuple[str, ...]:
+        """The command that serves the router's interactive vtysh on a console; ``path``: the PATH
+        vtysh runs its ping and traceroute from (a directory of the test's own)."""
+        if path is None:
+            return self.vtysh_argv()
+        vtysh = shutil.which("vtysh") or "vtysh"
+        return (*self.enter(), "env", f"PATH={path}", vtysh, *self.vtysh_argv()[len(self.enter()) + 1:])
 
     def vtysh(self, *commands: str) -> str:
         """What vtysh prints for ``commands`` (each a ``-c``), read directly, with no policy or audit."""

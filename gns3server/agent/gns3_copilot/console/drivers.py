@@ -110,6 +110,9 @@ class Driver:
     name: str
     prompt: re.Pattern[str]  # any prompt, anchored at the end of the output read so far
     errors: tuple[re.Pattern[str], ...]
+    # The prompt as the CLI may draw it when nothing is pending (after the wake-up line),
+    # where ``prompt`` must tell it from one drawn while a command's answer is on its way.
+    idle_prompt: re.Pattern[str] | None = None
     pagers: tuple[Pager, ...] = ()
     setup: tuple[str, ...] = ()  # sent once at the prompt (paging off ...)
     config_enter: tuple[str, ...] = ()
@@ -126,7 +129,11 @@ class Driver:
     enable: tuple[str, ...] = ()
     enable_dialogue: tuple[Step, ...] = ()  # what enable may ask (its password)
     login: tuple[Step, ...] = LOGIN  # the dialogue a console may hold before the prompt
-    interrupt: str = "\x03"  # what stops a running command (Ctrl-C; IOS: Ctrl-^)
+    interrupt: str = "\x03"  # what stops a running command (Ctrl-C; IOS: Ctrl-^; "": nothing does)
+    # How long to wait for a prompt the CLI draws by itself before typing the wake-up line:
+    # a CLI started for each connection draws one, and a line typed while its editor starts
+    # is drawn twice. 0: the wake-up line is typed at once.
+    wake_wait: float = 0.0
     busy_after: float = 5.0  # output but no prompt this long after the wake-up: interrupt once
     recovery: float = 5.0  # after a command's deadline, how long interrupting may take
     structured: StructuredOutput | None = None
@@ -216,7 +223,7 @@ FRR = Driver(
     ),
     # VTYSH_PAGER set: vtysh pipes its banner through the pager even before the prompt.
     pagers=(MORE, *LESS),
-    setup=("terminal length 0", "terminal no paginate"),
+    setup=("terminal length 0", "no terminal paginate"),
     config_enter=("configure terminal",),
     config_exit=("end",),
     config_prompt=_CISCO_CONFIG_PROMPT,
@@ -230,8 +237,12 @@ BIRD = Driver(
     name="bird",
     # birdc draws "bird> " again while it waits for the daemon's answer, then erases it
     # (CR, erase line) and prints the answer: that early prompt follows a CR, the real
-    # one a line break.
+    # one a line break. After an empty line (the wake-up) the prompt follows a CR too.
     prompt=re.compile(r"(?:^|\n)bird> ?\Z"),
+    idle_prompt=re.compile(r"(?:^|[\r\n])bird> ?\Z"),
+    # Ctrl-C ends birdc itself (it has no handler), and its commands end by themselves.
+    interrupt="",
+    wake_wait=2.0,
     errors=_any_of(
         r"^[89]\d{3}[ -]",  # birdc -v: 8xxx run-time errors, 9xxx parse errors
         r"syntax error",

@@ -140,7 +140,8 @@ class DriverSession:
                     log.debug("No answer to the sync command on %s; again", self._name())
             raw, _ = await self.console.read_until(driver.prompt, max(deadline - loop.time(), 0.001))
         else:
-            await self.console.send_line("")
+            if driver.wake_wait <= 0:
+                await self.console.send_line("")
             creds = self.credentials
             secrets = {k: v for k, v in (("username", creds.username), ("password", creds.password)) if v} if creds else {}
             raw = await self._reach_prompt(driver.login, deadline, secrets, wake=True)
@@ -171,20 +172,28 @@ class DriverSession:
     ) -> str:
         """Read to the prompt, answering ``steps`` and pagers; the text read up to the prompt.
 
-        ``wake``: this follows the wake-up line, so a console that answers with output
-        but no prompt for the driver's ``busy_after`` seconds gets one interrupt.
+        ``wake``: this opens the session, so a console that answers with output but no
+        prompt for the driver's ``busy_after`` seconds gets one interrupt; with the
+        driver's ``wake_wait``, the wake-up line is typed only if no prompt came by then.
         """
         loop = asyncio.get_running_loop()
-        pattern = _alternatives(self.driver.prompt, steps, self.driver.pagers)
+        pattern = _alternatives(self.driver.idle_prompt or self.driver.prompt, steps, self.driver.pagers)
         asked: Counter[int] = Counter()
         given = False  # a credential was typed: from now on a refusal is one
         interrupted = not wake
+        unwoken = wake and self.driver.wake_wait > 0
         while True:
             left = deadline - loop.time()
             wait = left if interrupted else min(left, self.driver.busy_after)
+            if unwoken:
+                wait = min(wait, self.driver.wake_wait)
             try:
                 raw, match = await self.console.read_until(pattern, max(wait, 0.001))
             except ConsoleTimeout as exc:
+                if unwoken and loop.time() < deadline:
+                    unwoken = False
+                    await self.console.send_line("")
+                    continue
                 if interrupted or loop.time() >= deadline:
                     if exc.output.strip() and not given:
                         raise ConsoleBusyError(
@@ -195,7 +204,7 @@ class DriverSession:
                         raise ConsoleLoginError(f"no prompt from {self._name()} after the login") from None
                     raise
                 interrupted = True
-                if exc.output:
+                if exc.output and self.driver.interrupt:
                     log.info("Console %s answers without a prompt: interrupting it", self._name())
                     await self.console.send(self.driver.interrupt)
                 continue
@@ -273,12 +282,14 @@ class DriverSession:
         """Stop what the CLI is running (its interrupt, then again) and wait for its prompt.
 
         A pager on the way is left (its ``leave`` key). True once the prompt is back;
-        False if it is not within ``timeout`` after :data:`INTERRUPTS` interrupts.
+        False if it is not within ``timeout`` after :data:`INTERRUPTS` interrupts. A family
+        with no interrupt (BIRD) only waits for the prompt.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         for attempt in range(INTERRUPTS):
-            await self.console.send(self.driver.interrupt)
+            if self.driver.interrupt:
+                await self.console.send(self.driver.interrupt)
             share = (deadline - loop.time()) / (INTERRUPTS - attempt)
             try:
                 while True:

@@ -139,6 +139,12 @@ class TerminalFilter:
             elif first == 2 and self._length > 0:
                 out.append(ERASE_LINE)
                 self._length = 0
+            else:
+                return
+            if self._column == 0:
+                # A line redrawn from its start ("\r", erase, prompt): the CR again after the
+                # marker, so that a prompt still follows a CR as its pattern expects.
+                out.append("\r")
         elif final == "D":  # cursor left: what a backspace does
             steps = min(max(first, 1), self._column)
             self._column -= steps
@@ -179,7 +185,7 @@ def _render_line(line: str) -> str:
         elif char == ERASE_TO_END:
             del cells[column:]
         elif char == ERASE_LINE:
-            cells = [" "] * min(column, len(cells))
+            cells = []  # blanks: what is written later at the cursor is padded to it
         elif char == ERASE_TO_START:
             cells[: column + 1] = [" "] * min(column + 1, len(cells))
         else:
