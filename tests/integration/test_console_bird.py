@@ -16,7 +16,16 @@ import pytest
 from bird_process import BirdDaemon, record_commands
 from shell_process import ShellServer
 
-from gns3server.agent.gns3_copilot.console import BIRD, AuditLog, Device, DeviceLocks, DeviceResult, Policy, Who, run_commands
+from gns3server.agent.gns3_copilot.console import (
+    BIRD,
+    AuditLog,
+    Device,
+    DeviceLocks,
+    DeviceResult,
+    Policy,
+    Who,
+    run_commands,
+)
 from gns3server.agent.gns3_copilot.console.grammar import bird as bird_grammar
 from gns3server.agent.gns3_copilot.console.runner import Mode
 

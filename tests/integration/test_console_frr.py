@@ -16,7 +16,16 @@ import pytest
 from frr_router import FRRRouter, record_commands
 from shell_process import ShellServer
 
-from gns3server.agent.gns3_copilot.console import FRR, AuditLog, Device, DeviceLocks, DeviceResult, Policy, Who, run_commands
+from gns3server.agent.gns3_copilot.console import (
+    FRR,
+    AuditLog,
+    Device,
+    DeviceLocks,
+    DeviceResult,
+    Policy,
+    Who,
+    run_commands,
+)
 from gns3server.agent.gns3_copilot.console.grammar import frr as frr_grammar
 from gns3server.agent.gns3_copilot.console.runner import Mode
 
