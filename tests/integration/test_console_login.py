@@ -1,0 +1,91 @@
+"""A console that asks for a login: busybox's real ``login`` on a PTY (``vm login:``,
+``Password:``, ``Login incorrect``), with a test user of its own.
+
+The user exists only inside the console's private mount namespace, where a passwd,
+shadow and group file of the test's are bound over /etc's (the host's users are never
+touched); its hostname (a UTS namespace of its own) is the node's name.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from shell_process import ShellServer
+
+from gns3server.agent.gns3_copilot.console import (
+    LINUX,
+    AuditLog,
+    Credentials,
+    Device,
+    DeviceLocks,
+    DeviceResult,
+    Policy,
+    Who,
+    run_commands,
+)
+
+pytestmark = pytest.mark.integration
+
+WHO = Who("alice", "session-1", "project-1")
+USER, PASSWORD = "copilot", "Console-Pw-4242"
+# openssl passwd -6 -salt copilotsalt Console-Pw-4242
+HASH = "$6$copilotsalt$57OagKh.snYfAaGtQIrkbGchIfmc3zE8PV0XHWHTtQoi0x4utUB66RkPBMCUB6vNjY/f4pmtw9k2MzHe2Yisk1"
+
+
+@pytest.fixture(scope="module")
+def getty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShellServer]:
+    etc = tmp_path_factory.mktemp("login-etc")
+    passwd = Path("/etc/passwd").read_text() + f"{USER}:x:4242:4242:console test user:/tmp:/bin/sh\n"
+    group = Path("/etc/group").read_text() + f"{USER}:x:4242:\n"
+    (etc / "passwd").write_text(passwd)
+    (etc / "group").write_text(group)
+    (etc / "shadow").write_text(f"{USER}:{HASH}:19000:0:99999:7:::\n")
+    (etc / "shadow").chmod(0o600)
+    binds = " && ".join(f"mount --bind {shlex.quote(str(etc / name))} /etc/{name}" for name in ("passwd", "group", "shadow"))
+    script = f"{binds} && hostname Host1 && exec busybox login"
+    server = ShellServer.start(command=("unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", script))
+    try:
+        yield server
+    finally:
+        server.stop()
+        assert not server.pids()
+
+
+async def run(server: ShellServer, commands: list[str], policy: Policy, audit: AuditLog, **kw: Any) -> DeviceResult:
+    device = Device("Host1", server.host, server.port, LINUX, credentials=kw.pop("credentials", None))
+    return await run_commands(device, commands, mode="show", policy=policy, locks=DeviceLocks(), audit=audit, who=WHO,
+                              timeout=60, **kw)
+
+
+async def test_a_login_prompt_without_credentials_says_what_is_missing(getty, policy, audit):
+    result = await run(getty, ["uname -s"], policy, audit)
+    assert result.status == "failed" and result.code == "console_credentials_missing", result
+    assert "asks for a login" in result.error and "console credentials" in result.error
+
+
+async def test_wrong_credentials_are_a_refused_login(getty, policy, audit):
+    result = await run(getty, ["uname -s"], policy, audit, credentials=Credentials(USER, "not-the-password"))
+    assert result.status == "failed" and result.code == "console_login_failed", result
+    assert "refused the login" in result.error and "not-the-password" not in result.error
+    [login] = [e for e in await audit.entries() if e.command == "<console login>"]
+    assert login.outcome == "failed" and "not-the-password" not in login.detail
+
+
+async def test_the_console_login_is_answered_and_audited_never_shown(getty, policy, audit, caplog, tmp_path):
+    caplog.set_level(logging.DEBUG)
+    result = await run(getty, ["id -un", "uname -s"], policy, audit, credentials=Credentials(USER, PASSWORD, source="template"))
+    assert result.status == "ok", result
+    assert [r.output for r in result.results] == [USER, "Linux"]
+    entries = await audit.entries()
+    assert [(e.command, e.outcome) for e in reversed(entries)] == [("<console login>", "ok"), ("id -un", "ok"), ("uname -s", "ok")]
+    assert entries[-1].detail == "as c*** with the template's console credentials"
+    # The password is nowhere: not in the results, the audit (its file included), nor any log line.
+    assert PASSWORD not in repr(result) and all(PASSWORD not in e.detail + e.command for e in entries)
+    files = [Path(audit.path), Path(f"{audit.path}-wal")]
+    assert not any(PASSWORD.encode() in f.read_bytes() for f in files if f.exists())
+    assert PASSWORD not in caplog.text
