@@ -11,7 +11,16 @@ from typing import Any
 import pytest
 from shell_process import ShellServer
 
-from gns3server.agent.gns3_copilot.console import LINUX, AuditLog, Device, DeviceLocks, DeviceResult, Policy, Who, run_commands
+from gns3server.agent.gns3_copilot.console import (
+    LINUX,
+    AuditLog,
+    Device,
+    DeviceLocks,
+    DeviceResult,
+    Policy,
+    Who,
+    run_commands,
+)
 from gns3server.agent.gns3_copilot.console.runner import Mode
 
 pytestmark = pytest.mark.integration
