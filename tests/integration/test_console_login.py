@@ -1,20 +1,16 @@
-"""A console that asks for a login: busybox's real ``login`` on a PTY (``vm login:``,
-``Password:``, ``Login incorrect``), with a test user of its own.
-
-The user exists only inside the console's private mount namespace, where a passwd,
-shadow and group file of the test's are bound over /etc's (the host's users are never
-touched); its hostname (a UTS namespace of its own) is the node's name.
-"""
+"""A console that asks for a login: busybox's real ``login`` on a PTY (``Host1 login:``,
+``Password:``, ``Login incorrect``), with a test user of its own (``login_console.py``)."""
 
 from __future__ import annotations
 
 import logging
-import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import login_console
 import pytest
+from login_console import PASSWORD, USER
 from shell_process import ShellServer
 
 from gns3server.agent.gns3_copilot.console import (
@@ -32,23 +28,11 @@ from gns3server.agent.gns3_copilot.console import (
 pytestmark = pytest.mark.integration
 
 WHO = Who("alice", "session-1", "project-1")
-USER, PASSWORD = "copilot", "Console-Pw-4242"
-# openssl passwd -6 -salt copilotsalt Console-Pw-4242
-HASH = "$6$copilotsalt$57OagKh.snYfAaGtQIrkbGchIfmc3zE8PV0XHWHTtQoi0x4utUB66RkPBMCUB6vNjY/f4pmtw9k2MzHe2Yisk1"
 
 
 @pytest.fixture(scope="module")
 def getty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShellServer]:
-    etc = tmp_path_factory.mktemp("login-etc")
-    passwd = Path("/etc/passwd").read_text() + f"{USER}:x:4242:4242:console test user:/tmp:/bin/sh\n"
-    group = Path("/etc/group").read_text() + f"{USER}:x:4242:\n"
-    (etc / "passwd").write_text(passwd)
-    (etc / "group").write_text(group)
-    (etc / "shadow").write_text(f"{USER}:{HASH}:19000:0:99999:7:::\n")
-    (etc / "shadow").chmod(0o600)
-    binds = " && ".join(f"mount --bind {shlex.quote(str(etc / name))} /etc/{name}" for name in ("passwd", "group", "shadow"))
-    script = f"{binds} && hostname Host1 && exec busybox login"
-    server = ShellServer.start(command=("unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", script))
+    server = login_console.start(tmp_path_factory.mktemp("login-etc"))
     try:
         yield server
     finally:
