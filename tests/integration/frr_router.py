@@ -187,7 +187,7 @@ def record_commands(router: FRRRouter) -> str:
     ]
     for node, path in NODES:
         listed = router.vtysh(*path, "list")
-        parts.append(f"[{node}]")
+        parts.append(f"# node {node}")
         parts.extend(sorted({line.strip() for line in listed.splitlines() if line.strip()}))
     return "\n".join(parts) + "\n"
 

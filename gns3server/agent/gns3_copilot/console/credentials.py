@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from ..db import Database, Migration, Schema
+from ..errors import CopilotError, ErrorKind
+from .telnet import ConsoleError
 
 DATABASE_NAME = "copilot_console_credentials.sqlite3"
 Scope = Literal["node", "template"]
@@ -46,11 +48,19 @@ CREDENTIALS_SCHEMA = Schema("console_credentials", (
 
 
 class SecretCipher(Protocol):
-    """What encrypts the secrets (``api.crypto.SecretBox``)."""
+    """What encrypts the secrets (``api.crypto.SecretBox``); ``decrypt`` raises a CopilotError
+    when the token no longer decrypts."""
 
     def encrypt(self, secret: str) -> str: ...
 
     def decrypt(self, token: str) -> str: ...
+
+
+class CredentialsUnreadableError(ConsoleError):
+    """Stored console credentials no longer decrypt (the server key was replaced): set them again."""
+
+    code = "console_credentials_unreadable"
+    kind = ErrorKind.CONFLICT
 
 
 @dataclass(frozen=True, repr=False)
@@ -104,6 +114,17 @@ class CredentialStore:
     def _seal(self, value: str | None) -> str | None:
         return self._cipher.encrypt(value) if value else None
 
+    def _open(self, token: str | None, scope: str) -> str | None:
+        if not token:
+            return None
+        try:
+            return self._cipher.decrypt(token)
+        except CopilotError:
+            raise CredentialsUnreadableError(
+                f"the console credentials of this {scope} cannot be decrypted (the copilot's server key changed); "
+                "set them again"
+            ) from None
+
     async def set(
         self, scope: Scope, scope_id: str, credentials: Credentials, *, project_id: str = "", set_by: str
     ) -> CredentialsInfo:
@@ -142,7 +163,7 @@ class CredentialStore:
         row = await self._row(scope, scope_id)
         if row is None:
             return None
-        username = self._cipher.decrypt(row[3]) if row[3] else None
+        username = self._open(row[3], scope)
         return CredentialsInfo(row[0], row[1], row[2], mask(username), row[4] is not None, row[5] is not None,
                                row[6], row[7])
 
@@ -153,6 +174,6 @@ class CredentialStore:
                 continue
             row = await self._row(scope, scope_id)  # type: ignore[arg-type]
             if row is not None:
-                username, password, enable = (self._cipher.decrypt(v) if v else None for v in row[3:6])
+                username, password, enable = (self._open(v, scope) for v in row[3:6])
                 return Credentials(username, password, enable, source=scope)
         return None

@@ -154,9 +154,15 @@ class Policy:
             endless = [self._unbounded(fam, analysis, command) for fam, analysis in analyses.items()]
             if all(endless):
                 return Decision(False, f"read-only mode: {endless[0]}")
+            # In any family's reading: a line another family would let through (Linux's "w", who
+            # is logged in) must not save an FRR router's configuration ("w" is "write" there).
+            for fam, analysis in analyses.items():
+                approval = self._needs_approval(fam, analysis)
+                if approval:
+                    return Decision(False, f"read-only mode: {approval}")
             if config_mode:
                 return Decision(False, "read-only mode: configuration mode is not allowed")
-            refusals = [self._read_only_refusal(fam, analysis) for fam, analysis in analyses.items()]
+            refusals = [self._read_only_refusal(fam, analysis, command) for fam, analysis in analyses.items()]
             if all(refusals):
                 return Decision(False, f"read-only mode: {refusals[0]}")
         return Decision(True, "allowed")
@@ -181,29 +187,36 @@ class Policy:
                     return f"{line!r} never ends by itself ({self.unbounded_reasons.get(name, name)}); send {instead} instead"
         return ""
 
-    def _read_only_refusal(self, family: str, analysis: Analysis) -> str:
+    def _needs_approval(self, family: str, analysis: Analysis) -> str:
+        """Why the line needs the user's approval in ``family`` (every reading of it), and how to send it."""
+        for stages in analysis.readings or (analysis.stages,):
+            if not stages:
+                continue
+            line = " ".join(stages[0])
+            for rule in self.needs_approval:
+                if rule.matches(family, stages[0]):
+                    how = f" ({rule.instead.format(line=line)})" if rule.instead else ""
+                    return f"{line} needs the user's approval ({rule.reason}): send it with the configuration tool{how}"
+        return ""
+
+    def _read_only_refusal(self, family: str, analysis: Analysis, command: str) -> str:
         """Why read-only mode refuses the line in ``family``; "" if it does not (every reading of it)."""
         for stages in analysis.readings or (analysis.stages,):
-            refusal = self._refusal(family, analysis, stages)
+            refusal = self._refusal(family, analysis, stages, command)
             if refusal:
                 return refusal
         return ""
 
-    def _refusal(self, family: str, analysis: Analysis, stages: tuple[tuple[str, ...], ...]) -> str:
+    def _refusal(self, family: str, analysis: Analysis, stages: tuple[tuple[str, ...], ...], command: str) -> str:
         if analysis.refusals:
             return f"{', '.join(analysis.refusals)} not allowed"
         # Allowing is exact on Linux, where case matters (-t is not -T); everywhere else,
         # and for danger, case is ignored (the stricter reading).
         fold = family != "linux"
         line = " ".join(stages[0]) if stages else ""
-        if stages:
-            for rule in self.needs_approval:
-                if rule.matches(family, stages[0]):
-                    how = f" ({rule.instead.format(line=line)})" if rule.instead else ""
-                    return f"{line} needs the user's approval ({rule.reason}): send it with the configuration tool{how}"
         if not stages or not any(p.matches(stages[0], fold) for p in self.read_only.commands(family)):
             # Say what the device would run when it reads the line otherwise ("w" is "write" to vtysh).
-            read_as = f" (to this CLI it is {line!r})" if analysis.readings and line else ""
+            read_as = f" (to this CLI it is {line!r})" if line and line.split() != command.split() else ""
             return f"only show, ping, traceroute and similar commands are allowed{read_as}"
         followers = self.read_only.followers.get(family, ())
         for stage in stages[1:]:

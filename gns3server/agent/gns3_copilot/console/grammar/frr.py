@@ -254,7 +254,7 @@ class CommandSet:
 
 
 def read_command_set(text: str) -> CommandSet:
-    """The command set of a data file: ``# version`` and ``[node]`` lines, then one syntax a line."""
+    """The command set of a data file: one syntax a line; ``#`` starts a comment (``# version``, ``# node``)."""
     by_first: dict[str, dict[Seq, None]] = {}
     anywhere: dict[Seq, None] = {}
     version = ""
@@ -262,7 +262,7 @@ def read_command_set(text: str) -> CommandSet:
         line = raw.strip()
         if line.startswith("# version "):
             version = line[len("# version "):]
-        if not line or line.startswith(("#", "[")):
+        if not line or line.startswith("#"):
             continue
         syntax = parse_syntax(line)
         first = _first_keywords(syntax)
