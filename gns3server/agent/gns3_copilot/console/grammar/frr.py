@@ -97,7 +97,7 @@ class Seq:
 
 @dataclass(frozen=True)
 class Choice:
-    """``<a|b>`` (one of), ``[a|b]`` (optional), ``{a|b}`` (one or more, any order)."""
+    """``<a|b>`` (one of), ``[a|b]`` (optional), ``{a|b}`` (one or more, any order, each once)."""
 
     options: tuple[Seq, ...]
     optional: bool = False
@@ -167,25 +167,38 @@ def _match(node: Node, words: Sequence[str], pos: int) -> Iterator[tuple[int, Re
     """Every way ``node`` takes ``words[pos:...]``: the position after it and the canonical words."""
     if isinstance(node, Token):
         if pos < len(words) and node.accepts(words[pos]):
-            word = node.text if node.keyword else words[pos]
-            yield pos + 1, (word,)
-            if node.repeated:
-                for end, rest in _match(node, words, pos + 1):
-                    yield end, (word, *rest)
+            yield pos + 1, (node.text if node.keyword else words[pos],)
+            if node.repeated:  # LINE...: a value, the words after it too, as typed
+                end = pos + 1
+                while end < len(words) and node.accepts(words[end]):
+                    end += 1
+                    yield end, tuple(words[pos:end])
         return
     if isinstance(node, Seq):
         yield from _sequence_match(node.items, words, pos)
         return
     if node.optional:
         yield pos, ()
+    if node.repeated:
+        yield from _group_match(node.options, words, pos, frozenset())
+        return
     for option in node.options:
+        for end, got in _sequence_match(option.items, words, pos):
+            if end != pos:
+                yield end, got
+
+
+def _group_match(options: Sequence[Seq], words: Sequence[str], pos: int, used: frozenset[int]) -> Iterator[tuple[int, Reading]]:
+    """``{a|b|c}``: one or more of the options, in any order, each at most once (as FRR reads it)."""
+    for index, option in enumerate(options):
+        if index in used:
+            continue
         for end, got in _sequence_match(option.items, words, pos):
             if end == pos:
                 continue
             yield end, got
-            if node.repeated:
-                for after, more in _match(Choice(node.options, repeated=True), words, end):
-                    yield after, (*got, *more)
+            for after, more in _group_match(options, words, end, used | {index}):
+                yield after, (*got, *more)
 
 
 def _sequence_match(items: Sequence[Node], words: Sequence[str], pos: int) -> Iterator[tuple[int, Reading]]:
