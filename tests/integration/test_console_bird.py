@@ -14,24 +14,20 @@ from typing import Any
 
 import pytest
 from bird_process import BirdDaemon, record_commands
+from console_runs import run_on, serving
 from shell_process import ShellServer
 
 from gns3server.agent.gns3_copilot.console import (
     BIRD,
     AuditLog,
-    Device,
-    DeviceLocks,
     DeviceResult,
     Policy,
-    Who,
-    run_commands,
 )
 from gns3server.agent.gns3_copilot.console.grammar import bird as bird_grammar
 from gns3server.agent.gns3_copilot.console.runner import Mode
 
 pytestmark = pytest.mark.integration
 
-WHO = Who("alice", "session-1", "project-1")
 
 
 @pytest.fixture(scope="module")
@@ -45,17 +41,12 @@ def daemon() -> Iterator[BirdDaemon]:
 
 @pytest.fixture(scope="module")
 def birdc(daemon: BirdDaemon) -> Iterator[ShellServer]:
-    server = ShellServer.start(command=daemon.birdc())
-    try:
+    with serving(command=daemon.birdc()) as server:
         yield server
-    finally:
-        server.stop()
-        assert not server.pids()
 
 
 async def run(server: ShellServer, commands: list[str], mode: Mode, policy: Policy, audit: AuditLog, **kw: Any) -> DeviceResult:
-    return await run_commands(Device("Bird1", server.host, server.port, BIRD), commands, mode=mode,
-                              policy=policy, locks=DeviceLocks(), audit=audit, who=WHO, timeout=60, **kw)
+    return await run_on(server, "Bird1", BIRD, commands, mode, policy, audit, **kw)
 
 
 async def test_show_commands_behind_bracketed_paste_and_redrawn_prompts(birdc, policy, audit):

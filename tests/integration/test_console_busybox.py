@@ -7,42 +7,26 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from console_runs import run_on, serving
 from shell_process import ShellServer
 
-from gns3server.agent.gns3_copilot.console import (
-    LINUX,
-    AuditLog,
-    Device,
-    DeviceLocks,
-    DeviceResult,
-    DriverSession,
-    Policy,
-    TelnetConsole,
-    Who,
-    run_commands,
-)
+from gns3server.agent.gns3_copilot.console import LINUX, AuditLog, DeviceResult, DriverSession, Policy, TelnetConsole
 from gns3server.agent.gns3_copilot.console.runner import Mode
 
 pytestmark = pytest.mark.integration
 
-WHO = Who("alice", "session-1", "project-1")
 PROMPT = "/ # "
 
 
 @pytest.fixture(scope="module")
 def ash() -> Iterator[ShellServer]:
     # ENV empty: no profile; PS1 as busybox images set it.
-    server = ShellServer.start(command=("busybox", "sh"), environ={"PS1": PROMPT, "ENV": ""})
-    try:
+    with serving(command=("busybox", "sh"), environ={"PS1": PROMPT, "ENV": ""}) as server:
         yield server
-    finally:
-        server.stop()
-        assert not server.pids()
 
 
 async def run(server: ShellServer, commands: list[str], mode: Mode, policy: Policy, audit: AuditLog, **kw: Any) -> DeviceResult:
-    return await run_commands(Device("Alpine1", server.host, server.port, LINUX), commands, mode=mode,
-                              policy=policy, locks=DeviceLocks(), audit=audit, who=WHO, timeout=kw.pop("timeout", 60), **kw)
+    return await run_on(server, "Alpine1", LINUX, commands, mode, policy, audit, **kw)
 
 
 async def test_a_prompt_followed_by_a_cursor_position_request_is_found(ash, policy, audit):

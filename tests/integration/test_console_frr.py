@@ -13,25 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from console_runs import run_on, serving
 from frr_router import FRRRouter, record_commands
 from shell_process import ShellServer
 
 from gns3server.agent.gns3_copilot.console import (
     FRR,
     AuditLog,
-    Device,
-    DeviceLocks,
     DeviceResult,
     Policy,
-    Who,
-    run_commands,
 )
 from gns3server.agent.gns3_copilot.console.grammar import frr as frr_grammar
 from gns3server.agent.gns3_copilot.console.runner import Mode
 
 pytestmark = pytest.mark.integration
 
-WHO = Who("alice", "session-1", "project-1")
 
 
 @pytest.fixture(scope="module")
@@ -53,18 +49,12 @@ def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def vtysh(router: FRRRouter, bin_dir: Path) -> Iterator[ShellServer]:
-    server = ShellServer.start(command=router.console(str(bin_dir)))
-    try:
+    with serving(command=router.console(str(bin_dir))) as server:
         yield server
-    finally:
-        server.stop()
-        assert not server.pids()
 
 
 async def run(server: ShellServer, commands: list[str], mode: Mode, policy: Policy, audit: AuditLog, **kw: Any) -> DeviceResult:
-    kw.setdefault("timeout", 60)
-    return await run_commands(Device("R1", server.host, server.port, FRR), commands, mode=mode,
-                              policy=policy, locks=DeviceLocks(), audit=audit, who=WHO, **kw)
+    return await run_on(server, "R1", FRR, commands, mode, policy, audit, **kw)
 
 
 async def test_vtysh_error_lines_are_errors(vtysh, policy, audit):
@@ -81,11 +71,8 @@ async def test_vtysh_error_lines_are_errors(vtysh, policy, audit):
 async def test_a_banner_piped_through_the_pager_is_answered(router, policy, audit):
     # VTYSH_PAGER set: vtysh pipes even its banner through less, which waits at "(END)".
     less = os.path.dirname(shutil.which("less") or "/usr/bin/less")
-    server = ShellServer.start(command=router.console(less), environ={"VTYSH_PAGER": "less"})
-    try:
+    with serving(command=router.console(less), environ={"VTYSH_PAGER": "less"}) as server:
         result = await run(server, ["show version", "show ip ospf"], "show", policy, audit)
-    finally:
-        server.stop()
     assert result.status == "ok", result
     assert result.results[0].output.startswith("FRRouting 8.4")
     assert "(END)" not in result.results[1].output and "\x1b" not in result.results[1].output

@@ -10,24 +10,13 @@ from typing import Any
 
 import login_console
 import pytest
+from console_runs import run_on
 from login_console import PASSWORD, USER
 from shell_process import ShellServer
 
-from gns3server.agent.gns3_copilot.console import (
-    LINUX,
-    AuditLog,
-    Credentials,
-    Device,
-    DeviceLocks,
-    DeviceResult,
-    Policy,
-    Who,
-    run_commands,
-)
+from gns3server.agent.gns3_copilot.console import LINUX, AuditLog, Credentials, DeviceResult, Policy
 
 pytestmark = pytest.mark.integration
-
-WHO = Who("alice", "session-1", "project-1")
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +30,7 @@ def getty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShellServer]:
 
 
 async def run(server: ShellServer, commands: list[str], policy: Policy, audit: AuditLog, **kw: Any) -> DeviceResult:
-    device = Device("Host1", server.host, server.port, LINUX, credentials=kw.pop("credentials", None))
-    return await run_commands(device, commands, mode="show", policy=policy, locks=DeviceLocks(), audit=audit, who=WHO,
-                              timeout=60, **kw)
+    return await run_on(server, "Host1", LINUX, commands, "show", policy, audit, **kw)
 
 
 async def test_a_login_prompt_without_credentials_says_what_is_missing(getty, policy, audit):

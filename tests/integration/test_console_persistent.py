@@ -9,23 +9,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from console_runs import run_on, serving
 from shell_process import ShellServer
 
 from gns3server.agent.gns3_copilot.console import (
     LINUX,
     AuditLog,
-    Device,
-    DeviceLocks,
     DeviceResult,
     Policy,
-    Who,
-    run_commands,
 )
 from gns3server.agent.gns3_copilot.console.runner import Mode
 
 pytestmark = pytest.mark.integration
 
-WHO = Who("alice", "session-1", "project-1")
 # The call's one deadline where a command must outlast it: generous for opening the console on a
 # busy machine, and the command never ends, so it is the command that reaches it.
 DEADLINE = 10.0
@@ -33,18 +29,12 @@ DEADLINE = 10.0
 
 @pytest.fixture
 def serial() -> Iterator[ShellServer]:
-    server = ShellServer.start(persistent=True)
-    try:
+    with serving(persistent=True) as server:
         yield server
-    finally:
-        server.stop()
-        assert not server.pids()
 
 
 async def run(server: ShellServer, commands: list[str], mode: Mode, policy: Policy, audit: AuditLog, **kw: Any) -> DeviceResult:
-    kw.setdefault("timeout", 60)
-    return await run_commands(Device("VM1", server.host, server.port, LINUX), commands, mode=mode,
-                              policy=policy, locks=DeviceLocks(), audit=audit, who=WHO, **kw)
+    return await run_on(server, "VM1", LINUX, commands, mode, policy, audit, **kw)
 
 
 async def test_a_timed_out_command_is_interrupted_and_the_next_session_works(serial, policy, audit):
