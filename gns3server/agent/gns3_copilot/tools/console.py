@@ -44,6 +44,7 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from ..console import (
     AuditLog,
+    Credentials,
     CredentialStore,
     Device,
     DeviceLocks,
@@ -84,7 +85,7 @@ class ConsoleTool(ProjectTool):
     default_console_host: str = "127.0.0.1"
     credentials: CredentialStore | None = Field(None, exclude=True)
 
-    async def _login_for(self, node: Mapping[str, Any]) -> Any:
+    async def _login_for(self, node: Mapping[str, Any]) -> Credentials | None:
         """The node's console credentials (its own, else its template's), if any are set."""
         if self.credentials is None:
             return None
@@ -93,7 +94,9 @@ class ConsoleTool(ProjectTool):
         except CopilotError as exc:
             raise tool_error(exc) from exc
 
-    def _device(self, node: Mapping[str, Any], driver_name: str | None = None, credentials: Any = None) -> Device:
+    def _device(
+        self, node: Mapping[str, Any], driver_name: str | None = None, credentials: Credentials | None = None
+    ) -> Device:
         name = str(node.get("name"))
         if node.get("console_type") not in (None, "telnet"):
             raise ToolError(f"{name}'s console is {node.get('console_type')!r}; only telnet consoles can be used")

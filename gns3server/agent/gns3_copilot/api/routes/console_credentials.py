@@ -37,6 +37,11 @@ _RESPONSES: dict[int | str, dict[str, str]] = {
     403: {"description": "GNS3 does not let the user edit this node (Node.Modify) or template (Template.Modify)"},
     404: {"description": "No such node or template (GNS3), or no credentials set"},
 }
+_SET_RESPONSES: dict[int | str, dict[str, str]] = {
+    **_RESPONSES,
+    413: {"description": "Request body too large"},
+    422: {"description": "Invalid credentials: none given, a control character, an unknown field"},
+}
 
 
 class CredentialsNotFoundError(CopilotError):
@@ -115,7 +120,7 @@ async def _delete(state: CopilotState, user: User, scope: Scope, scope_id: str, 
 
 
 @router.put("/projects/{project_id}/nodes/{node_id}/console-credentials", response_model=ConsoleCredentials,
-            responses=_RESPONSES)
+            responses=_SET_RESPONSES)
 async def set_node_credentials(
     project_id: ProjectId, node_id: UUID, body: ConsoleCredentialsSet, user: CurrentUser, state: State
 ) -> ConsoleCredentials:
@@ -138,7 +143,8 @@ async def delete_node_credentials(project_id: ProjectId, node_id: UUID, user: Cu
     return await _delete(state, user, "node", str(node_id), name, project_id)
 
 
-@router.put("/templates/{template_id}/console-credentials", response_model=ConsoleCredentials, responses=_RESPONSES)
+@router.put("/templates/{template_id}/console-credentials", response_model=ConsoleCredentials,
+            responses=_SET_RESPONSES)
 async def set_template_credentials(
     template_id: UUID, body: ConsoleCredentialsSet, user: CurrentUser, state: State
 ) -> ConsoleCredentials:
