@@ -407,5 +407,7 @@ async def test_the_running_copilot_closes_every_database_thread(tmp_path: Path) 
             await state.storage.sessions.create("alice", "p1", "hello")
             await state.llm_configs.list("alice")
             await state.console.audit.record(Who("alice", "s1", "p1"), "R1", "show version", "ok")
+            assert state.console.credentials is not None
+            await state.console.credentials.info("node", "n1")
             assert mcp.running
-            assert len(copilot_threads() - before) == 4  # one per file
+            assert len(copilot_threads() - before) == 5  # one per file
