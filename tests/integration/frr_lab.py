@@ -2,13 +2,11 @@
 
 :meth:`FRRLab.start` builds, in a few seconds, a line of routers (three by
 default) joined by veth pairs: ``R1 eth1 -- eth1 R2 eth2 -- eth1 R3``. Each
-router is a network namespace and a UTS namespace of its own (its hostname is
-its name, so vtysh's prompt is ``R1#``) running Debian's FRR 8.4 daemons zebra,
-staticd, ospfd and bgpd, each with its config, pid file, zebra socket and vty
-socket in the router's own directory of a temporary directory (FRR's ``-f``,
-``-i``, ``-z`` and ``--vty_socket``; ``-P 0``: no TCP vty). Every name is
-derived from a random suffix, so parallel runs on one machine never collide,
-and nothing is created outside the namespaces and that directory.
+router is a ``frr_router.FRRRouter`` (network and UTS namespaces of its own, its
+hostname its name, so vtysh's prompt is ``R1#``, Debian's FRR 8.4 daemons zebra,
+staticd, ospfd and bgpd) whose directory is one of the lab's temporary directory.
+Every name is derived from a random suffix, so parallel runs on one machine never
+collide, and nothing is created outside the namespaces and that directory.
 
 Routing, as :func:`router_config` writes it: OSPF area 0 on every link and on
 ``lo`` (the router id, ``10.255.0.N/32``), point-to-point, hello 1 s, dead 4 s;
@@ -35,17 +33,15 @@ from __future__ import annotations
 import ipaddress
 import json
 import shutil
-import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-FRR_DIR = Path("/usr/lib/frr")
-DAEMONS = ("zebra", "staticd", "ospfd", "bgpd")
+from frr_router import FRRRouter, check_installed, poll, run_command
+
 HELLO, DEAD = 1, 4
 CONVERGE_TIMEOUT = 90.0  # OSPF needs a few hellos, BGP a connect retry or two; a busy machine is slower
 FULL = "Full"
@@ -79,12 +75,11 @@ class Link:
         return self.a_if if router == self.a else self.b_if
 
 
-@dataclass(frozen=True)
-class Router:
-    name: str
-    index: int
-    netns: str
-    directory: Path
+@dataclass
+class Router(FRRRouter):
+    """A router of the lab: ``R<index>``, with the AS, router id and network its index gives it."""
+
+    index: int = 0
 
     @property
     def asn(self) -> int:
@@ -98,15 +93,6 @@ class Router:
     def prefix(self) -> str:
         """The network the router originates in BGP."""
         return f"192.168.{self.index}.0/24"
-
-    @property
-    def uts(self) -> Path:
-        """The file its UTS namespace is bound to (``nsenter --uts=``)."""
-        return self.directory / "uts"
-
-    def enter(self) -> tuple[str, ...]:
-        """The command prefix that runs a program inside this router (its netns and UTS namespace)."""
-        return ("nsenter", f"--net=/run/netns/{self.netns}", f"--uts={self.uts}")
 
 
 def line_of(count: int) -> tuple[list[str], list[Link]]:
@@ -148,29 +134,6 @@ def router_config(router: Router, links: Iterable[Link]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run(argv: list[str] | tuple[str, ...], timeout: float = 30.0) -> str:
-    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
-    return done.stdout
-
-
-def poll(check: Callable[[], T | None], timeout: float, what: str, pause: float = 0.25) -> T:
-    """``check()``'s first true answer, polled until ``timeout``; RuntimeError naming ``what`` after it.
-
-    The pause is the interval between reads of a state, not a synchronisation.
-    """
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        last = check()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{what} within {timeout:g}s")
-        time.sleep(pause)
-
-
 @dataclass
 class FRRLab:
     """A running FRR network (see the module docstring); use :meth:`start` and :meth:`stop`."""
@@ -179,9 +142,6 @@ class FRRLab:
     routers: dict[str, Router]
     links: list[Link]
     baseline: dict[str, str] = field(default_factory=dict)
-    _daemons: dict[str, list[subprocess.Popen[bytes]]] = field(default_factory=dict)
-    _namespaces: list[str] = field(default_factory=list)
-    _mounts: list[Path] = field(default_factory=list)
 
     @classmethod
     def start(cls, count: int = 3, timeout: float = CONVERGE_TIMEOUT, suffix: str | None = None) -> FRRLab:
@@ -189,20 +149,19 @@ class FRRLab:
 
         Every name the lab makes contains ``copilot-frr-<suffix>`` (random by default).
         """
-        if not (FRR_DIR / "zebra").exists() or shutil.which("vtysh") is None:
-            raise RuntimeError("FRR is not installed (apt-get install frr; scripts/test does it)")
+        check_installed()
         suffix = suffix or uuid.uuid4().hex[:6]
         # Not pytest's tmp_path: the daemons run as user frr, who must reach their directory.
         directory = Path(tempfile.mkdtemp(prefix=f"copilot-frr-{suffix}-"))
         directory.chmod(0o755)
         names, links = line_of(count)
-        routers = {name: Router(name, i, f"copilot-frr-{suffix}-{name}", directory / name)
+        routers = {name: Router(name, f"copilot-frr-{suffix}-{name}", directory / name, index=i)
                    for i, name in enumerate(names, 1)}
         lab = cls(directory, routers, links)
         try:
             lab._build()
             for router in routers.values():
-                lab._start_daemons(router)
+                router.start_daemons(router.directory / "frr.conf")
             lab.wait_converged(timeout)
             lab.baseline = {name: lab.running_config(name) for name in routers}
         except BaseException:
@@ -212,86 +171,28 @@ class FRRLab:
 
     def _build(self) -> None:
         for router in self.routers.values():
-            router.directory.mkdir()
-            shutil.chown(router.directory, "frr", "frr")
-            _run(["ip", "netns", "add", router.netns])
-            self._namespaces.append(router.netns)
-            _run(["ip", "-n", router.netns, "link", "set", "lo", "up"])
-            _run(["ip", "-n", router.netns, "addr", "add", f"{router.router_id}/32", "dev", "lo"])
-            router.uts.touch()
-            _run(["unshare", f"--uts={router.uts}", "hostname", router.name])
-            self._mounts.append(router.uts)
+            router.create()
+            _ip(router, "addr", "add", f"{router.router_id}/32", "dev", "lo")
             (router.directory / "frr.conf").write_text(router_config(router, self.links))
-            (router.directory / "vtysh.conf").write_text("service integrated-vtysh-config\n")
         for link in self.links:
             a, b = self.routers[link.a], self.routers[link.b]
-            _run(["ip", "link", "add", "name", link.a_if, "netns", a.netns, "type", "veth",
-                  "peer", "name", link.b_if, "netns", b.netns])
-            _run(["ip", "-n", b.netns, "link", "set", link.b_if, "mtu", str(link.b_mtu)])
+            _ip(None, "link", "add", "name", link.a_if, "netns", a.netns, "type", "veth",
+                "peer", "name", link.b_if, "netns", b.netns)
+            _ip(b, "link", "set", link.b_if, "mtu", str(link.b_mtu))
             for router in (a, b):
                 name = link.interface(router.name)
-                _run(["ip", "-n", router.netns, "addr", "add", str(link.address(router.name)), "dev", name])
-                _run(["ip", "-n", router.netns, "link", "set", name, "up"])
-
-    def _start_daemons(self, router: Router) -> None:
-        """Start the router's daemons with no configuration, then give them its configuration through vtysh.
-
-        zebra first, until it listens: a daemon that finds no zebra socket retries only
-        seconds later, and answers no vty command meanwhile.
-        """
-        empty = router.directory / "empty.conf"
-        empty.touch()
-        zserv = router.directory / "zserv.api"
-        zserv.unlink(missing_ok=True)
-        processes = self._daemons.setdefault(router.name, [])
-        for daemon in DAEMONS:
-            (router.directory / f"{daemon}.vty").unlink(missing_ok=True)
-            argv = [*router.enter(), str(FRR_DIR / daemon), "-f", str(empty),
-                    "-i", str(router.directory / f"{daemon}.pid"), "-z", str(zserv),
-                    "--vty_socket", str(router.directory), "-A", "127.0.0.1", "-P", "0", "--limit-fds", "1024",
-                    "--log", f"file:{router.directory / daemon}.log"]
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL, start_new_session=True)
-            processes.append(process)
-            socket_file = zserv if daemon == "zebra" else router.directory / f"{daemon}.vty"
-            self._wait_listening(router, daemon, process, socket_file)
-            if daemon == "zebra":
-                self._wait_listening(router, daemon, process, router.directory / "zebra.vty")
-        output = _run([*self.vtysh_argv(router.name), "-f", str(router.directory / "frr.conf")])
-        if "%" in output or "Error" in output:
-            raise RuntimeError(f"{router.name} refused its configuration: {output}")
-
-    def _wait_listening(self, router: Router, daemon: str, process: subprocess.Popen[bytes], socket_file: Path) -> None:
-        def listening() -> bool:
-            if process.poll() is not None:
-                raise RuntimeError(f"{router.name}'s {daemon} exited with {process.returncode}: "
-                                   f"{self.log_tail(router.name, daemon)}")
-            return socket_file.exists()
-
-        poll(listening, 30, f"{router.name}'s {daemon} did not open {socket_file.name}", pause=0.02)
-
-    def log_tail(self, router: str, daemon: str, lines: int = 20) -> str:
-        try:
-            text = (self.routers[router].directory / f"{daemon}.log").read_text(errors="replace")
-        except OSError as exc:
-            return f"(no log: {exc})"
-        return "\n".join(text.splitlines()[-lines:])
+                _ip(router, "addr", "add", str(link.address(router.name)), "dev", name)
+                _ip(router, "link", "set", name, "up")
 
     # ------------------------------------------------------------------ reading routers (outside the copilot)
 
-    def vtysh_argv(self, router: str) -> tuple[str, ...]:
-        """vtysh for ``router``, inside it, on its own sockets and config directory (never /etc/frr)."""
-        r = self.routers[router]
-        return (*r.enter(), "vtysh", "--vty_socket", str(r.directory), "--config_dir", str(r.directory),
-                "-H", "/dev/null")
-
     def console(self, router: str) -> tuple[str, ...]:
         """The command that serves ``router``'s interactive vtysh on a console."""
-        return self.vtysh_argv(router)
+        return self.routers[router].console()
 
     def vtysh(self, router: str, *commands: str) -> str:
         """What vtysh prints for ``commands`` (each a ``-c``), read directly, with no policy or audit."""
-        return _run([*self.vtysh_argv(router), *(a for c in commands for a in ("-c", c))])
+        return self.routers[router].vtysh(*commands)
 
     def show_json(self, router: str, command: str) -> Any:
         return json.loads(self.vtysh(router, f"{command} json"))
@@ -373,44 +274,34 @@ class FRRLab:
         """
         changed = self.changed()
         for name in changed:
-            self._stop_daemons(name)
-            self._start_daemons(self.routers[name])
+            router = self.routers[name]
+            if errors := router.stop_daemons():
+                raise RuntimeError(f"{name}'s daemons: {'; '.join(errors)}")
+            router.start_daemons(router.directory / "frr.conf")
         self.wait_converged(timeout)
         if left := self.changed():
             raise RuntimeError(f"{', '.join(left)} did not come back to the baseline configuration")
         return changed
 
-    def _stop_daemons(self, router: str, timeout: float = 10.0) -> None:
-        for process in self._daemons.pop(router, []):
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout)
-
     def pids(self) -> list[int]:
         """Live daemons of this lab."""
-        return [p.pid for processes in self._daemons.values() for p in processes if p.poll() is None]
+        return [pid for router in self.routers.values() for pid in router.pids()]
 
     def stop(self) -> None:
-        """Kill every daemon, delete the namespaces (their veths go with them) and the directory."""
+        """Stop every router (its daemons, namespaces and directory; the veths go with the namespaces)."""
         errors: list[str] = []
-        for router in list(self._daemons):
+        for router in self.routers.values():
             try:
-                self._stop_daemons(router)
-            except (OSError, subprocess.SubprocessError) as exc:
-                errors.append(f"{router}'s daemons: {exc}")
-        for mount in self._mounts:
-            done = subprocess.run(["umount", str(mount)], capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                errors.append(f"umount {mount}: {done.stderr.strip()}")
-        self._mounts.clear()
-        for netns in self._namespaces:
-            done = subprocess.run(["ip", "netns", "del", netns], capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                errors.append(f"ip netns del {netns}: {done.stderr.strip()}")
-        self._namespaces.clear()
+                router.stop()
+            except RuntimeError as exc:
+                errors.append(str(exc))
         shutil.rmtree(self.directory, ignore_errors=True)
         if errors:
             raise RuntimeError("the FRR lab was not torn down cleanly: " + "; ".join(errors))
 
+
+def _ip(router: Router | None, *argv: str) -> None:
+    """iproute2, in ``router``'s network namespace (else this one's): the lab's cabling."""
+    run_command(["ip", *(("-n", router.netns) if router else ()), *argv])
 
 __all__ = ["FRRLab", "Link", "Router", "line_of", "poll", "router_config"]

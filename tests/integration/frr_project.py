@@ -7,9 +7,10 @@ the veths are: ``eth1`` is ``e1``) and each node's console port, on which
 :func:`cli_servers.serve_vtysh` answers with that router's vtysh. The copilot
 finds the device exactly as it finds any node's console: from GNS3's node.
 
-QEMU nodes get the ``ios`` console driver from their node type, and FRR's vtysh
-reads it as it reads IOS; :data:`CONSOLE_DRIVER` is the driver a test names in
-its tool calls, the one place to change when FRR gets a driver of its own.
+QEMU nodes get the ``ios`` console driver from their node type; the tests name
+FRR's (:data:`CONSOLE_DRIVER`) in their tool calls, as a model is told to for a
+QEMU node running FRR. GNS3's data does not confirm that choice, so the policy
+judges every line in every CLI's grammar there (``drivers.cli_known``).
 
 Fixtures for a test module (import them; one lab and one project per module):
 ``frr_lab`` (the ``FRRLab``), ``frr_gns3`` (the ``FRRProject`` on the session's
@@ -35,7 +36,7 @@ from shell_process import ShellServer
 
 from gns3server.agent.gns3_copilot.gns3_client.client import GNS3Client
 
-CONSOLE_DRIVER = "ios"
+CONSOLE_DRIVER = "frr"
 
 
 def gns3_port(interface: str) -> str:

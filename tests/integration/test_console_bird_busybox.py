@@ -13,7 +13,8 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from cli_servers import BIRD_PROMPT, BUSYBOX_PROMPT, BirdDaemon, serve_busybox
+from bird_process import BirdDaemon
+from cli_servers import BIRD_PROMPT, BUSYBOX_PROMPT, serve_birdc, serve_busybox
 
 pytestmark = pytest.mark.integration
 
@@ -53,12 +54,12 @@ async def node_console(gns3_client, project_id: str, name: str) -> int:
 
 
 @pytest.fixture
-async def bird_console(gns3_client, gns3_project, tmp_path) -> AsyncIterator[int]:
+async def bird_console(gns3_client, gns3_project) -> AsyncIterator[int]:
     """The console port of node BIRD1, answered by birdc on a BIRD daemon of the test's own."""
     port = await node_console(gns3_client, gns3_project["project_id"], "BIRD1")
-    daemon = await asyncio.to_thread(BirdDaemon.start, tmp_path / "bird")
+    daemon = await asyncio.to_thread(BirdDaemon.start)
     try:
-        server = await asyncio.to_thread(daemon.serve, port)
+        server = await asyncio.to_thread(serve_birdc, daemon, port)
         try:
             yield port
         finally:
@@ -84,7 +85,7 @@ async def test_birdc_on_a_node_console_sends_bracketed_paste_before_its_prompt(b
         assert b"BIRD 2." in greeting and b"ready." in greeting
         assert b"\x1b[?2004h" + BIRD_PROMPT.encode() in greeting  # the prompt is not at the end of what came
         await console.send("show protocols")
-        answer = await console.until(b"static1")  # the daemon's own answer, after the echo's redraw
+        answer = await console.until(b"st1")  # the daemon's own answer, after the echo's redraw
         assert b"device1" in answer and b"up" in answer
 
 

@@ -6,7 +6,7 @@ of a real gns3-server's project, each node's console answering with that
 router's vtysh. Then every rollback ``tests/unit/test_ios_rollback.py`` computes
 from text is computed here from what the real router printed before and after a
 change, typed back on the router's GNS3 console through the copilot's console
-layer (IOS driver, the policy of a node whose CLI GNS3 does not know, audit),
+layer (FRR driver, the policy of a node whose CLI GNS3 does not know, audit),
 and the running configuration must come back exactly.
 """
 
@@ -21,7 +21,16 @@ import pytest
 from frr_lab import ESTABLISHED, FULL, FRRLab
 from frr_project import frr_gns3, frr_lab, frr_restored  # noqa: F401  (fixtures)
 
-from gns3server.agent.gns3_copilot.console import IOS, AuditLog, Device, DeviceLocks, Who, load_policy, run_commands
+from gns3server.agent.gns3_copilot.console import (
+    FRR,
+    AuditLog,
+    Device,
+    DeviceLocks,
+    Who,
+    cli_known,
+    load_policy,
+    run_commands,
+)
 from gns3server.agent.gns3_copilot.tools.ios_rollback import rollback
 
 pytestmark = pytest.mark.integration
@@ -76,7 +85,7 @@ async def test_each_router_s_vtysh_answers_on_its_gns3_node_s_console(frr_gns3, 
     audit = AuditLog(tmp_path / "audit")
     try:
         port = frr_gns3.nodes["R2"]["console"]
-        result = await run_commands(Device("R2", "127.0.0.1", port, IOS, cli_known=False),
+        result = await run_commands(Device("R2", "127.0.0.1", port, FRR, cli_known=False),
                                     ["show ip ospf neighbor", "show bgp ipv4 unicast summary"], mode="show",
                                     policy=load_policy(), locks=DeviceLocks(), audit=audit, who=Who("tests", "-", "-"),
                                     timeout=30)
@@ -179,7 +188,7 @@ async def test_a_change_on_a_real_router_is_rolled_back_exactly(case, frr_lab, f
     audit = AuditLog(tmp_path / "audit")
     try:
         result = await run_commands(
-            Device(router, "127.0.0.1", frr_gns3.nodes[router]["console"], IOS, cli_known=False), commands,
+            Device(router, "127.0.0.1", frr_gns3.nodes[router]["console"], FRR, cli_known=False), commands,
             mode="config", policy=load_policy(), locks=DeviceLocks(), audit=audit, who=Who("tests", "-", "-"),
             timeout=30,
         )
@@ -188,3 +197,31 @@ async def test_a_change_on_a_real_router_is_rolled_back_exactly(case, frr_lab, f
     assert result.status == "ok", result
     assert await asyncio.to_thread(frr_lab.running_config, router) == baseline
     assert await asyncio.to_thread(frr_lab.changed) == []  # so the autouse restore restarts nothing
+
+
+@pytest.mark.parametrize("tags", [["driver:frr"], []], ids=["tagged driver:frr", "untagged, driver named by the caller"])
+async def test_exit_and_shutdown_pass_where_gns3_says_the_node_runs_frr(tags, frr_lab, frr_gns3, tmp_path):
+    # FRR's own grammar reads "exit" as leaving a section and "shutdown" as an interface's; only when
+    # GNS3's data confirms the CLI (a driver:frr tag) is that the grammar the policy judges them in.
+    # Elsewhere they are judged in every CLI's too, where they end a shell and power a Linux VM off.
+    commands = ["interface eth9", "shutdown", "exit", "no interface eth9"]
+    known = cli_known({**frr_gns3.nodes["R2"], "tags": tags}, "frr")
+    assert frr_gns3.nodes["R2"]["node_type"] == "qemu" and known == bool(tags)
+    audit = AuditLog(tmp_path / "audit")
+    try:
+        result = await run_commands(
+            Device("R2", "127.0.0.1", frr_gns3.nodes["R2"]["console"], FRR, cli_known=known), commands,
+            mode="config", policy=load_policy(), locks=DeviceLocks(), audit=audit, who=Who("tests", "-", "-"),
+            timeout=30,
+        )
+    finally:
+        await audit.close()
+    if known:
+        assert result.status == "ok", result
+        assert [(r.status, r.errors) for r in result.results] == [("ok", [])] * 4, result
+    else:
+        assert result.status == "blocked", result
+        reasons = {r.command: r.reason for r in result.results if r.status == "blocked"}
+        assert sorted(reasons) == ["exit", "shutdown"], result
+        assert "(reload)" in reasons["shutdown"] and "(leave_console)" in reasons["exit"]
+    assert await asyncio.to_thread(frr_lab.changed) == []  # eth9 removed again, or never sent
