@@ -14,7 +14,8 @@ a call and its result). So we work on *units* and *turns*:
 short synthetic result and dropping results that have no call. :func:`fit_history`
 then keeps the latest user message always, the units of the latest turn newest
 first, and older turns whole, newest first, while they fit. An item too large
-for what is left is cut head-and-tail with a visible marker instead of vanishing.
+for what is left is cut head-and-tail with a visible marker instead of vanishing (a tool's
+JSON output inside its structure: ``cutting.py``).
 Everything happens on copies: the input messages are never modified.
 """
 
@@ -27,12 +28,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from .counting import TokenCounter, content_text, role_of
+from .cutting import MIN_KEPT_TOKENS, TRUNCATION_MARKER, truncate_output, truncate_text
 
 INTERRUPTED_TOOL_RESULT = "[interrupted: no result was recorded for this tool call]"
 NO_USER_MESSAGE = "[No user message was recorded; continue from the context above.]"
-TRUNCATION_MARKER = "\n[... {cut} tokens cut here by GNS3 Copilot to fit the context window ...]\n"
-# The smallest piece of an item's text worth keeping when it has to be cut.
-MIN_KEPT_TOKENS = 32
 
 Unit = list[BaseMessage]
 
@@ -126,36 +125,6 @@ def split_turns(units: Sequence[Unit]) -> list[Turn]:
     return turns
 
 
-def truncate_text(
-    text: str, max_tokens: int, counter: TokenCounter, original_tokens: int | None = None,
-    marker: str = TRUNCATION_MARKER,
-) -> str:
-    """Keep the head and tail of ``text`` within ``max_tokens``, marking the cut.
-
-    ``original_tokens`` is the size of what ``text`` stands for when that was more
-    than its text (say, a message with an image): then the marker is always added.
-    ``marker`` has a ``{cut}`` field for the tokens cut.
-    """
-    encoding = counter.encoding
-    tokens = encoding.encode_ordinary(text)
-    original = max(len(tokens), original_tokens or 0)
-    if original <= max_tokens:
-        return text
-    keep = min(len(tokens), max(0, max_tokens - counter.text(marker.format(cut=original))))
-    while True:
-        head = (keep + 1) // 2
-        tail = keep - head
-        result = (
-            encoding.decode_bytes(tokens[:head]).decode("utf-8", errors="ignore")
-            + marker.format(cut=original - keep)
-            + (encoding.decode_bytes(tokens[len(tokens) - tail :]).decode("utf-8", errors="ignore") if tail else "")
-        )
-        excess = counter.text(result) - max_tokens
-        if excess <= 0 or keep == 0:
-            return result
-        keep = max(0, keep - excess)
-
-
 def _overhead(message: BaseMessage, counter: TokenCounter) -> int:
     """Tokens of a message other than its content."""
     return counter.message(message) - counter.content(message.content)
@@ -167,9 +136,13 @@ def min_cost(message: BaseMessage, counter: TokenCounter) -> int:
 
 
 def truncate_message(message: BaseMessage, max_tokens: int, counter: TokenCounter) -> BaseMessage:
-    """A copy of ``message`` whose cost is at most ``max_tokens`` (content cut head-and-tail)."""
+    """A copy of ``message`` whose cost is at most ``max_tokens`` (content cut head-and-tail; a tool's
+    JSON output inside its structure, so that it is still JSON)."""
     budget = max(0, max_tokens - _overhead(message, counter))
-    text = truncate_text(content_text(message.content), budget, counter, counter.content(message.content))
+    if isinstance(message, ToolMessage) and isinstance(message.content, str):
+        text = truncate_output(message.content, budget, counter)
+    else:
+        text = truncate_text(content_text(message.content), budget, counter, counter.content(message.content))
     return message.model_copy(update={"content": text})
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from .counting import TokenCounter, content_text, json_text
-from .history import truncate_text
+from .cutting import truncate_text
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from .counting import TokenCounter
-from .history import FitResult, fit_history, repair, truncate_text
+from .cutting import truncate_output
+from .history import FitResult, fit_history, repair
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +152,8 @@ def mask_stub(tool: str, args: Mapping[str, Any], tokens: int) -> str:
 
 
 def cap_output(message: ToolMessage, cap: int, counter: TokenCounter) -> ToolMessage:
-    """``message`` with its text cut head-and-tail to about ``cap`` tokens (itself when it fits).
+    """``message`` with its text cut head-and-tail to about ``cap`` tokens (itself when it fits), a
+    JSON output inside its structure (still JSON, see ``cutting.py``).
 
     A pure function of the output and the cap, memoised: a capped output is the
     same text in every request, so it does not break the cached prefix either.
@@ -160,7 +162,7 @@ def cap_output(message: ToolMessage, cap: int, counter: TokenCounter) -> ToolMes
         return message
     content = message.content
     # Kept in the counter's bounded cache (the key and the cut text are what it keeps alive).
-    text = counter.remembered(("capped", cap, content), lambda: truncate_text(content, cap, counter, marker=CAP_MARKER))
+    text = counter.remembered(("capped", cap, content), lambda: truncate_output(content, cap, counter, marker=CAP_MARKER))
     return message.model_copy(update={"content": text})
 
 
