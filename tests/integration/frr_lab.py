@@ -304,4 +304,5 @@ def _ip(router: Router | None, *argv: str) -> None:
     """iproute2, in ``router``'s network namespace (else this one's): the lab's cabling."""
     run_command(["ip", *(("-n", router.netns) if router else ()), *argv])
 
+
 __all__ = ["FRRLab", "Link", "Router", "line_of", "poll", "router_config"]
