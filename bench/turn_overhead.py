@@ -248,9 +248,10 @@ class Naive:
     """The same turn made the naive way, in this process (see the module docstring)."""
 
     def __init__(self, bench: Bench, path: Path, captured: dict[str, Any]) -> None:
+        from langchain_openai import ChatOpenAI
+
         from gns3server.agent.gns3_copilot.agent.context.tokenizer import get_encoding
         from gns3server.agent.gns3_copilot.agent.context_manager import resolve_budget
-        from langchain_openai import ChatOpenAI
 
         self.bench = bench
         self.db = sqlite3.connect(path)
@@ -418,7 +419,6 @@ def top_functions(raw: Path, count: int = 25) -> list[tuple[str, float]]:
 
 def hook_rows(repeat: int) -> list[dict[str, float]]:
     import context as context_bench  # bench/context.py
-
     from langchain_core.messages import HumanMessage
 
     history = context_bench.conversation(2000)
@@ -538,9 +538,9 @@ async def run(args: argparse.Namespace) -> str:
     naive10 = median_ms([t.overhead for t in ok("naive@10")])
     naive_long = median_ms([t.overhead for t in ok("naive@long")])
     lines += [
-        f"{turns} turns in the long session (every fifth a topology tool call: two model calls), "
+        (f"{turns} turns in the long session (every fifth a topology tool call: two model calls), "
         f"context_limit {CONTEXT_LIMIT} balanced, a project of 4 VPCS nodes; {psutil.cpu_count()} CPU(s), "
-        f"load average {load:.1f} at the start; {time.monotonic() - started_at:.0f} s in all.",
+        f"load average {load:.1f} at the start; {time.monotonic() - started_at:.0f} s in all."),
         "",
         "| turns | n | errors | overhead median ms | overhead p95 ms | server CPU per turn ms |",
         "|---|---:|---:|---:|---:|---:|",
@@ -550,12 +550,12 @@ async def run(args: argparse.Namespace) -> str:
         row(f"naive, long session (turns {turns - window + 1}-{turns})", "naive@long"),
         row(f"ours, {args.concurrent} copies of the long session at once ({concurrent_turns} turns each)", "concurrent"),
         "",
-        f"Ours: {ours_long / ours10:.2f}x the 10-turn overhead at {turns} turns (naive: {naive_long / naive10:.2f}x); "
+        (f"Ours: {ours_long / ours10:.2f}x the 10-turn overhead at {turns} turns (naive: {naive_long / naive10:.2f}x); "
         f"naive / ours: {naive10 / ours10:.1f}x at 10 turns, {naive_long / ours_long:.1f}x at {turns}. "
         f"Naive CPU is this process's (it runs here); ours the server's. "
         f"Concurrent: p95 / median {pct_ms([t.overhead for t in ok('concurrent')], 95) / median_ms([t.overhead for t in ok('concurrent')]):.2f}, "
         f"{concurrent_cpu / max(1, len(by_kind['concurrent'])) * 1000:.1f} ms of server CPU per turn, "
-        f"{len(by_kind['concurrent']) / concurrent_wall:.1f} turns/s.",
+        f"{len(by_kind['concurrent']) / concurrent_wall:.1f} turns/s."),
     ]
     hook = hook_rows(5 if args.quick else 20)[0]
     lines += [

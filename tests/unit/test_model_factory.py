@@ -651,3 +651,55 @@ async def test_a_redirect_from_the_model_server_is_not_followed(stub: OpenAIStub
         assert stub.requests == []  # the redirect's target never heard from us
     finally:
         await runner.cleanup()
+
+
+async def _transform_walks(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch, config: dict[str, Any], n: int) -> int:
+    """How many steps the SDK's request transform takes for one streamed call of ``n`` user/assistant pairs."""
+    from openai._utils import _transform
+
+    walks = 0
+    original = _transform._async_transform_recursive
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal walks
+        walks += 1
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(_transform, "_async_transform_recursive", counted)
+    history = [m for i in range(n) for m in (HumanMessage(f"question {i}"), AIMessage(f"answer {i}"))]
+    stub.enqueue(reply("ok"))
+    model = create_base_model_with_tools([get_topology, start_node], config)
+    [chunk async for chunk in model.astream([*history, HumanMessage("and now?")])]
+    monkeypatch.setattr(_transform, "_async_transform_recursive", original)
+    body = stub.requests[-1]
+    assert len(body["messages"]) == 2 * n + 1 and body["messages"][-1] == {"role": "user", "content": "and now?"}
+    assert [t["function"]["name"] for t in body["tools"]] == ["get_topology", "start_node"]
+    assert body["tool_choice"] == "auto" and body["stream"] is True
+    return walks
+
+
+@pytest.mark.parametrize("base_url", [True, False], ids=["compatible-server", "openai"])
+async def test_the_sdk_does_not_walk_every_message_of_a_request(
+    stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch, base_url: bool
+) -> None:
+    """The OpenAI SDK's request transform walked each message of every call on the event loop
+    (~0.2 ms a message): the messages now go as the JSON they already are, whatever their number."""
+    config = _config(stub)
+    if not base_url:  # OpenAI itself: no base_url in the config, the client pointed at the stub
+        config.pop("base_url")
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+    few = await _transform_walks(stub, monkeypatch, config, 2)
+    many = await _transform_walks(stub, monkeypatch, config, 200)
+    assert many == few
+
+
+def test_a_payload_keeps_its_own_extra_body_and_structured_output_is_left_alone() -> None:
+    from gns3server.agent.gns3_copilot.agent.openai_payload import untransformed
+
+    messages = [{"role": "user", "content": "hi"}]
+    lean = untransformed({"model": "m", "messages": messages, "extra_body": {"top_k": 5}})
+    assert lean == {"model": "m", "messages": [], "extra_body": {"messages": messages, "top_k": 5}}
+    parsed = {"model": "m", "messages": messages, "response_format": {"type": "json_object"}}
+    assert untransformed(parsed) is parsed
+    responses = {"model": "m", "input": messages}
+    assert untransformed(responses) is responses

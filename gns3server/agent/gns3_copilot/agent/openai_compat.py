@@ -12,6 +12,9 @@ newer ``max_completion_tokens``, which llama-cpp-python's server does not know a
 silently ignores (it then generates until its window is full). Ollama, vLLM,
 LM Studio and llama.cpp all read ``max_tokens``.
 
+Like every OpenAI-protocol model of the copilot, its messages and tool definitions skip
+the SDK's request transform (:mod:`.openai_payload`).
+
 Imported only when such a model is built (``langchain_openai`` is heavy).
 """
 
@@ -21,6 +24,8 @@ from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
 from langchain_openai import ChatOpenAI
+
+from .openai_payload import untransformed
 
 __all__ = ["CompatibleChatOpenAI"]
 
@@ -35,4 +40,4 @@ class CompatibleChatOpenAI(ChatOpenAI):
         for message in payload.get("messages") or ():
             if isinstance(message, dict) and "content" in message and message["content"] is None:
                 message["content"] = ""
-        return payload
+        return untransformed(payload)
