@@ -388,7 +388,7 @@ def profiled(pid: int, out: Path | None) -> Any:
         yield
         return
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    process = subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw",
+    process = subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--gil",
                                 "--output", str(out), "--nonblocking"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -409,9 +409,11 @@ def top_functions(raw: Path, count: int = 25) -> list[tuple[str, float]]:
             continue
         n = int(samples)
         total += n
-        for frame in set(frames):
-            inclusive[re.sub(r":\d+\)", ")", frame)] += n
-    return [(name, hits / total) for name, hits in inclusive.most_common(count)] if total else []
+        for frame in {re.sub(r":\d+\)", ")", frame) for frame in frames}:
+            inclusive[frame] += n
+    generic = ("asyncio/", "threading.py", "<module>", "main (", "concurrent/futures", "contextvars")
+    ranked = [(name, hits / total) for name, hits in inclusive.most_common() if not any(g in name for g in generic)]
+    return ranked[:count]
 
 
 # ----------------------------------------------------------------- the hook alone

@@ -411,3 +411,45 @@ def test_a_call_without_tools_does_not_count_their_definitions_but_keeps_their_r
     assert bare["total_tokens"] == offered["total_tokens"] - offered["tools_tokens"]
     assert bare["message_budget"] == offered["message_budget"]
     assert [m.content for m in without["messages"]] == [m.content for m in with_tools["messages"]]
+
+
+def long_agent_history(turns: int, output_words: int) -> list:
+    history = []
+    for i in range(turns):
+        for m in tool_turn(i, output_words):
+            m.id = f"m{len(history)}"  # ids, as the checkpointer gives them
+            history.append(m)
+    return history
+
+
+def test_a_steady_call_costs_what_is_new_not_the_history(monkeypatch):
+    """The hook recognises the message objects of the previous call (the checkpointer keeps them):
+    a call after one new message keys and counts that message, not the 1,600 before it."""
+    from gns3server.agent.gns3_copilot.agent.context import counting
+
+    history = long_agent_history(400, 300)
+    hook = make_hook(limit=128, tools=[gns3_topology])
+    window = hook({"messages": history})["context_window"]
+    keyed = []
+    real_key = counting.message_key
+    monkeypatch.setattr(counting, "message_key", lambda m: keyed.append(m) or real_key(m))
+    grown = [*history, HumanMessage("and now?", id="new")]
+    out = hook({"messages": grown, "context_window": window})
+    assert out["context_report"]["messages_out"] > 1000  # a long request
+    assert len(keyed) <= 5  # the new question and the system message (built anew each call)
+
+
+def test_a_cold_call_never_counts_what_the_budget_drops(monkeypatch):
+    """A history of ~750K tokens with no stored window (a session from before windows, a restart):
+    the outputs the cut drops are never encoded, so a cold call costs about what it sends. (Masked
+    outputs are encoded, once, to put their size in their stubs: masking off here.)"""
+    history = long_agent_history(500, 1500)
+    encoded = []
+    real_text = TokenCounter.text
+    monkeypatch.setattr(TokenCounter, "text", lambda self, text: encoded.append(len(text)) or real_text(self, text))
+    hook = make_hook(limit=128, tools=[gns3_topology], mask_tool_outputs=False)
+    out = hook({"messages": [*history, HumanMessage("and now?")]})
+    report = out["context_report"]
+    assert report["messages_dropped"] > 1000
+    history_chars = sum(len(m.content) for m in history)
+    assert sum(encoded) < history_chars / 3  # the budget is ~12% of the history; old code encoded all of it

@@ -34,6 +34,7 @@ history that changed under it.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -159,9 +160,14 @@ def cap_output(message: ToolMessage, cap: int, counter: TokenCounter) -> ToolMes
     if counter.message(message) <= cap or not isinstance(message.content, str):
         return message
     content = message.content
-    # Kept in the counter's bounded cache (the key and the cut text are what it keeps alive).
-    text = counter.remembered(("capped", cap, content), lambda: truncate_text(content, cap, counter, marker=CAP_MARKER))
-    return message.model_copy(update={"content": text})
+
+    def capped() -> ToolMessage:
+        # Kept in the counter's bounded cache (the key and the cut text are what it keeps alive).
+        text = counter.remembered(("capped", cap, content), lambda: truncate_text(content, cap, counter, marker=CAP_MARKER))
+        return message.model_copy(update={"content": text})
+
+    copy: ToolMessage = counter.derived(message, ("capped", cap), capped)
+    return copy
 
 
 def masked_view(
@@ -182,7 +188,8 @@ def masked_view(
     for i in range(first, len(view)):
         message = view[i]
         if i in repeated:
-            view[i] = message.model_copy(update={"content": REPEAT_STUB.format(tool=message.name or "the tool")})
+            note = REPEAT_STUB.format(tool=message.name or "the tool")
+            view[i] = counter.derived(message, "repeated", functools.partial(_with_content, message, note))
         elif output_cap is not None and isinstance(message, ToolMessage):
             view[i] = cap_output(message, output_cap, counter)
     if mask_until <= start:
@@ -196,7 +203,8 @@ def masked_view(
         name, args = calls.get(str(message.tool_call_id), (message.name or "", {}))
         # Both counts are memoised by content: masking costs look-ups on every later call.
         tokens = counter.message(message)
-        copy = message.model_copy(update={"content": mask_stub(name, args, tokens)})
+        stub = mask_stub(name, args, tokens)
+        copy = counter.derived(message, ("masked", stub), functools.partial(_with_content, message, stub))
         stub_tokens = counter.message(copy)
         if stub_tokens >= tokens:
             continue  # a short output costs less than its stub
@@ -204,6 +212,10 @@ def masked_view(
         masked += 1
         view[i] = copy
     return view, masked, saved
+
+
+def _with_content(message: BaseMessage, text: str) -> BaseMessage:
+    return message.model_copy(update={"content": text})
 
 
 def _repeated_outputs(view: Sequence[BaseMessage]) -> set[int]:
@@ -271,10 +283,16 @@ def plan_window(
             return max(window.mask_until, starts[-max(1, tool_output_turns)])
         return window.mask_until
 
+    def capped(message: BaseMessage) -> BaseMessage:
+        return cap_output(message, output_cap, counter) if output_cap is not None and isinstance(message, ToolMessage) else message
+
     def view_and_fit(start: int, mask_until: int) -> tuple[list[BaseMessage], int, int, int, Any, FitResult]:
-        view, masked, saved = masked_view(messages, start, mask_until, counter, output_cap=output_cap)
+        # Outputs are capped as the fit reaches them (newest first): those it drops are never counted.
+        view, masked, saved = masked_view(messages, start, mask_until, counter)
         units, stats = repair(view)
-        return view, masked, saved, sum(len(u) for u in units), stats, fit_history(units, available, counter)
+        fit = fit_history(units, available, counter, prepare=capped)
+        sent = [fit.prepared.get(id(m), m) for m in view]
+        return sent, masked, saved, sum(len(u) for u in units), stats, fit
 
     view, masked, saved, repaired, stats, fit = view_and_fit(window.start, window.mask_until)
     # Everything from the stored start was sent as it is: the window stays (the common case, one pass).
