@@ -453,3 +453,20 @@ def test_a_cold_call_never_counts_what_the_budget_drops(monkeypatch):
     assert report["messages_dropped"] > 1000
     history_chars = sum(len(m.content) for m in history)
     assert sum(encoded) < history_chars / 3  # the budget is ~12% of the history; old code encoded all of it
+
+
+@pytest.mark.parametrize("question", [words(200_000), "路由器 R1 😀 {\"ip\": \"10.0.0.1\"} " * 20_000], ids=["english", "mixed"])
+def test_a_question_cut_to_fit_lands_within_the_budget_in_exact_tokens(question):
+    """At 128K balanced, a paste too big for the budget, with the definitions' cost measured on the
+    server 27 tokens below our count of them (a stub's probe did that): the cut filled the room the
+    measured cost left, and the request came out 27 tokens over the 96,000, counted as the provider
+    counts. A cut fills its room to the last token, so it must fit whichever count is right."""
+    hook = make_hook(limit=128, tools=[gns3_topology])
+    ours = hook({"messages": [HumanMessage("hi")]})["context_report"]["tools_tokens"]
+    out = hook({"messages": [*tool_turn(1), HumanMessage(question)], "tools_server_tokens": ours - 27})
+    report = out["context_report"]
+    assert report["truncated"] and report["budget"] == 96_000 and not report["over_budget"]
+    exact = request_tokens(out["messages"]) + report["tools_tokens"]  # the cookbook's count, as sent
+    assert exact == report["total_tokens"]
+    assert exact <= report["budget"]
+    assert report["server_tokens_estimate"] <= report["budget"]

@@ -161,3 +161,20 @@ def test_giant_items_are_cut_not_lost(history, limit, strategy):
     report = out["context_report"]
     check_invariants(history, out["messages"], report, 0, TokenCounter(report["encoding"]))
     event(f"truncated={bool(report['truncated'])}")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(history=heavy_current_turns(), limit=st.integers(2, 24), below=st.integers(0, 60))
+def test_a_cut_fits_our_count_when_the_definitions_measure_below_it(history, limit, below):
+    """The tool definitions' cost measured on the server below our count of them: whole turns may
+    use the measured room, but a request with an item cut to fit stays within the budget in our count."""
+    config = {"context_limit": limit}
+    tools = [gns3_topology]
+    hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, lambda: tools)
+    ours = hook({"messages": []})["context_report"]["tools_tokens"]
+    out = hook({"messages": history, "tools_server_tokens": max(0, ours - below)})
+    report = out["context_report"]
+    counter = TokenCounter(report["encoding"])
+    if report["truncated"] and not report["over_budget"]:
+        assert counter.messages(out["messages"]) + report["tools_tokens"] <= report["budget"]
+    event(f"truncated={bool(report['truncated'])}")

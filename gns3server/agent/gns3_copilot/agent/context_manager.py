@@ -450,6 +450,9 @@ def create_pre_model_hook(
         # they are not in its estimate (nor in the calibration it feeds). Their room stays in the
         # budget, so that this request and the next, with tools, send the same history.
         tools_sent = tools_tokens if state.get("tools_offered", True) is not False else 0
+        # Whole turns fit the measured room; an item cut to fit fills its room to the last token,
+        # so it also fits our exact count of the definitions when that is the larger.
+        cut_margin = max(0, tools_sent - tools_room)
         report_for = functools.partial(_report, budget, tools_tokens=tools_sent, tools_room=tools_room,
                                        tools_server_tokens=tools_real, token_scale=scale)
         if message_budget <= 0:
@@ -496,6 +499,7 @@ def create_pre_model_hook(
                 tool_output_turns=window_settings["tool_output_turns"],
                 output_cap=output_cap(config or {}, tools_tokens, window_settings["tool_output_share"]),
                 ready=int(summary["until"]) if section and summary else 0,
+                cut_margin=cut_margin,
             )
             fitted = plan.fit
             start = plan.window.start

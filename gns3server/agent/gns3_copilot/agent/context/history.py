@@ -215,12 +215,15 @@ def _shrink_unit(unit: Unit, room: int, counter: TokenCounter) -> Unit | None:
 
 def fit_history(
     units: Sequence[Unit], available: int, counter: TokenCounter,
-    prepare: Callable[[BaseMessage], BaseMessage] | None = None,
+    prepare: Callable[[BaseMessage], BaseMessage] | None = None, cut_margin: int = 0,
 ) -> FitResult:
     """Keep what fits in ``available`` tokens, by the rules in the module docstring.
 
     ``prepare`` (say, capping a tool output) is applied to each message when it is
     considered, newest first: what lies beyond the budget is never prepared (nor counted).
+    An item cut to fit leaves ``cut_margin`` tokens of the room unused: a cut fills its
+    room to the last token, so the room it gets must hold whichever estimate of the rest
+    of the request is right (the caller's: tool definitions measured below our count).
     """
     prepared: dict[int, BaseMessage] = {}
 
@@ -241,9 +244,12 @@ def fit_history(
         if min_cost(question, counter) > available:
             # Not even the question fits beside the system message: send it whole (seed).
             return FitResult([question], cost, truncated, over_budget=True, prepared=prepared)
-        cut = truncate_message(question, available, counter)
+        # From a cut on, the room is the smaller one: nothing after the cut may use the margin.
+        limit = max(min_cost(question, counter), available - cut_margin)
+        cut = truncate_message(question, limit, counter)
         truncated.append(_describe(question, cut, counter))
         question, cost = cut, counter.message(cut)
+        available, cut_margin = limit, 0
     room = available - cost
 
     newest_units: list[Unit] = []
@@ -253,7 +259,7 @@ def fit_history(
         unit_cost = _unit_cost(unit, counter)
         if unit_cost > room:
             complete = False
-            shrunk = _shrink_unit(unit, room, counter)
+            shrunk = _shrink_unit(unit, max(0, room - cut_margin), counter)
             if shrunk is None:
                 break
             truncated.extend(_describe(a, b, counter) for a, b in zip(unit, shrunk) if a is not b)

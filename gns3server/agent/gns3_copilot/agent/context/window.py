@@ -252,6 +252,7 @@ def plan_window(
     tool_output_turns: int | None = DEFAULT_TOOL_OUTPUT_TURNS,
     output_cap: int | None = None,
     ready: int = 0,
+    cut_margin: int = 0,
 ) -> WindowPlan:
     """Keep ``previous`` while the history from it fits ``available``; else cut down to ``low_water``.
 
@@ -260,7 +261,8 @@ def plan_window(
     is how many of the latest turns keep their tool outputs when the window moves
     (None: never mask; only the current one when more would leave no earlier turn);
     ``output_cap`` the most tokens one tool output may take in the request (None: no cap). ``ready``: a summary covers the history up to there,
-    so a cut starts there when what follows fits. Turns are costed newest first and only
+    so a cut starts there when what follows fits. ``cut_margin``: what an item cut to fit
+    leaves unused (:func:`.history.fit_history`). Turns are costed newest first and only
     until the room is exceeded, so the dropped part of a long history is never encoded.
     """
     window = previous
@@ -290,7 +292,7 @@ def plan_window(
         # Outputs are capped as the fit reaches them (newest first): those it drops are never counted.
         view, masked, saved = masked_view(messages, start, mask_until, counter)
         units, stats = repair(view)
-        fit = fit_history(units, available, counter, prepare=capped)
+        fit = fit_history(units, available, counter, prepare=capped, cut_margin=cut_margin)
         sent = [fit.prepared.get(id(m), m) for m in view]
         return sent, masked, saved, sum(len(u) for u in units), stats, fit
 
