@@ -529,11 +529,13 @@ async def run(args: argparse.Namespace) -> str:
     def ok(kind: str) -> list[Turn]:
         return [t for t in by_kind[kind] if t.error is None]
 
-    def row(name: str, kind: str) -> str:
+    def row(name: str, kind: str, cpu: float | None = None) -> str:
+        """``cpu``: the run's CPU per turn, when turns overlap (each turn's own reading counts the others')."""
         good = ok(kind)
         errors = len(by_kind[kind]) - len(good)
+        per_turn = statistics.mean(t.cpu for t in good) if cpu is None and good else cpu or 0.0
         return (f"| {name} | {len(by_kind[kind])} | {errors} | {median_ms([t.overhead for t in good]):.1f} "
-                f"| {pct_ms([t.overhead for t in good], 95):.1f} | {statistics.mean(t.cpu for t in good) * 1000:.1f} |")
+                f"| {pct_ms([t.overhead for t in good], 95):.1f} | {per_turn * 1000:.1f} |")
 
     ours10 = median_ms([t.overhead for t in ok("ours@10")])
     ours_long = median_ms([t.overhead for t in ok("ours@long")])
@@ -550,7 +552,8 @@ async def run(args: argparse.Namespace) -> str:
         row(f"ours, long session (turns {turns - window + 1}-{turns})", "ours@long"),
         row("naive, 10-turn sessions (turns 1-10)", "naive@10"),
         row(f"naive, long session (turns {turns - window + 1}-{turns})", "naive@long"),
-        row(f"ours, {args.concurrent} copies of the long session at once ({concurrent_turns} turns each)", "concurrent"),
+        row(f"ours, {args.concurrent} copies of the long session at once ({concurrent_turns} turns each)", "concurrent",
+            concurrent_cpu / max(1, len(by_kind["concurrent"]))),
         "",
         (f"Ours: {ours_long / ours10:.2f}x the 10-turn overhead at {turns} turns (naive: {naive_long / naive10:.2f}x); "
         f"naive / ours: {naive10 / ours10:.1f}x at 10 turns, {naive_long / ours_long:.1f}x at {turns}. "

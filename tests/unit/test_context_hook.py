@@ -423,20 +423,22 @@ def long_agent_history(turns: int, output_words: int) -> list:
 
 
 def test_a_steady_call_costs_what_is_new_not_the_history(monkeypatch):
-    """The hook recognises the message objects of the previous call (the checkpointer keeps them):
-    a call after one new message keys and counts that message, not the 1,600 before it."""
+    """The hook recognises the message objects of the previous call (the checkpointer keeps them) and
+    extends that call's fit: a call after one new message keys and counts it, not the 1,600 before it."""
     from gns3server.agent.gns3_copilot.agent.context import counting
 
     history = long_agent_history(400, 300)
     hook = make_hook(limit=128, tools=[gns3_topology])
     window = hook({"messages": history})["context_window"]
-    keyed = []
-    real_key = counting.message_key
+    keyed, counted = [], []
+    real_key, real_count = counting.message_key, TokenCounter.message
     monkeypatch.setattr(counting, "message_key", lambda m: keyed.append(m) or real_key(m))
+    monkeypatch.setattr(TokenCounter, "message", lambda self, m: counted.append(m) or real_count(self, m))
     grown = [*history, HumanMessage("and now?", id="new")]
     out = hook({"messages": grown, "context_window": window})
     assert out["context_report"]["messages_out"] > 1000  # a long request
     assert len(keyed) <= 5  # the new question and the system message (built anew each call)
+    assert len(counted) <= 10  # the fit before is extended, not done again over 1,600 messages
 
 
 def test_a_cold_call_never_counts_what_the_budget_drops(monkeypatch):

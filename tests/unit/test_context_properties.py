@@ -178,3 +178,57 @@ def test_a_cut_fits_our_count_when_the_definitions_measure_below_it(history, lim
     if report["truncated"] and not report["over_budget"]:
         assert counter.messages(out["messages"]) + report["tools_tokens"] <= report["budget"]
     event(f"truncated={bool(report['truncated'])}")
+
+
+def _shape(messages):
+    from gns3server.agent.gns3_copilot.agent.context.counting import message_key
+
+    return [(type(m).__name__, message_key(m)) for m in messages]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    history=histories,
+    more=histories,
+    limit=st.integers(1, 24),
+    strategy=st.sampled_from(sorted(CONTEXT_STRATEGY_RATIOS)),
+    with_tools=st.booleans(),
+)
+def test_a_call_after_new_messages_prepares_what_a_fresh_hook_would(history, more, limit, strategy, with_tools):
+    """The hook extends its previous fit by what was added since; the request (and its report)
+    must be exactly what a hook that remembers nothing prepares from the same stored window."""
+    tools = [gns3_topology] if with_tools else []
+    config = {"context_limit": limit, "context_strategy": strategy}
+    messages = [*history, *more]
+    for i, message in enumerate(messages):
+        message.id = f"m{i}"  # ids, as the checkpointer gives them
+    hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, lambda: tools)
+    window = hook({"messages": messages[: len(history)]})["context_window"]
+    again = hook({"messages": messages, "context_window": window})
+    fresh = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, lambda: tools)(
+        {"messages": messages, "context_window": window})
+    assert _shape(again["messages"]) == _shape(fresh["messages"])
+    assert again["context_report"] == fresh["context_report"]
+    assert again["context_window"] == fresh["context_window"]
+
+
+@st.composite
+def clean_turns(draw):
+    """Whole agent turns as the graph stores them: a question, answered tool rounds, an answer."""
+    messages = []
+    for n in range(draw(st.integers(1, 12))):
+        messages.append(HumanMessage(content=draw(texts)))
+        for k in range(draw(st.integers(0, 2))):
+            call_id = f"c{n}_{k}_{draw(st.integers(0, 10**6))}"
+            messages.append(AIMessage(content="", tool_calls=[{"name": "gns3_topology", "args": {"project_id": "p"}, "id": call_id}]))
+            messages.append(ToolMessage(content=draw(texts), tool_call_id=call_id, name="gns3_topology"))
+        if draw(st.booleans()):
+            messages.append(AIMessage(content=draw(texts)))
+    return messages
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(history=clean_turns(), more=clean_turns(), limit=st.integers(2, 64), with_tools=st.booleans())
+def test_a_conversation_that_grows_by_turns_is_prepared_as_a_fresh_hook_would(history, more, limit, with_tools):
+    test_a_call_after_new_messages_prepares_what_a_fresh_hook_would.hypothesis.inner_test(
+        history, more, limit, "balanced", with_tools)

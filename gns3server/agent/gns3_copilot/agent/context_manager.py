@@ -348,8 +348,14 @@ def _report(
 
 def _originals_kept(originals: list[BaseMessage], kept: list[BaseMessage]) -> int:
     """How many of ``originals`` are in ``kept`` unchanged (by identity)."""
-    ids = {id(m) for m in originals}
-    return sum(1 for m in kept if id(m) in ids)
+    return len(set(map(id, originals)).intersection(map(id, kept)))
+
+
+def _as_messages(raw: Any) -> list[BaseMessage]:
+    """``raw`` as messages: the list itself when it holds nothing else (the graph's state does)."""
+    if isinstance(raw, list) and all(isinstance(m, BaseMessage) for m in raw):
+        return raw
+    return convert_to_messages(raw)
 
 
 # How much of the conversation is searched for node names (messages, characters each).
@@ -362,7 +368,7 @@ def _mentions(raw: Any, window: Any) -> str:
     it names get full detail in a big lab's topology. It changes only when a new node is named
     or the window moves, so the system message stays cacheable."""
     try:
-        messages = convert_to_messages(raw)
+        messages = _as_messages(raw)
     except Exception:  # noqa: BLE001  # the hook reports unusable messages itself
         return ""
     start = restore_window(window, messages, quiet=True).start
@@ -476,7 +482,7 @@ def create_pre_model_hook(
         raw = state.get("messages") or []
         previous = state.get("context_window")
         try:
-            messages = convert_to_messages(raw)
+            messages = _as_messages(raw)
             summary = restore_summary(state.get("context_summary"), messages) if window_settings["summary"] else None
             section = summary_section(summary)
             before = placed_before(previous, summary) if section and summary else []
@@ -506,7 +512,8 @@ def create_pre_model_hook(
             placements = place_summaries(messages, fitted.messages, summary, before, start != prior.start, start) if section else []
             shown = _shown_summary(placements, summary if section else None, start, messages)
             history = apply_placements(fitted.messages, placements)
-            summary_tokens = sum(counter.message(m) for m in history) - sum(counter.message(m) for m in fitted.messages)
+            summary_tokens = 0 if not placements else (
+                sum(counter.message(m) for m in history) - sum(counter.message(m) for m in fitted.messages))
         except Exception as exc:  # noqa: BLE001  # the seed's fallback: never block a call on trimming
             logger.error("Failed to trim messages: %s", exc)
             logger.warning("Returning original messages due to trimming error")

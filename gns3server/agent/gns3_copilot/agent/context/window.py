@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from .counting import TokenCounter
-from .history import FitResult, fit_history, repair, truncate_text
+from .history import FitResult, RepairStats, fit_history, repair, truncate_text
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +297,9 @@ def plan_window(
         sent = [fit.prepared.get(id(m), m) for m in view]
         return sent, masked, saved, sum(len(u) for u in units), stats, fit
 
-    view, masked, saved, repaired, stats, fit = view_and_fit(window.start, window.mask_until)
+    memo_key = (window.start, window.mask_until, available, output_cap, cut_margin)
+    extended = _extend_previous(messages, window, memo_key, counter, capped)
+    view, masked, saved, repaired, stats, fit = extended or view_and_fit(window.start, window.mask_until)
     # Everything from the stored start was sent as it is: the window stays (the common case, one pass).
     moved = bool(fit.truncated) or fit.over_budget or len(fit.messages) != repaired
     planned = False
@@ -327,4 +330,67 @@ def plan_window(
         if window.start < target < len(messages):  # -1: with the masking due, nothing need go yet
             window = replace(window, planned=target, planned_id=messages[target].id)
             planned = True
+    if window.start < len(messages) and not (fit.truncated or fit.over_budget) and len(fit.messages) == repaired:
+        # Everything from the start was sent: the next call extends this fit with what it adds.
+        key = (window.start, window.mask_until, available, output_cap, cut_margin)
+        _fit_memo(messages[window.start], counter)[0] = _FitMemo(
+            key, len(messages), list(messages[window.start:]), view, fit, repaired, stats, masked, saved)
     return WindowPlan(window, fit, view, moved, planned, masked, saved, stats.interrupted_calls, stats.orphan_results)
+
+
+@dataclass(frozen=True)
+class _FitMemo:
+    """A call's fit of the whole history from its window's start (kept with that first message)."""
+
+    key: tuple[Any, ...]  # window start, mask boundary, room, output cap, cut margin
+    end: int  # len(messages) then
+    originals: list[BaseMessage]  # messages[start:end] then (the same objects must be there now)
+    view: list[BaseMessage]
+    fit: FitResult
+    repaired: int
+    stats: RepairStats
+    masked: int
+    saved: int
+
+
+def _fit_memo(first: BaseMessage, counter: TokenCounter) -> list[_FitMemo | None]:
+    slot: list[_FitMemo | None] = counter.derived(first, "window-fit", lambda: [None])
+    return slot
+
+
+def _extend_previous(
+    messages: Sequence[BaseMessage], window: Window, key: tuple[Any, ...], counter: TokenCounter,
+    capped: Callable[[BaseMessage], BaseMessage],
+) -> tuple[list[BaseMessage], int, int, int, RepairStats, FitResult] | None:
+    """The previous call's fit extended by the messages added since, when that is what a whole
+    fit would give: the same window, the same message objects before, a clean boundary (the
+    last message then was a question or tool results) and everything still fitting. None: fit anew.
+
+    What a steady call costs is then what is new, not the history sent (1,200 messages at 500 turns).
+    """
+    start = window.start
+    memo = _fit_memo(messages[start], counter)[0] if start < len(messages) else None
+    if memo is None or memo.key != key or not start < memo.end <= len(messages) or window.mask_until > memo.end:
+        return None
+    end = memo.end
+    if not all(map(operator.is_, memo.originals, messages[start:end])):
+        return None
+    if end == len(messages):
+        return memo.view, memo.masked, memo.saved, memo.repaired, memo.stats, memo.fit
+    last, first_new = messages[end - 1], messages[end]
+    if isinstance(first_new, ToolMessage) or (isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls)):
+        return None
+    # The current turn's view (an output repeating one of its turn is a note, whichever call it came in).
+    turn = next((i for i in range(end - 1, start - 1, -1) if isinstance(messages[i], HumanMessage)), start)
+    tail_view = masked_view(messages, turn, window.mask_until, counter)[0][end - turn:]
+    units, stats = repair(tail_view)
+    added = [capped(m) for unit in units for m in unit]
+    tokens = memo.fit.tokens + sum(counter.message(m) for m in added)
+    if tokens > key[2]:
+        return None  # the room is exceeded: the whole fit decides what goes
+    originals = {id(m): m for m in tail_view}
+    prepared = {id(o): p for o, p in zip((m for unit in units for m in unit), added, strict=True) if id(o) in originals}
+    view = memo.view + [prepared.get(id(m), m) for m in tail_view]
+    fit = FitResult(memo.fit.messages + added, tokens, [], over_budget=False)
+    totals = RepairStats(memo.stats.interrupted_calls + stats.interrupted_calls, memo.stats.orphan_results + stats.orphan_results)
+    return view, memo.masked, memo.saved, memo.repaired + len(added), totals, fit
