@@ -472,3 +472,21 @@ def test_a_question_cut_to_fit_lands_within_the_budget_in_exact_tokens(question)
     assert exact == report["total_tokens"]
     assert exact <= report["budget"]
     assert report["server_tokens_estimate"] <= report["budget"]
+
+
+def test_the_counters_keep_no_message_of_a_conversation_alive():
+    """What the hook remembers of a conversation (counts, copies, the fit it extends) goes with its
+    messages: a server's counters outlive every conversation they have counted."""
+    import gc
+    import weakref
+
+    counters: dict = {}
+    config = {"context_limit": 8}
+    hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, lambda: [gns3_topology], counters=counters)
+    history = long_agent_history(60, 400)
+    probes = [weakref.ref(m) for m in history[::7]]
+    window = hook({"messages": history})["context_window"]
+    hook({"messages": [*history, HumanMessage("and now?", id="new")], "context_window": window})
+    del history, window
+    gc.collect()
+    assert counters and all(probe() is None for probe in probes)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import logging
 import operator
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -334,23 +335,39 @@ def plan_window(
         # Everything from the start was sent: the next call extends this fit with what it adds.
         key = (window.start, window.mask_until, available, output_cap, cut_margin)
         _fit_memo(messages[window.start], counter)[0] = _FitMemo(
-            key, len(messages), list(messages[window.start:]), view, fit, repaired, stats, masked, saved)
+            key, len(messages), _refs(messages[window.start:]), _refs(view), _refs(fit.messages), fit.tokens,
+            repaired, stats, masked, saved)
     return WindowPlan(window, fit, view, moved, planned, masked, saved, stats.interrupted_calls, stats.orphan_results)
 
 
 @dataclass(frozen=True)
 class _FitMemo:
-    """A call's fit of the whole history from its window's start (kept with that first message)."""
+    """A call's fit of the whole history from its window's start, kept with that first message.
+
+    Weak references only: the counter keeps no message alive (this memo lives as long as the
+    first message does, so a strong one would keep the whole conversation for ever).
+    """
 
     key: tuple[Any, ...]  # window start, mask boundary, room, output cap, cut margin
     end: int  # len(messages) then
-    originals: list[BaseMessage]  # messages[start:end] then (the same objects must be there now)
-    view: list[BaseMessage]
-    fit: FitResult
+    originals: list[weakref.ref[BaseMessage]]  # messages[start:end] then (the same objects must be there now)
+    view: list[weakref.ref[BaseMessage]]
+    fitted: list[weakref.ref[BaseMessage]]
+    tokens: int
     repaired: int
     stats: RepairStats
     masked: int
     saved: int
+
+
+def _refs(messages: Sequence[BaseMessage]) -> list[weakref.ref[BaseMessage]]:
+    return [weakref.ref(m) for m in messages]
+
+
+def _alive(refs: list[weakref.ref[BaseMessage]]) -> list[BaseMessage] | None:
+    """The objects, or None when one of them is gone (a repair's synthetic result, say)."""
+    objects = [ref() for ref in refs]
+    return None if any(o is None for o in objects) else objects  # type: ignore[return-value]
 
 
 def _fit_memo(first: BaseMessage, counter: TokenCounter) -> list[_FitMemo | None]:
@@ -373,10 +390,13 @@ def _extend_previous(
     if memo is None or memo.key != key or not start < memo.end <= len(messages) or window.mask_until > memo.end:
         return None
     end = memo.end
-    if not all(map(operator.is_, memo.originals, messages[start:end])):
+    originals, before, fitted = _alive(memo.originals), _alive(memo.view), _alive(memo.fitted)
+    if originals is None or before is None or fitted is None:
+        return None
+    if not all(map(operator.is_, originals, messages[start:end])):
         return None
     if end == len(messages):
-        return memo.view, memo.masked, memo.saved, memo.repaired, memo.stats, memo.fit
+        return before, memo.masked, memo.saved, memo.repaired, memo.stats, FitResult(fitted, memo.tokens, [], False)
     last, first_new = messages[end - 1], messages[end]
     if isinstance(first_new, ToolMessage) or (isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls)):
         return None
@@ -385,12 +405,12 @@ def _extend_previous(
     tail_view = masked_view(messages, turn, window.mask_until, counter)[0][end - turn:]
     units, stats = repair(tail_view)
     added = [capped(m) for unit in units for m in unit]
-    tokens = memo.fit.tokens + sum(counter.message(m) for m in added)
+    tokens = memo.tokens + sum(counter.message(m) for m in added)
     if tokens > key[2]:
         return None  # the room is exceeded: the whole fit decides what goes
-    originals = {id(m): m for m in tail_view}
-    prepared = {id(o): p for o, p in zip((m for unit in units for m in unit), added, strict=True) if id(o) in originals}
-    view = memo.view + [prepared.get(id(m), m) for m in tail_view]
-    fit = FitResult(memo.fit.messages + added, tokens, [], over_budget=False)
+    in_view = {id(m) for m in tail_view}
+    prepared = {id(o): p for o, p in zip((m for unit in units for m in unit), added, strict=True) if id(o) in in_view}
+    view = before + [prepared.get(id(m), m) for m in tail_view]
+    fit = FitResult(fitted + added, tokens, [], over_budget=False)
     totals = RepairStats(memo.stats.interrupted_calls + stats.interrupted_calls, memo.stats.orphan_results + stats.orphan_results)
     return view, memo.masked, memo.saved, memo.repaired + len(added), totals, fit
