@@ -502,6 +502,9 @@ async def run(args: argparse.Namespace) -> str:
                             session = str(uuid.uuid4())
                             for n in range(1, 11):
                                 await bench.ours("profile", session, n, n % 5 == 0)
+            except BaseException:
+                print(server.log_tail(60), file=sys.stderr)
+                raise
             finally:
                 server.stop()
             database = next((root / "server").rglob("copilot.sqlite3"))
