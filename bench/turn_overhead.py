@@ -466,7 +466,9 @@ async def run(args: argparse.Namespace) -> str:
     with tempfile.TemporaryDirectory(prefix="bench-turns-") as tmp, stub_process() as (_, stub_url):
         root = Path(tmp)
         timeout = aiohttp.ClientTimeout(total=900)
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as http:
+        # Idle connections dropped before uvicorn's 5 s keep-alive ends them (a request on one it closed fails).
+        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=2)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
             bench = Bench(http, stub_url)
             server = await asyncio.to_thread(GNS3ServerProcess.start, root / "server")
             try:
