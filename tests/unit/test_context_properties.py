@@ -193,10 +193,12 @@ def _shape(messages):
     limit=st.integers(1, 24),
     strategy=st.sampled_from(sorted(CONTEXT_STRATEGY_RATIOS)),
     with_tools=st.booleans(),
+    scale=st.sampled_from([1.0, 0.8, 1.3]),
 )
-def test_a_call_after_new_messages_prepares_what_a_fresh_hook_would(history, more, limit, strategy, with_tools):
+def test_a_call_after_new_messages_prepares_what_a_fresh_hook_would(history, more, limit, strategy, with_tools, scale):
     """The hook extends its previous fit by what was added since; the request (and its report)
-    must be exactly what a hook that remembers nothing prepares from the same stored window."""
+    must be exactly what a hook that remembers nothing prepares from the same stored window,
+    also when the calibration moved the budget in between."""
     tools = [gns3_topology] if with_tools else []
     config = {"context_limit": limit, "context_strategy": strategy}
     messages = [*history, *more]
@@ -204,9 +206,9 @@ def test_a_call_after_new_messages_prepares_what_a_fresh_hook_would(history, mor
         message.id = f"m{i}"  # ids, as the checkpointer gives them
     hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, lambda: tools)
     window = hook({"messages": messages[: len(history)]})["context_window"]
-    again = hook({"messages": messages, "context_window": window})
+    again = hook({"messages": messages, "context_window": window, "token_scale": scale})
     fresh = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, lambda: tools)(
-        {"messages": messages, "context_window": window})
+        {"messages": messages, "context_window": window, "token_scale": scale})
     assert _shape(again["messages"]) == _shape(fresh["messages"])
     assert again["context_report"] == fresh["context_report"]
     assert again["context_window"] == fresh["context_window"]
@@ -228,7 +230,8 @@ def clean_turns(draw):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(history=clean_turns(), more=clean_turns(), limit=st.integers(2, 64), with_tools=st.booleans())
-def test_a_conversation_that_grows_by_turns_is_prepared_as_a_fresh_hook_would(history, more, limit, with_tools):
+@given(history=clean_turns(), more=clean_turns(), limit=st.integers(2, 64), with_tools=st.booleans(),
+       scale=st.sampled_from([1.0, 0.8, 1.3]))
+def test_a_conversation_that_grows_by_turns_is_prepared_as_a_fresh_hook_would(history, more, limit, with_tools, scale):
     test_a_call_after_new_messages_prepares_what_a_fresh_hook_would.hypothesis.inner_test(
-        history, more, limit, "balanced", with_tools)
+        history, more, limit, "balanced", with_tools, scale)

@@ -298,8 +298,10 @@ def plan_window(
         sent = [fit.prepared.get(id(m), m) for m in view]
         return sent, masked, saved, sum(len(u) for u in units), stats, fit
 
-    memo_key = (window.start, window.mask_until, available, output_cap, cut_margin)
-    extended = _extend_previous(messages, window, memo_key, counter, capped)
+    # A fit that kept everything is the same at any room it still fits in: the room (which the
+    # calibration moves at every call) and the cut margin (nothing was cut) are not in the key.
+    memo_key = (window.start, window.mask_until, output_cap)
+    extended = _extend_previous(messages, window, memo_key, available, counter, capped)
     view, masked, saved, repaired, stats, fit = extended or view_and_fit(window.start, window.mask_until)
     # Everything from the stored start was sent as it is: the window stays (the common case, one pass).
     moved = bool(fit.truncated) or fit.over_budget or len(fit.messages) != repaired
@@ -333,7 +335,7 @@ def plan_window(
             planned = True
     if window.start < len(messages) and not (fit.truncated or fit.over_budget) and len(fit.messages) == repaired:
         # Everything from the start was sent: the next call extends this fit with what it adds.
-        key = (window.start, window.mask_until, available, output_cap, cut_margin)
+        key = (window.start, window.mask_until, output_cap)
         _fit_memo(messages[window.start], counter)[0] = _FitMemo(
             key, len(messages), _refs(messages[window.start:]), _refs(view), _refs(fit.messages), fit.tokens,
             repaired, stats, masked, saved)
@@ -348,7 +350,7 @@ class _FitMemo:
     first message does, so a strong one would keep the whole conversation for ever).
     """
 
-    key: tuple[Any, ...]  # window start, mask boundary, room, output cap, cut margin
+    key: tuple[Any, ...]  # window start, mask boundary, output cap
     end: int  # len(messages) then
     originals: list[weakref.ref[BaseMessage]]  # messages[start:end] then (the same objects must be there now)
     view: list[weakref.ref[BaseMessage]]
@@ -376,7 +378,7 @@ def _fit_memo(first: BaseMessage, counter: TokenCounter) -> list[_FitMemo | None
 
 
 def _extend_previous(
-    messages: Sequence[BaseMessage], window: Window, key: tuple[Any, ...], counter: TokenCounter,
+    messages: Sequence[BaseMessage], window: Window, key: tuple[Any, ...], available: int, counter: TokenCounter,
     capped: Callable[[BaseMessage], BaseMessage],
 ) -> tuple[list[BaseMessage], int, int, int, RepairStats, FitResult] | None:
     """The previous call's fit extended by the messages added since, when that is what a whole
@@ -396,6 +398,8 @@ def _extend_previous(
     if not all(map(operator.is_, originals, messages[start:end])):
         return None
     if end == len(messages):
+        if memo.tokens > available:
+            return None
         return before, memo.masked, memo.saved, memo.repaired, memo.stats, FitResult(fitted, memo.tokens, [], False)
     last, first_new = messages[end - 1], messages[end]
     if isinstance(first_new, ToolMessage) or (isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls)):
@@ -406,7 +410,7 @@ def _extend_previous(
     units, stats = repair(tail_view)
     added = [capped(m) for unit in units for m in unit]
     tokens = memo.tokens + sum(counter.message(m) for m in added)
-    if tokens > key[2]:
+    if tokens > available:
         return None  # the room is exceeded: the whole fit decides what goes
     in_view = {id(m) for m in tail_view}
     prepared = {id(o): p for o, p in zip((m for unit in units for m in unit), added, strict=True) if id(o) in in_view}
