@@ -220,6 +220,7 @@ class Bench:
         async with self.http.post(url, json=body, headers=self.headers) as response:
             if response.status != 200:
                 turn.error = f"HTTP {response.status}: {(await response.text())[:200]}"
+                self.turns.append(turn)
                 return turn
             async for line in response.content:
                 if not line.startswith(b"data: "):
@@ -567,6 +568,9 @@ async def run(args: argparse.Namespace) -> str:
         f"{concurrent_cpu / max(1, len(by_kind['concurrent'])) * 1000:.1f} ms of server CPU per turn, "
         f"{len(by_kind['concurrent']) / concurrent_wall:.1f} turns/s."),
     ]
+    failures = Counter(t.error for t in bench.turns if t.error)
+    if failures:
+        lines += ["", "Errors: " + "; ".join(f"{n} x {error}" for error, n in failures.most_common(5))]
     hook = hook_rows(5 if args.quick else 20)[0]
     lines += [
         "",
