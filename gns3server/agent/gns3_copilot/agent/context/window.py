@@ -325,7 +325,7 @@ def plan_window(
             new_start = window.start if new_start == -1 else max(new_start, window.start)
         start_id = messages[new_start].id if new_start < len(messages) else None
         window = Window(new_start, start_id, max(mask_until, new_start))
-        view, masked, saved, _, stats, fit = view_and_fit(window.start, window.mask_until)
+        view, masked, saved, repaired, stats, fit = view_and_fit(window.start, window.mask_until)
     elif not window.planned and fit.tokens > low_water + PLAN_AHEAD * (available - low_water):
         # Plan the next cut so that, once the budget is full, what follows it is about the
         # low-water mark: the room left now is roughly what will still be added.
