@@ -103,3 +103,31 @@ async def test_a_checkpoint_stored_whole_by_an_earlier_release_reads_and_goes_on
         assert db.execute("SELECT COUNT(*) FROM copilot_messages").fetchone()[0] == 4
         blob = db.execute("SELECT checkpoint FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1").fetchone()[0]
         assert REFERENCE.encode() in blob and b"question 0" not in blob
+
+
+async def test_a_checkpoint_that_fails_to_store_leaves_no_row_behind(tmp_path: Path) -> None:
+    storage = await open_sqlite_storage(tmp_path)
+    try:
+        await turns(storage, 0, 2)
+        serde = storage.checkpointer.log.serde
+        original = serde.dumps_typed
+
+        def failing(value):
+            if isinstance(value, AIMessage):
+                raise TypeError("cannot serialise this")
+            return original(value)
+
+        serde.dumps_typed = failing
+        try:
+            await turns(storage, 2, 3)
+        except TypeError:
+            pass
+        del serde.dumps_typed
+        await storage.sessions.list("nobody", "p")  # another transaction commits on the same connection
+        with contextlib.closing(sqlite3.connect(tmp_path / DATABASE_NAME)) as db:
+            assert db.execute("SELECT COUNT(*) FROM copilot_messages").fetchone()[0] == 4
+        await turns(storage, 3, 4)
+        state = await graph(storage.checkpointer).aget_state(CONFIG)
+        assert [m.content[:10] for m in state.values["messages"]][-2:] == ["question 3", "echo quest"]
+    finally:
+        await storage.close()

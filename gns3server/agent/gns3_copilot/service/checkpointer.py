@@ -103,10 +103,10 @@ class ThreadedCheckpointer(BaseCheckpointSaver[Any]):
         if log is None or connection is None:
             return self.saver.put(config, checkpoint, metadata, new_versions)
         thread_id = str(config["configurable"]["thread_id"])
-        stored, messages = log.write(connection, thread_id, checkpoint)
         try:
+            stored, messages = log.write(connection, thread_id, checkpoint)
             saved = self.saver.put(config, stored, metadata, new_versions)  # commits the rows with it
-        except BaseException:
+        except BaseException:  # no row of a checkpoint that was not stored is left for a later commit
             connection.rollback()
             log.forget(thread_id)
             raise
