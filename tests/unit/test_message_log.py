@@ -131,3 +131,25 @@ async def test_a_checkpoint_that_fails_to_store_leaves_no_row_behind(tmp_path: P
         assert [m.content[:10] for m in state.values["messages"]][-2:] == ["question 3", "echo quest"]
     finally:
         await storage.close()
+
+
+async def test_a_conversation_whose_rows_are_missing_is_refused_by_name(tmp_path: Path) -> None:
+    from gns3server.agent.gns3_copilot.service.message_log import StoredMessagesError
+
+    storage = await open_sqlite_storage(tmp_path)
+    try:
+        await turns(storage, 0, 2)
+    finally:
+        await storage.close()
+    with contextlib.closing(sqlite3.connect(tmp_path / DATABASE_NAME)) as db, db:
+        db.execute("DELETE FROM copilot_messages WHERE position = 3")
+    storage = await open_sqlite_storage(tmp_path)
+    try:
+        try:
+            await storage.checkpointer.aget_tuple(CONFIG)
+        except StoredMessagesError as exc:
+            assert exc.code == "stored_messages_missing" and "names 4 messages, 3 are stored" in str(exc)
+        else:
+            raise AssertionError("a damaged conversation read as if whole")
+    finally:
+        await storage.close()

@@ -26,7 +26,7 @@ from typing import Any
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ..db import Migration, Schema
+from ..db import Migration, Schema, SchemaError
 
 MESSAGES_CHANNEL = "messages"
 REFERENCE = "copilot_messages"
@@ -50,8 +50,11 @@ MESSAGES_SCHEMA = Schema(
 )
 
 
-class StoredMessagesError(RuntimeError):
-    """A checkpoint names more messages than its conversation has rows (a damaged file)."""
+class StoredMessagesError(SchemaError):
+    """A checkpoint names more messages than its conversation has rows (a damaged file); a client
+    is told only that the copilot cannot use its database."""
+
+    code = "stored_messages_missing"
 
 
 class MessageLog:
