@@ -37,7 +37,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from ..agent.prompts import load_prompts
+from ..agent.model.prompts import load_prompts
 from ..console import AuditLog, DeviceLocks, load_policy
 from ..gns3_client.client import GNS3Connection
 from ..mcp.auth import UserLookup, gns3_user_lookup
@@ -45,7 +45,7 @@ from ..mcp.server import ENDPOINT_STATE, MCPEndpoint
 from ..service.storage import open_sqlite_storage
 from ..tools.toolset import ConsoleServices
 from .crypto import SecretBox, load_or_create_key
-from .llm_store import LLMConfigStore
+from .llm_config_store import LLMConfigStore
 from .permissions import HostPermissions
 from .settings import CopilotSettings, SettingsError, settings_from_gns3
 from .state import CopilotState
@@ -89,8 +89,9 @@ async def copilot_running(
         )
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         state = CopilotState(settings, storage, llm_configs, gns3, console, prompts)
+        stack.push_async_callback(state.agent.aclose)  # the model servers' clients, once the runs have ended
         stack.push_async_callback(state.stop_runs)
-        mcp = await MCPEndpoint.open(settings.data_dir, lookup, console, state.gns3_client)
+        mcp = await MCPEndpoint.open(settings.data_dir, lookup, console, state.gns3_client, settings.approval_seconds)
         stack.push_async_callback(mcp.close)
         default = settings.default_llm_config
         log.info(

@@ -35,7 +35,7 @@ from ..db import Database, SchemaError, checkpoint_wal
 from .checkpointer import ThreadedCheckpointer
 from .faults import FAULTS_SCHEMA, SQLiteFaultStore
 from .message_log import MESSAGES_SCHEMA, MessageLog
-from .store import SESSIONS_SCHEMA, SessionStore, SQLiteSessionStore
+from .session_store import SESSIONS_SCHEMA, SessionStore, SQLiteSessionStore
 
 log = logging.getLogger(__name__)
 

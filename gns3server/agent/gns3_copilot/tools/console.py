@@ -26,8 +26,9 @@ R1 ...").
 
 ``gns3_config_commands`` changes devices: it carries
 ``metadata={"needs_confirmation": True}`` so that the agent pauses for the user's
-approval before running it; the approval it ran under (``copilot_approval`` in
-the run's configurable, set by the agent) is written to the audit with each command.
+approval before running it; the approval it ran under (put in the run's
+configurable by the tool gate, read with ``grant_of``) is written to the audit with
+each command.
 In a fault-injection run (``record_undo``) it first reads, read-only, what the
 commands will replace, and returns the commands that restore it (``undo``,
 see ``config_undo``) or why it cannot (``undo_unknown``).
@@ -56,6 +57,7 @@ from ..console import (
 from ..console.runner import Mode
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
+from .approval import grant_of
 from .config_undo import plan
 from .errors import ToolError, every_item_failed, tool_error
 from .nodes import PermissionErrors, ProjectTool, _by_name
@@ -124,7 +126,7 @@ class ConsoleTool(ProjectTool):
     def _who(self, config: RunnableConfig) -> Who:
         """Who the commands run for, with the approval they run under (if any)."""
         # (Annotated exactly RunnableConfig in _arun, or LangChain would not pass it.)
-        approval = (config.get("configurable") or {}).get("copilot_approval") or {}
+        approval = grant_of(config)
         return Who(
             self.user, self.session_id, self.project_id,
             approval_id=approval.get("approval_id"), approval_digest=approval.get("digest"),

@@ -27,9 +27,9 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from .context.calibration import answer_tokens, capped_budget
-from .context.counting import TokenCounter
-from .context_manager import resolve_budget
+from ..context.calibration import capped_budget
+from ..context.counting import TokenCounter
+from ..context_manager import ContextSettings, context_settings
 
 __all__ = ["ESSENTIAL_TOOLS", "FIXED_SHARE", "LEVELS", "WindowFit", "compact_tool", "fit_to_window"]
 
@@ -99,17 +99,19 @@ def fit_to_window(
     tools: Sequence[BaseTool],
     system_prompt: str,
     compact_prompt: str,
-    llm_config: Mapping[str, Any],
+    llm_config: Mapping[str, Any] | ContextSettings,
     counter: TokenCounter,
 ) -> WindowFit:
     """The richest offer whose tools and prompt fit :data:`FIXED_SHARE` of the input budget.
 
-    When even the essential offer is bigger, it is used anyway (the context hook
-    then reports the request over budget rather than sending nothing useful).
+    ``llm_config``: the config, or what the context manager parsed of it. When even the
+    essential offer is bigger, it is used anyway (the context hook then reports the
+    request over budget rather than sending nothing useful).
     """
-    budget = resolve_budget(llm_config)
+    settings = llm_config if isinstance(llm_config, ContextSettings) else context_settings(llm_config)
+    budget = settings.budget
     # Scale 1: the offer is chosen once per run, before any provider count is known.
-    available = capped_budget(budget["budget"], 1.0, budget["limit_tokens"], answer_tokens(llm_config))
+    available = capped_budget(budget["budget"], 1.0, budget["limit_tokens"], settings.answer_tokens)
     ceiling = int(available * FIXED_SHARE)
     compact = [compact_tool(t) for t in tools]
     essential = [spec for spec in compact if spec["function"]["name"] in ESSENTIAL_TOOLS]

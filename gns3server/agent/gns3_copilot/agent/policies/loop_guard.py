@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from .context.counting import content_text
+from ..context.counting import content_text
 
 __all__ = ["REPEATED_FAILURE_LIMIT", "repeated_failure_answer", "repeats_a_call"]
 

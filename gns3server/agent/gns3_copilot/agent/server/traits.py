@@ -35,9 +35,9 @@ class ServerTraits:
     # Whether its chat template HTML-escapes message text (llama-cpp-python's does); None: not measured.
     escapes_markup: bool | None = None
     # Whether its chat template renders tool results ("kept", "dropped"), "unknown" (it reports
-    # no prompt counts), or None: not measured yet (agent/tool_results.py).
+    # no prompt counts), or None: not measured yet (agent/server/tool_results.py).
     tool_results: str | None = None
-    # The server's tokens for each tool offer measured (agent/tools_cost.py; None: it cannot tell).
+    # The server's tokens for each tool offer measured (agent/server/tools_cost.py; None: it cannot tell).
     tools_cost: dict[str, int | None] = field(default_factory=dict)
 
 

@@ -12,10 +12,10 @@ JSON) 30 % short of the server's count, the side that overflows a window.
 one-line question after a one-line system message (function-calling templates
 render the definitions inside the system message, and none without one),
 unstreamed with a 1-token reply, with and without the tools; the difference of the
-prompt counts it reports. With that known, the factor
-learns the messages alone (``context_manager``: ``tools_server_tokens``). The
-question is :data:`TOOLS_PROBE_QUESTION`, so a recording proxy can tell the two
-requests apart.
+prompt counts it reports (through the server's one client, ``client.py``). With
+that known, the factor learns the messages alone (``context_manager``:
+``tools_server_tokens``). The question is :data:`TOOLS_PROBE_QUESTION`, so a
+recording proxy can tell the two requests apart.
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from .context.counting import json_text
-from .tool_results import PROBE_TIMEOUT, prompt_tokens
+from ..context.counting import json_text
+from .client import ModelServerClient, ModelServerError
 
 log = logging.getLogger(__name__)
 
@@ -70,21 +69,16 @@ def _body(model: str, tools: Sequence[Mapping[str, Any]] | None) -> dict[str, An
     return body
 
 
-async def tools_prompt_tokens(
-    base_url: str, api_key: str | None, model: str, tools: Sequence[Any], timeout: float = PROBE_TIMEOUT
-) -> int | None:
+async def tools_prompt_tokens(client: ModelServerClient, model: str, tools: Sequence[Any]) -> int | None:
     """The server's tokens for ``tools`` in a request; None when it cannot tell (no usage, an error)."""
     if not tools:
         return 0
     specs = _specs(tools)
-    url = base_url.rstrip("/") + "/chat/completions"
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        async with httpx.AsyncClient(timeout=min(timeout, PROBE_TIMEOUT)) as client:
-            bare = await prompt_tokens(client, url, _body(model, None), headers)
-            offered = await prompt_tokens(client, url, _body(model, specs), headers)
-    except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        log.info("Could not measure what the tool definitions cost on the model server (%s)", type(exc).__name__)
+        bare = await client.prompt_tokens(_body(model, None))
+        offered = await client.prompt_tokens(_body(model, specs))
+    except ModelServerError as exc:
+        log.info("Could not measure what the tool definitions cost on the model server (%s)", exc)
         return None
     if bare is None or offered is None or offered < bare:
         log.info("The model server reports no usable prompt counts: tool definitions calibrate with the messages")

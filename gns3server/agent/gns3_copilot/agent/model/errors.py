@@ -18,15 +18,20 @@ The LLM branch of the error tree (``errors.py``)::
 Provider SDKs raise their own errors; :func:`provider_error` translates them by
 type and HTTP status (``status_code``), never by class name. Only SDKs already
 imported are looked at, so nothing is imported here. Every message is ours and
-safe to show: it never quotes what the server sent.
+safe to show: it never quotes what the server sent. :func:`is_context_length_error`
+tells a provider refusing a prompt for its length (the graph then retries once
+with a tighter budget).
 """
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
-from ..errors import CopilotError, ErrorKind
+from langchain_core.exceptions import ContextOverflowError
+
+from ...errors import CopilotError, ErrorKind
 
 __all__ = [
     "LLMAuthError",
@@ -38,6 +43,7 @@ __all__ = [
     "LLMStreamCutError",
     "LLMTimeoutError",
     "LLMUnreachableError",
+    "is_context_length_error",
     "is_cut_stream_error",
     "provider_error",
 ]
@@ -157,3 +163,47 @@ def provider_error(exc: BaseException) -> LLMError | None:
     if status is not None and status >= 400:
         return LLMError(f"The LLM provider returned an error (HTTP {status}).")
     return None
+
+
+_CONTEXT_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error", "string_above_max_length"})
+_CONTEXT_PHRASES = re.compile(
+    r"maximum context length"
+    r"|context[_ ]length[_ ]exceeded"
+    r"|prompt is too long"
+    r"|exceeds? the (?:available )?context (?:size|window)"
+    r"|exceeds the maximum number of tokens allowed"
+    r"|input tokens exceed the configured limit",
+    re.IGNORECASE,
+)
+
+
+def _error_code(exc: BaseException) -> str | None:
+    code = getattr(exc, "code", None)
+    if isinstance(code, str):
+        return code
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and isinstance(inner.get("code"), str):
+            return inner["code"]
+    return None
+
+
+def is_context_length_error(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it wraps) is a provider refusing a prompt for its length.
+
+    The graph uses this to re-prepare the history with a tighter budget and retry once.
+    Rate limits (HTTP 429) never count, even when their text mentions tokens.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if getattr(current, "status_code", None) == 429:
+            return False
+        if isinstance(current, ContextOverflowError) or _error_code(current) in _CONTEXT_CODES:
+            return True
+        if _CONTEXT_PHRASES.search(str(current)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

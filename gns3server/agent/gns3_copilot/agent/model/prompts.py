@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from ..errors import CopilotError, ErrorKind
+from ...errors import CopilotError, ErrorKind
 
 log = logging.getLogger(__name__)
 
 PACKAGED_DIR = "prompt_files"
 SYSTEM_FILE = "system.md"
-PURPOSES = ("teaching", "lab_automation", "fault_injection")
+FAULT_INJECTION = "fault_injection"
+"""The purpose of a fault-injection run (GNS3 3.1's "Inject Fault"), and the kind of its session."""
+PURPOSES = ("teaching", "lab_automation", FAULT_INJECTION)
 """The agent's modes, plus fault injection (which runs with lab automation's tools)."""
 REQUIRED_PLACEHOLDERS = ("{mode_rules}", "{{topology_info}}")
 

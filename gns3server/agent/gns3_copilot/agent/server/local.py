@@ -4,7 +4,7 @@ llama.cpp, llama-cpp-python, Ollama, LM Studio and vLLM on a lab's PC usually ha
 one slot: a second request waits for the first, or (llama-cpp-python's default,
 ``interrupt_requests``) ends the answer being streamed. So the background summary
 of a conversation is never sent beside a question to such a server, and gives way
-to one (``summary_writer.py``). A cloud service has slots for everyone: there a
+to one (``summaries/writer.py``). A cloud service has slots for everyone: there a
 summary goes out at once, and waiting for every user's questions to end could
 starve it.
 
@@ -12,17 +12,15 @@ An LLM config says which it is with ``local_server`` (true or false); without
 it the host of ``base_url`` decides: an address that is not globally routable
 (loopback, private, link-local, shared), ``localhost``, a name without a dot, or
 a name under a suffix kept for local networks (``.local``, ``.lan``,
-``.internal``, ``.home.arpa``, ``.localhost``, ``.localdomain``) is local.
+``.internal``, ``.home.arpa``, ``.localhost``, ``.localdomain``) is local
+(``kind.py`` decides, with this module's :func:`is_local_host`).
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
-from typing import Any
-from urllib.parse import urlsplit
 
-__all__ = ["LOCAL_SUFFIXES", "is_local_host", "one_slot_server"]
+__all__ = ["LOCAL_SUFFIXES", "is_local_host"]
 
 LOCAL_SUFFIXES = (".local", ".lan", ".internal", ".home.arpa", ".localhost", ".localdomain")
 
@@ -37,14 +35,3 @@ def is_local_host(host: str) -> bool:
     except ValueError:
         return name == "localhost" or "." not in name or name.endswith(LOCAL_SUFFIXES)
     return not address.is_global
-
-
-def one_slot_server(llm_config: Mapping[str, Any]) -> str | None:
-    """The ``base_url`` of the config's model server when it is the lab's own, else None."""
-    base_url = llm_config.get("base_url")
-    if not isinstance(base_url, str) or not base_url:
-        return None
-    local = llm_config.get("local_server")
-    if local is None:
-        local = is_local_host(urlsplit(base_url).hostname or "")
-    return base_url if local else None

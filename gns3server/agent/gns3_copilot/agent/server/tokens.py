@@ -13,7 +13,8 @@ the chat template's framing around each message, which cannot be seen from outsi
 is learnt from the usage a server reports).
 
 Which endpoint works is remembered in the server's :class:`ServerTraits`; a server
-with neither is asked once.
+with neither is asked once. Every request goes through the server's one client
+(``client.py``).
 
 A tokenizer counts text, not the prompt a template makes of it. llama-cpp-python
 renders its chat templates with Jinja's HTML autoescape on: every ``"``, ``'``, ``&``,
@@ -33,13 +34,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from .context.counting import content_text, json_text
-from .server_traits import ServerTraits
-from .tool_results import PROBE_TIMEOUT, prompt_tokens
+from ..context.counting import content_text, json_text
+from ..model.config import PROBE_TIMEOUT
+from .client import ModelServerClient, ModelServerError
+from .traits import ServerTraits
 
 log = logging.getLogger(__name__)
 
@@ -86,36 +87,32 @@ def request_text(messages: Sequence[BaseMessage], tools: Sequence[Any], *, escap
     return "\n".join(p for p in parts if p)
 
 
-def _server_root(base_url: str) -> str:
-    root = base_url.rstrip("/")
-    return root.removesuffix("/v1")
-
-
 class ServerTokenizer:
-    """The server's token count of a request's text (None when it cannot tell)."""
+    """The server's token count of a request's text (None when it cannot tell).
+
+    ``probe_timeout`` bounds each request (a tokenizer is given at least
+    :data:`TOKENIZE_TIMEOUT`: counting is quick, but a busy server answers late).
+    """
 
     def __init__(
-        self, base_url: str, api_key: str | None, traits: ServerTraits, model: str = "",
-        probe_timeout: float = PROBE_TIMEOUT,
+        self, client: ModelServerClient, traits: ServerTraits, model: str = "", probe_timeout: float = PROBE_TIMEOUT,
     ) -> None:
-        self._root = _server_root(base_url)
-        self._chat_url = base_url.rstrip("/") + "/chat/completions"
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = client
         self._traits = traits
         self._model = model
-        self._probe_timeout = min(probe_timeout, PROBE_TIMEOUT)
+        self._timeout = max(TOKENIZE_TIMEOUT, probe_timeout)
 
-    async def _count(self, client: httpx.AsyncClient, text: str) -> int | None:
+    async def _count(self, text: str) -> int | None:
         known = self._traits.tokenizer
         for name, path, key, read in _ENDPOINTS:
             if known not in (None, name):
                 continue
             try:
-                answer = await client.post(self._root + path, json={key: text}, headers=self._headers)
-                count = read(answer.json()) if answer.status_code == 200 else None
-            except (httpx.HTTPError, ValueError, TypeError, KeyError) as exc:
-                log.debug("Tokenizer endpoint %s of the model server failed: %s", path, type(exc).__name__)
-                count = None
+                data = await self._client.post(self._client.root + path, {key: text}, timeout=self._timeout)
+            except ModelServerError as exc:
+                log.debug("Tokenizer endpoint %s of the model server failed: %s", path, exc)
+                data = None
+            count = read(data) if isinstance(data, Mapping) else None
             if isinstance(count, int) and count >= 0:
                 self._traits.tokenizer = name
                 return count
@@ -124,7 +121,7 @@ class ServerTokenizer:
             self._traits.tokenizer = "none"
         return None
 
-    async def escapes(self, client: httpx.AsyncClient) -> bool:
+    async def escapes(self) -> bool:
         """Whether the server's template HTML-escapes message text (measured once per server).
 
         A server that reports no prompt counts, or whose counts fit neither reading, is
@@ -132,22 +129,22 @@ class ServerTokenizer:
         """
         known = self._traits.escapes_markup
         if known is None:
-            known = self._traits.escapes_markup = await self._measure_escapes(client)
+            known = self._traits.escapes_markup = await self._measure_escapes()
         return known
 
-    async def _measure_escapes(self, client: httpx.AsyncClient) -> bool:
+    async def _measure_escapes(self) -> bool:
         plain, marked = ESCAPE_PROBE_TEXT, ESCAPE_PROBE_TEXT + _ESCAPE_PROBE_BODY
         try:
-            counts = [await prompt_tokens(client, self._chat_url, _probe_body(self._model, text), self._headers)
+            counts = [await self._client.prompt_tokens(_probe_body(self._model, text), timeout=self._timeout)
                       for text in (plain, marked)]
-        except (httpx.HTTPError, ValueError, AttributeError) as exc:
-            log.info("Could not check whether the model server escapes message text (%s)", type(exc).__name__)
+        except ModelServerError as exc:
+            log.info("Could not check whether the model server escapes message text (%s)", exc)
             return False
         rendered = _growth(counts)
         if rendered is None:
             return False
-        as_raw = _growth([await self._count(client, text) for text in (plain, marked)])
-        as_escaped = _growth([await self._count(client, markup_escaped(text)) for text in (plain, marked)])
+        as_raw = _growth([await self._count(text) for text in (plain, marked)])
+        as_escaped = _growth([await self._count(markup_escaped(text)) for text in (plain, marked)])
         if as_raw is None or as_escaped is None:
             return False
         escapes = abs(rendered - as_escaped) < abs(rendered - as_raw)
@@ -163,10 +160,9 @@ class ServerTokenizer:
         text = request_text(messages, tools)
         if not text:
             return None
-        async with httpx.AsyncClient(timeout=max(TOKENIZE_TIMEOUT, self._probe_timeout)) as client:
-            theirs = await self._count(client, text)
-            if theirs is not None and await self.escapes(client):
-                theirs = await self._count(client, request_text(messages, tools, escaped=True))
+        theirs = await self._count(text)
+        if theirs is not None and await self.escapes():
+            theirs = await self._count(request_text(messages, tools, escaped=True))
         return theirs
 
 

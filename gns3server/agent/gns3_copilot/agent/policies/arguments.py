@@ -11,14 +11,17 @@ excerpt so the model can see what it got wrong.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .context.counting import json_text
+from ..context.counting import json_text
 
-__all__ = ["CUT_KEY", "argument_limit", "cut_arguments", "cut_tool_call_arguments"]
+log = logging.getLogger(__name__)
+
+__all__ = ["CUT_KEY", "argument_limit", "cut_arguments", "cut_tool_call_arguments", "with_cut_arguments"]
 
 # Arguments longer than this many characters per 1,000 tokens of window are cut (at least MIN).
 CHARS_PER_THOUSAND_TOKENS = 500
@@ -72,3 +75,16 @@ def cut_tool_call_arguments(messages: Sequence[BaseMessage], limit: int) -> list
                 message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid, "additional_kwargs": extra})
             )
     return replaced
+
+
+def with_cut_arguments(messages: Sequence[BaseMessage], limit: int | None) -> tuple[list[BaseMessage], list[AIMessage]]:
+    """``messages`` with the tool-call arguments over ``limit`` cut, and the cut copies (to store, by id).
+
+    Junk arguments of answered calls must not fill every later request: cut, and stored cut.
+    """
+    cut = cut_tool_call_arguments(messages, limit) if limit else []
+    if not cut:
+        return list(messages), []
+    log.warning("Cut the arguments of %d earlier tool call message(s): too long for this window", len(cut))
+    replaced = {m.id: m for m in cut}
+    return [replaced.get(m.id, m) if isinstance(m, AIMessage) else m for m in messages], cut

@@ -9,7 +9,7 @@ in progress. Rules, per session:
 
 - one writer at a time: a cut while a summary is still being written starts no
   second one (its turns are summarised at the next cut, as after a failure);
-- for the lab's own model server (``server``: ``agent/local_server.py``, often
+- for the lab's own model server (``server``: ``agent/server/local.py``, often
   one request at a time), the summary's model call waits until no run talks to that
   server, so it never overlaps a conversation's model calls (this session's or
   another's): such a server queues the second request or, as llama-cpp-python's
@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from ..errors import CopilotError, ErrorKind
+from ...errors import CopilotError, ErrorKind
 
 log = logging.getLogger(__name__)
 

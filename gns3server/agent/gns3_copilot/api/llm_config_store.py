@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..agent.model_factory import URL_CREDENTIALS, validate_llm_config
+from ..agent.model.config import URL_CREDENTIALS, validate_llm_config
 from ..db import Database, Migration, Schema, checkpoint_wal
 from .crypto import SecretBox
 from .errors import ConfigVersionConflictError, LLMConfigNotFoundError

@@ -10,9 +10,9 @@ small conversation is counted by the server with an empty tool result and with a
 For such servers :func:`tool_results_as_user` sends each result as a user message
 that names the tool, which every template renders.
 
-Both probe requests are unstreamed, ask for a 1-token reply and carry no tools.
-Their tool call has the id :data:`PROBE_CALL_ID`, so a recording proxy can tell
-them apart.
+Both probe requests are unstreamed, ask for a 1-token reply and carry no tools,
+through the server's one client (``client.py``). Their tool call has the id
+:data:`PROBE_CALL_ID`, so a recording proxy can tell them apart.
 """
 
 from __future__ import annotations
@@ -21,21 +21,20 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from .context.counting import content_text
+from ..context.counting import content_text
+from .client import ModelServerClient, ModelServerError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PROBE_CALL_ID", "TOOL_RESULT_HEADER", "is_template_probe", "prompt_tokens", "template_keeps_tool_results", "tool_results_as_user"]
+__all__ = ["PROBE_CALL_ID", "TOOL_RESULT_HEADER", "is_template_probe", "template_keeps_tool_results", "tool_results_as_user"]
 
 PROBE_CALL_ID = "call_copilot_template_probe"
 TOOL_RESULT_HEADER = "[Result of the tool {name}]\n"
 _PROBE_WORDS = 64
 # Longer by at least this many tokens: the result reached the prompt (64 words are >= 64 tokens).
 _KEPT_IF_LONGER_BY = _PROBE_WORDS // 2
-PROBE_TIMEOUT = 120.0
 
 
 def tool_results_as_user(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -75,27 +74,13 @@ def is_template_probe(body: Any) -> bool:
     )
 
 
-async def prompt_tokens(client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]) -> int | None:
-    """The server's prompt count for an unstreamed request (its reported usage), None without one."""
-    answer = await client.post(url, json=body, headers=headers)
-    if answer.status_code != 200:
-        return None
-    count = ((answer.json() or {}).get("usage") or {}).get("prompt_tokens")
-    return count if isinstance(count, int) and not isinstance(count, bool) else None
-
-
-async def template_keeps_tool_results(
-    base_url: str, api_key: str | None, model: str, timeout: float = PROBE_TIMEOUT
-) -> bool | None:
+async def template_keeps_tool_results(client: ModelServerClient, model: str) -> bool | None:
     """Whether the server's prompt contains tool results; None when it cannot tell (no usage, an error)."""
-    url = base_url.rstrip("/") + "/chat/completions"
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        async with httpx.AsyncClient(timeout=min(timeout, PROBE_TIMEOUT)) as client:
-            empty = await prompt_tokens(client, url, _probe_body(model, ""), headers)
-            full = await prompt_tokens(client, url, _probe_body(model, " ".join(["probe"] * _PROBE_WORDS)), headers)
-    except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        log.info("Could not check how the model server renders tool results (%s)", type(exc).__name__)
+        empty = await client.prompt_tokens(_probe_body(model, ""))
+        full = await client.prompt_tokens(_probe_body(model, " ".join(["probe"] * _PROBE_WORDS)))
+    except ModelServerError as exc:
+        log.info("Could not check how the model server renders tool results (%s)", exc)
         return None
     if empty is None or full is None:
         log.info("The model server reports no prompt counts: tool results are sent as tool messages")
