@@ -26,7 +26,7 @@ from typing import Any
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ..db import Migration, Schema, SchemaError
+from ..db import SchemaError
 
 MESSAGES_CHANNEL = "messages"
 REFERENCE = "copilot_messages"
@@ -34,20 +34,16 @@ REFERENCE = "copilot_messages"
 KEPT_MESSAGES = 40_000
 """Messages kept in memory over all threads (about 30 conversations of 500 turns)."""
 
-MESSAGES_SCHEMA = Schema(
-    "messages",
-    (
-        Migration(1, [
-            """CREATE TABLE IF NOT EXISTS copilot_messages (
-                thread_id TEXT NOT NULL,
-                position  INTEGER NOT NULL,
-                type      TEXT NOT NULL,
-                message   BLOB NOT NULL,
-                PRIMARY KEY (thread_id, position)
-            )""",
-        ], "a conversation's messages one row each, beside its checkpoint"),
-    ),
-)
+MESSAGES_TABLE = """CREATE TABLE IF NOT EXISTS copilot_messages (
+    thread_id TEXT NOT NULL,
+    position  INTEGER NOT NULL,
+    type      TEXT NOT NULL,
+    message   BLOB NOT NULL,
+    PRIMARY KEY (thread_id, position)
+)"""
+"""The rows, created by the conversations' schema (``session_store.SESSIONS_SCHEMA``, version 2): a
+release that knows only version 1 reads checkpoints whole, so it refuses the file rather than read
+a reference as the message list."""
 
 
 class StoredMessagesError(SchemaError):

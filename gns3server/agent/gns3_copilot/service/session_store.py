@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from ..db import Database, Migration, Schema, add_missing_columns
+from .message_log import MESSAGES_TABLE
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS copilot_sessions (
@@ -63,8 +64,13 @@ def _baseline(db: sqlite3.Connection) -> None:
     add_missing_columns(db, "copilot_sessions", _ADDED_COLUMNS)
 
 
-SESSIONS_SCHEMA = Schema("sessions", (Migration(1, _baseline, "sessions and in-flight turns"),))
-"""The session and in-flight tables, in the conversations' database (``storage.py``)."""
+SESSIONS_SCHEMA = Schema("sessions", (
+    Migration(1, _baseline, "sessions and in-flight turns"),
+    # A checkpoint of this version holds a reference to these rows in place of its messages: a release
+    # that reads checkpoints whole must not open the file (it refuses a version newer than it knows).
+    Migration(2, [MESSAGES_TABLE], "a conversation's messages one row each, beside its checkpoint"),
+))
+"""The session, in-flight and message tables, in the conversations' database (``storage.py``)."""
 TITLE_MAX = 200
 
 

@@ -34,7 +34,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from ..db import Database, SchemaError, checkpoint_wal
 from .checkpointer import ThreadedCheckpointer
 from .faults import FAULTS_SCHEMA, SQLiteFaultStore
-from .message_log import MESSAGES_SCHEMA, MessageLog
+from .message_log import MessageLog
 from .session_store import SESSIONS_SCHEMA, SessionStore, SQLiteSessionStore
 
 log = logging.getLogger(__name__)
@@ -104,9 +104,7 @@ async def open_sqlite_storage(data_dir: str | Path) -> Storage:
     migration, LangGraph tables without the columns pruning reads.
     """
     path = Path(data_dir) / DATABASE_NAME
-    database = await Database.open(
-        path, (SESSIONS_SCHEMA, FAULTS_SCHEMA, MESSAGES_SCHEMA), synchronous="NORMAL", name="conversations"
-    )
+    database = await Database.open(path, (SESSIONS_SCHEMA, FAULTS_SCHEMA), synchronous="NORMAL", name="conversations")
     try:
         saver = await database.call(_open_saver)
         storage = Storage(
