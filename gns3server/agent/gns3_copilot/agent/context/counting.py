@@ -44,7 +44,6 @@ import json
 import logging
 import sys
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
@@ -53,6 +52,7 @@ import tiktoken
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from .identity import IdentityMemo
 from .openai_tools import OPENAI_TOOLS_FRAMING, render_functions
 from .tokenizer import DEFAULT_ENCODING, get_encoding
 
@@ -158,8 +158,8 @@ class TokenCounter:
         self._cached_bytes = 0
         # Hooks of concurrent runs share counters and run in worker threads.
         self._lock = threading.Lock()
-        # id(message) -> (weak reference to it, what was derived from it): see derived().
-        self._objects: dict[int, tuple[weakref.ref[BaseMessage], dict[Hashable, Any]]] = {}
+        # What was derived from each message object, kept with it: see derived().
+        self._objects = IdentityMemo()
 
     def text(self, text: str) -> int:
         """Tokens of plain text; special-token look-alikes count as ordinary text."""
@@ -204,24 +204,7 @@ class TokenCounter:
         object seen at the previous call costs a look-up, not its content key. Messages are
         never changed in place (the copilot copies them), so the object stands for its content.
         """
-        entry = self._objects.get(id(message))
-        if entry is not None and entry[0]() is message:
-            values = entry[1]
-            if key in values:
-                return values[key]
-        else:
-            values = {}
-            ident = id(message)
-            objects = self._objects
-
-            def gone(_ref: weakref.ref[BaseMessage]) -> None:
-                current = objects.get(ident)
-                if current is not None and current[0] is _ref:
-                    del objects[ident]
-
-            self._objects[ident] = (weakref.ref(message, gone), values)
-        value = values[key] = compute()
-        return value
+        return self._objects.get(message, key, compute)
 
     def remembered(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept in the counter's cache under ``key``; ``key`` and the value are

@@ -12,17 +12,32 @@ The SDK's documented ``extra_body`` is merged into the JSON body as it is, after
 transform; so the messages and the tool definitions go there, and the transformed
 arguments carry an empty message list. The body sent is the same JSON.
 
+``langchain-openai``'s own conversion of each message to its dict grows with the
+conversation too (24 ms a call at 500 turns). A model now outlives its run (the
+agent's assembly keeps one per user and LLM profile), and the history's message
+objects outlive the calls (the checkpointer and the context hook keep them), so each
+object's dict is kept with it (:class:`~..context.identity.IdentityMemo`, weak) and
+only the messages not seen before are converted, by ``langchain-openai`` itself.
+
 Imported only when a model is built (``langchain_openai`` is heavy).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
+from pydantic import PrivateAttr
 
-__all__ = ["LeanChatOpenAI", "untransformed"]
+from ..context.identity import IdentityMemo
+
+__all__ = ["LeanChatOpenAI", "remembered_payload", "untransformed"]
+
+_DICT = "openai-request-dict"
 
 # The arguments that are already plain JSON and the largest: sent through ``extra_body``.
 PASSED_AS_IS = ("messages", "tools")
@@ -44,8 +59,52 @@ def untransformed(payload: dict[str, Any]) -> dict[str, Any]:
     return lean
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
+def remembered_payload(
+    build: Callable[..., dict[str, Any]], messages: list[BaseMessage], memo: IdentityMemo,
+    stop: list[str] | None, kwargs: dict[str, Any],
+) -> dict[str, Any]:
+    """``build(messages, stop=..., **kwargs)`` (``ChatOpenAI``'s payload) with the dict of each
+    message object ``memo`` has seen taken from it: ``build`` converts only the others.
+
+    ``build`` converts message by message, in order; a payload whose messages are not that
+    (the Responses API's) is built whole, as before.
+    """
+    known = [memo.peek(m, _DICT) for m in messages]
+    new = [m for m, (seen, _) in zip(messages, known, strict=True) if not seen]
+    payload = build(new, stop=stop, **kwargs)
+    converted = payload.get("messages")
+    if not isinstance(converted, list) or len(converted) != len(new):
+        return build(messages, stop=stop, **kwargs)
+    fresh = iter(converted)
+    dicts = []
+    for message, (seen, value) in zip(messages, known, strict=True):
+        if not seen:  # converted in order, one each, even for an object that comes twice
+            value = next(fresh)
+            memo.get(message, _DICT, functools.partial(_same, value))
+        dicts.append(value)
+    payload["messages"] = dicts
+    return payload
+
+
 class LeanChatOpenAI(ChatOpenAI):
-    """``ChatOpenAI`` whose requests skip the SDK's transform of messages and tools."""
+    """``ChatOpenAI`` whose requests skip the SDK's transform of messages and tools, and convert
+    each message object once.
+
+    The dicts are shared by the requests that carry the same message: :meth:`_adjusted` sees
+    every request's, so what it changes in one must come out the same when changed again.
+    """
+
+    _message_dicts: IdentityMemo = PrivateAttr(default_factory=IdentityMemo)
 
     def _get_request_payload(self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
-        return untransformed(super()._get_request_payload(input_, stop=stop, **kwargs))
+        messages = self._convert_input(input_).to_messages()
+        payload = remembered_payload(super()._get_request_payload, messages, self._message_dicts, stop, kwargs)
+        return untransformed(self._adjusted(payload))
+
+    def _adjusted(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """What a subclass changes in ``ChatOpenAI``'s payload before it is sent (nothing here)."""
+        return payload
