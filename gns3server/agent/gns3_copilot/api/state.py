@@ -19,7 +19,7 @@ from ..agent.assembly import AgentAssembly
 from ..agent.context.tokenizer import warm_up
 from ..agent.model.config import LLMProfile, llm_profile
 from ..agent.model.errors import is_context_length_error
-from ..agent.model.factory import create_base_model_with_tools, create_chat_model
+from ..agent.model.factory import create_base_model_with_tools
 from ..agent.model.prompts import PromptSet, load_prompts
 from ..gns3_client.client import GNS3Client, GNS3Connection
 from ..service.copilot import CopilotService, User
@@ -129,9 +129,9 @@ class CopilotState:
         if record is not None and record.user_id == user.user_id:
             await self.check_endpoint(user, profile)
         # A model that cannot be built (a provider package missing, a key the provider needs)
-        # is refused now, with what to do, rather than failing inside the stream. About a
-        # millisecond of a worker thread; nothing is sent to the provider.
-        await asyncio.to_thread(create_chat_model, profile)
+        # is refused now, with what to do, rather than failing inside the stream. Built once per
+        # user and profile (a worker thread's millisecond), then the runs' own; nothing is sent.
+        await self.agent.check_model(user.user_id, profile)
         return profile
 
     async def llm_config_for(
