@@ -90,6 +90,7 @@ async def copilot_running(
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         state = CopilotState(settings, storage, llm_configs, gns3, console, prompts)
         stack.push_async_callback(state.agent.aclose)  # the model servers' clients, once the runs have ended
+        stack.push_async_callback(state.resolutions.aclose)  # TTLs still being asked of DNS
         stack.push_async_callback(state.stop_runs)
         mcp = await MCPEndpoint.open(settings.data_dir, lookup, console, state.gns3_client, settings.approval_seconds)
         stack.push_async_callback(mcp.close)

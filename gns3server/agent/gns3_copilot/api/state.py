@@ -25,9 +25,11 @@ from ..gns3_client.client import GNS3Client, GNS3Connection
 from ..service.copilot import CopilotService, User
 from ..service.storage import Storage
 from ..tools.toolset import ConsoleServices, build_tools
+from .endpoints import resolve_host
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_config_store import LLMConfigRecord, LLMConfigStore
 from .model_configs31 import SERVER_DEFAULT_ID, default_record, named_record
+from .resolution import ResolutionCache
 from .settings import CopilotSettings
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,8 @@ class CopilotState:
             max_llm_calls=settings.max_llm_calls,
             prompts=prompts,
         )
+        # The outbound policy's host resolutions, each kept no longer than its DNS records hold.
+        self.resolutions = ResolutionCache(resolve_host)
         self.service = CopilotService(
             storage, self.agent, heartbeat_seconds=settings.heartbeat_seconds, approval_seconds=settings.approval_seconds,
         )
@@ -113,8 +117,10 @@ class CopilotState:
         return requested
 
     async def check_endpoint(self, user: User, config: Mapping[str, Any]) -> None:
-        """EndpointNotAllowedError (403) unless ``user`` may make the server call ``config``'s endpoint."""
-        await self.settings.user_llm_endpoints.check(config, is_superadmin=user.is_superadmin)
+        """EndpointNotAllowedError (403) unless ``user`` may make the server call ``config``'s endpoint
+        (judged now, on the host's addresses: resolved afresh once DNS's TTL for them has run out)."""
+        await self.settings.user_llm_endpoints.check(config, is_superadmin=user.is_superadmin,
+                                                     resolve=self.resolutions)
 
     async def llm_config_for_run(
         self, user: User, config_id: str | None = None, group_ids: Sequence[str] = ()
