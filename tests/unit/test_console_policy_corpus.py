@@ -17,7 +17,7 @@ def test_corpus_size():
     dangerous = sum(v.startswith("blocked:") or v == "incomplete" for v in verdicts)
     harmless = sum(v in ("read", "config") for v in verdicts)
     assert dangerous >= 250 and harmless >= 150, (dangerous, harmless)
-    assert {entry.family for entry in ENTRIES} == {"ios", "linux", "vpcs"}
+    assert {entry.family for entry in ENTRIES} == {"ios", "linux", "vpcs", "frr", "bird"}
     assert dangerous + harmless == len(ENTRIES)  # no verdict outside the four kinds
 
 

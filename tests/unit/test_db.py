@@ -164,7 +164,7 @@ async def test_a_fresh_file_is_created_configured_and_recorded_at_the_latest_ver
         store = await LLMConfigStore.open(tmp_path, SecretBox(Fernet.generate_key()))
         assert await store._database.call(lambda db: db.execute("PRAGMA synchronous").fetchone()[0]) == 2  # FULL
         await store.close()
-    assert recorded(tmp_path / storage_module.DATABASE_NAME) == {"sessions": 2, "faults": 2}
+    assert recorded(tmp_path / storage_module.DATABASE_NAME) == {"sessions": 3, "faults": 2}
     assert recorded(tmp_path / llm_store.DATABASE_NAME) == {"llm_configs": 1}
 
 
@@ -220,10 +220,10 @@ async def test_files_written_by_the_previous_release_are_upgraded_in_place(tmp_p
         finally:
             await keys.close()
 
-    assert recorded(conversations) == {"sessions": 2, "faults": 2}
+    assert recorded(conversations) == {"sessions": 3, "faults": 2}
     assert recorded(tmp_path / llm_store.DATABASE_NAME) == {"llm_configs": 1}
     assert recorded(tmp_path / audit_module.AUDIT_DB_NAME) == {"console_audit": 1}
-    assert recorded(tmp_path / keys_module.DATABASE_NAME) == {"mcp_keys": 1}
+    assert recorded(tmp_path / keys_module.DATABASE_NAME) == {"mcp_keys": 2}
 
 
 async def _open_conversations(data_dir: Path) -> None:
@@ -407,5 +407,7 @@ async def test_the_running_copilot_closes_every_database_thread(tmp_path: Path) 
             await state.storage.sessions.create("alice", "p1", "hello")
             await state.llm_configs.list("alice")
             await state.console.audit.record(Who("alice", "s1", "p1"), "R1", "show version", "ok")
+            assert state.console.credentials is not None
+            await state.console.credentials.info("node", "n1")
             assert mcp.running
-            assert len(copilot_threads() - before) == 4  # one per file
+            assert len(copilot_threads() - before) == 5  # one per file

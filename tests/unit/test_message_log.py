@@ -156,9 +156,9 @@ async def test_a_conversation_whose_rows_are_missing_is_refused_by_name(tmp_path
 
 
 async def test_the_release_before_message_rows_refuses_the_file_rather_than_read_a_reference(tmp_path: Path) -> None:
-    """The previous release knew the conversations' tables at version 1 and read a checkpoint's
-    messages from the checkpoint itself: a file this one wrote (a reference in each checkpoint) must
-    be refused by it, as a file from a newer copilot, and left as it is."""
+    """The previous release knew the conversations' tables at version 2 (session ids in one spelling)
+    and read a checkpoint's messages from the checkpoint itself: a file this one wrote (a reference in
+    each checkpoint) must be refused by it, as a file from a newer copilot, and left as it is."""
     import pytest
 
     from gns3server.agent.gns3_copilot.db import Database, Schema, SchemaTooNewError
@@ -172,7 +172,8 @@ async def test_the_release_before_message_rows_refuses_the_file_rather_than_read
         await storage.close()
     path = tmp_path / DATABASE_NAME
     before = path.read_bytes()
-    previous = Schema("sessions", SESSIONS_SCHEMA.migrations[:1])  # what the previous release declared
-    with pytest.raises(SchemaTooNewError, match="sessions tables are at schema version 2"):
+    previous = Schema("sessions", SESSIONS_SCHEMA.migrations[:2])  # what the previous release declared
+    assert [m.version for m in previous.migrations] == [1, 2]
+    with pytest.raises(SchemaTooNewError, match="sessions tables are at schema version 3"):
         await Database.open(path, (previous, FAULTS_SCHEMA), synchronous="NORMAL", name="conversations")
     assert path.read_bytes() == before

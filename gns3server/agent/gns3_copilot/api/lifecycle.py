@@ -1,8 +1,8 @@
 """The copilot's life inside gns3-server: one lifespan, opened in order, closed in reverse.
 
 :func:`copilot_running` opens every part the copilot holds for the server's
-life (storage, LLM configs, the GNS3 connection pool, the audit log, the runs'
-service, the MCP endpoint), each registered on an ``AsyncExitStack`` as soon as
+life (storage, LLM configs, console credentials, the GNS3 connection pool, the
+audit log, the runs' service, the MCP endpoint), each registered on an ``AsyncExitStack`` as soon as
 it is open. However start-up ends (a bad policy file, a prompt file that cannot
 be used, a database that cannot be opened) and however the server stops, what
 opened is closed, in reverse order, and nothing else.
@@ -25,7 +25,7 @@ import asyncio
 import logging
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import (
     AbstractAsyncContextManager,
     AsyncExitStack,
@@ -38,15 +38,16 @@ from typing import Any
 from fastapi import FastAPI
 
 from ..agent.model.prompts import load_prompts
-from ..console import AuditLog, DeviceLocks, load_policy
+from ..console import AuditLog, CredentialStore, DeviceLocks, load_policy
 from ..gns3_client.client import GNS3Connection
-from ..mcp.auth import UserLookup, gns3_user_lookup
+from ..mcp.auth import Caller, UserLookup, gns3_user_lookup
 from ..mcp.server import ENDPOINT_STATE, MCPEndpoint
 from ..service.storage import open_sqlite_storage
 from ..tools.toolset import ConsoleServices
 from .crypto import SecretBox, load_or_create_key
 from .llm_config_store import LLMConfigStore
 from .permissions import HostPermissions
+from .projects import VisibleProjects
 from .settings import CopilotSettings, SettingsError, settings_from_gns3
 from .state import CopilotState
 
@@ -74,25 +75,38 @@ async def copilot_running(
     """
     async with AsyncExitStack() as stack:
         key = await asyncio.to_thread(load_or_create_key, settings.secrets_dir)
+        box = SecretBox(key)
         storage = await open_sqlite_storage(settings.data_dir)
         stack.push_async_callback(storage.close)
-        llm_configs = await LLMConfigStore.open(settings.data_dir, SecretBox(key))
+        llm_configs = await LLMConfigStore.open(settings.data_dir, box)
         stack.push_async_callback(llm_configs.close)
+        # Device console credentials: encrypted with the key of the LLM configs' API keys.
+        credentials = await CredentialStore.open(settings.data_dir, box)
+        stack.push_async_callback(credentials.close)
         gns3 = await stack.enter_async_context(
             GNS3Connection(settings.server_url, limit=CONNECTION_LIMIT, verify_tls=settings.verify_tls)
         )
         audit = await AuditLog.open(settings.data_dir)  # a file the copilot cannot use stops the start
         stack.push_async_callback(audit.close)
         policy = await asyncio.to_thread(load_policy, settings.console_policy)
+        host_permissions = HostPermissions(app)
         console = ConsoleServices(
-            policy=policy, locks=DeviceLocks(), audit=audit, permissions=HostPermissions(app).for_user
+            policy=policy, locks=DeviceLocks(), audit=audit, permissions=host_permissions.for_user,
+            credentials=credentials,
         )
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
-        state = CopilotState(settings, storage, llm_configs, gns3, console, prompts)
+        projects = VisibleProjects(host_permissions)
+        state = CopilotState(settings, storage, llm_configs, gns3, console, projects, prompts)
         stack.push_async_callback(state.agent.aclose)  # the model servers' clients, once the runs have ended
         stack.push_async_callback(state.resolutions.aclose)  # TTLs still being asked of DNS
         stack.push_async_callback(state.stop_runs)
-        mcp = await MCPEndpoint.open(settings.data_dir, lookup, console, state.gns3_client, settings.approval_seconds)
+
+        async def mcp_projects(caller: Caller) -> list[Mapping[str, Any]]:
+            return list(await projects.of_user(caller.user_id))
+
+        mcp = await MCPEndpoint.open(
+            settings.data_dir, lookup, console, state.gns3_client, mcp_projects, settings.approval_seconds
+        )
         stack.push_async_callback(mcp.close)
         default = settings.default_llm_config
         log.info(

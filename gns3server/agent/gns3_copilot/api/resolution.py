@@ -27,6 +27,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..addresses import parse_address
+
 if TYPE_CHECKING:
     import dns.asyncresolver
 
@@ -45,7 +47,7 @@ Lifetime = Callable[[str], Awaitable[tuple[frozenset[str], float] | None]]
 def _normalised(addresses: Iterable[str]) -> frozenset[str]:
     found = set()
     for text in addresses:
-        address = ipaddress.ip_address(text.split("%", 1)[0])
+        address = parse_address(text)  # for comparing answers only: the policy judges them (addresses.py)
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
             address = address.ipv4_mapped
         found.add(str(address))

@@ -41,8 +41,8 @@ MESSAGES_TABLE = """CREATE TABLE IF NOT EXISTS copilot_messages (
     message   BLOB NOT NULL,
     PRIMARY KEY (thread_id, position)
 )"""
-"""The rows, created by the conversations' schema (``session_store.SESSIONS_SCHEMA``, version 2): a
-release that knows only version 1 reads checkpoints whole, so it refuses the file rather than read
+"""The rows, created by the conversations' schema (``session_store.SESSIONS_SCHEMA``, version 3): a
+release that knows only an earlier version reads checkpoints whole, so it refuses the file rather than read
 a reference as the message list."""
 
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from ..db import Database, Migration, Schema, add_missing_columns
 from .message_log import MESSAGES_TABLE
+from .session_ids import canonicalise_stored_ids
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS copilot_sessions (
@@ -66,9 +67,10 @@ def _baseline(db: sqlite3.Connection) -> None:
 
 SESSIONS_SCHEMA = Schema("sessions", (
     Migration(1, _baseline, "sessions and in-flight turns"),
+    Migration(2, canonicalise_stored_ids, "session ids in their one spelling (lower-case UUIDs)"),
     # A checkpoint of this version holds a reference to these rows in place of its messages: a release
     # that reads checkpoints whole must not open the file (it refuses a version newer than it knows).
-    Migration(2, [MESSAGES_TABLE], "a conversation's messages one row each, beside its checkpoint"),
+    Migration(3, [MESSAGES_TABLE], "a conversation's messages one row each, beside its checkpoint"),
 ))
 """The session, in-flight and message tables, in the conversations' database (``storage.py``)."""
 TITLE_MAX = 200
@@ -87,7 +89,7 @@ class SessionRecord:
     output_tokens: int = 0
     total_tokens: int = 0
     pending: str | None = None
-    """JSON of the approval the run waits for (``agent.approval.PendingApproval``: its tool calls,
+    """JSON of the approval the run waits for (``tools.approval.PendingApproval``: its tool calls,
     id, digest, expiry), or None. Older records hold a bare list of calls."""
     pinned: bool = False
     message_count: int = 0

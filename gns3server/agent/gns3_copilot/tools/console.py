@@ -43,8 +43,11 @@ from typing import Annotated, Any, Literal
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, StringConstraints
 
+from ..as_data import as_data
 from ..console import (
     AuditLog,
+    Credentials,
+    CredentialStore,
     Device,
     DeviceLocks,
     Policy,
@@ -54,7 +57,8 @@ from ..console import (
     driver_for,
     run_commands,
 )
-from ..console.runner import Mode
+from ..console.runner import Mode, OutputFormat
+from ..errors import CopilotError
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
 from .approval import grant_of
@@ -82,11 +86,23 @@ class ConsoleTool(ProjectTool):
     session_id: str
     timeout: float = 30.0
     default_console_host: str = "127.0.0.1"
+    credentials: CredentialStore | None = Field(None, exclude=True)
 
-    def _device(self, node: Mapping[str, Any], driver_name: str | None = None) -> Device:
-        name = str(node.get("name"))
+    async def _login_for(self, node: Mapping[str, Any]) -> Credentials | None:
+        """The node's console credentials (its own, else its template's), if any are set."""
+        if self.credentials is None:
+            return None
+        try:
+            return await self.credentials.for_console(str(node.get("node_id") or ""), node.get("template_id"))
+        except CopilotError as exc:
+            raise tool_error(exc) from exc
+
+    def _device(
+        self, node: Mapping[str, Any], driver_name: str | None = None, credentials: Credentials | None = None
+    ) -> Device:
+        name = as_data(node.get("name"))
         if node.get("console_type") not in (None, "telnet"):
-            raise ToolError(f"{name}'s console is {node.get('console_type')!r}; only telnet consoles can be used")
+            raise ToolError(f"{name}'s console is {as_data(node.get('console_type'))}; only telnet consoles can be used")
         if not node.get("console"):
             raise ToolError(f"{name} has no console port")
         status = node.get("status")
@@ -98,8 +114,9 @@ class ConsoleTool(ProjectTool):
             raise tool_error(exc) from exc
         host = str(node.get("console_host") or "")
         host = self.default_console_host if host in _ANY_ADDRESS else host
-        return Device(name, host, int(node["console"]), driver, reported_status=str(status) if status else None,
-                      cli_known=cli_known(node, driver_name))
+        return Device(str(node.get("name")), host, int(node["console"]), driver,
+                      reported_status=str(status) if status else None, cli_known=cli_known(node, driver_name),
+                      credentials=credentials)
 
     async def _devices(self, names: list[str], commands: list[str], driver_name: str | None, who: Who) -> list[Device]:
         """The named devices, once GNS3 lets the user use every one's console (else nothing is sent)."""
@@ -117,11 +134,12 @@ class ConsoleTool(ProjectTool):
         refused = [(str(n.get("name")), v) for n, v in zip(chosen, verdicts) if v != "allowed"]
         if refused:
             for name, verdict in refused:
-                reason = str(refusal(verdict, NODE_CONSOLE, name))
+                reason = str(refusal(verdict, NODE_CONSOLE, as_data(name)))
                 await self.audit.record_many(who, name, [(c.strip(), "denied", reason) for c in commands if c.strip()])
                 log.info("Console of %s refused to user %s: %s", name, self.user, reason)
-            raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(name for name, _ in refused))
-        return [self._device(node, driver_name) for node in chosen]
+            raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(as_data(name) for name, _ in refused))
+        logins = await gather_cancelling(*(self._login_for(node) for node in chosen))
+        return [self._device(node, driver_name, login) for node, login in zip(chosen, logins)]
 
     def _who(self, config: RunnableConfig) -> Who:
         """Who the commands run for, with the approval they run under (if any)."""
@@ -133,18 +151,18 @@ class ConsoleTool(ProjectTool):
             approved_by=approval.get("approved_by"), approved_at=approval.get("approved_at"),
         )
 
-    async def _run_on(self, device: Device, commands: list[str], mode: Mode, who: Who) -> dict[str, Any]:
+    async def _run_on(
+        self, device: Device, commands: list[str], mode: Mode, who: Who, output_format: OutputFormat = "text"
+    ) -> dict[str, Any]:
         result = await run_commands(
-            device, commands, mode=mode, policy=self.policy, locks=self.locks, audit=self.audit, who=who, timeout=self.timeout
+            device, commands, mode=mode, policy=self.policy, locks=self.locks, audit=self.audit, who=who,
+            timeout=self.timeout, output_format=output_format,
         )
         return result.as_dict()
 
 
-DriverName = Literal["vpcs", "ios", "linux"]
-_DRIVER_HELP = (
-    "CLI family, only when the node's type or tags do not tell (e.g. a QEMU node running Linux): "
-    "vpcs, ios (Cisco-style) or linux. Normally left out."
-)
+DriverName = Literal["vpcs", "ios", "linux", "frr", "bird"]
+_DRIVER_HELP = "CLI family (frr: vtysh), if the node's type and tags do not tell. Normally left out."
 
 
 # Bounds on one call, so that a confused model cannot open hundreds of consoles or
@@ -162,6 +180,7 @@ class ShowCommandsInput(BaseModel):
         min_length=1, max_length=MAX_COMMANDS, description="Read-only commands, e.g. show ip interface brief, ping 10.0.0.1."
     )
     driver: DriverName | None = Field(None, description=_DRIVER_HELP)
+    format: OutputFormat = Field("text", description="json: the CLI's JSON forms (FRR), parsed.")
 
 
 class ShowCommandsTool(ConsoleTool):
@@ -175,15 +194,15 @@ class ShowCommandsTool(ConsoleTool):
     metadata: dict[str, Any] = Field(default_factory=lambda: {"read_only": True})
 
     async def _arun(
-        self, devices: list[str], commands: list[str], driver: DriverName | None = None,
+        self, devices: list[str], commands: list[str], driver: DriverName | None = None, format: OutputFormat = "text",
         *, config: RunnableConfig, **_: Any,
     ) -> dict[str, Any]:
         who = self._who(config)
         targets = await self._devices(devices, commands, driver, who)
-        results = await gather_cancelling(*(self._run_on(d, commands, "show", who) for d in targets))
+        results = await gather_cancelling(*(self._run_on(d, commands, "show", who, format) for d in targets))
         failed = [(r["device"], r["error"]) for r in results if r["status"] in BATCH_FAILED]
         if len(failed) == len(results):
-            raise every_item_failed(f"the commands on {', '.join(r['device'] for r in results)}", failed,
+            raise every_item_failed(f"the commands on {', '.join(as_data(r['device']) for r in results)}", failed,
                                     outcome={"devices": results})
         return {"devices": results}
 
@@ -218,7 +237,7 @@ class ConfigCommandsTool(ConsoleTool):
         (target,) = await self._devices([device], commands, driver, who)
         result = await self._configure(target, commands, driver, who)
         if result["status"] in BATCH_FAILED:  # blocked, or stopped part-way: its outcome says what was sent
-            raise ToolError(f"the configuration of {target.name} failed: {result['error']}", outcome=result)
+            raise ToolError(f"the configuration of {as_data(target.name)} failed: {result['error']}", outcome=result)
         return result
 
     async def _configure(
@@ -241,5 +260,5 @@ class ConfigCommandsTool(ConsoleTool):
                 args["driver"] = driver
             result["undo"] = {"tool": self.name, "args": args}
         else:
-            result["undo_unknown"] = undo_plan.reason or f"{target.name}'s previous settings could not be read"
+            result["undo_unknown"] = undo_plan.reason or f"{as_data(target.name)}'s previous settings could not be read"
         return result
