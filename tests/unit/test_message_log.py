@@ -31,6 +31,15 @@ async def turns(storage: Storage, start: int, end: int) -> None:
         await storage.prune("t")
 
 
+async def written(directory: Path, end: int) -> None:
+    """``end`` turns of a conversation stored in ``directory``, the store closed after them."""
+    storage = await open_sqlite_storage(directory)
+    try:
+        await turns(storage, 0, end)
+    finally:
+        await storage.close()
+
+
 def latest_checkpoint_bytes(path: Path) -> int:
     with contextlib.closing(sqlite3.connect(path)) as db:
         return db.execute("SELECT length(checkpoint) FROM checkpoints WHERE thread_id = 't' "
@@ -64,11 +73,7 @@ async def test_a_run_serialises_only_the_messages_it_added(tmp_path: Path) -> No
 
 
 async def test_a_conversation_survives_a_restart_and_its_deletion_leaves_no_row(tmp_path: Path) -> None:
-    storage = await open_sqlite_storage(tmp_path)
-    try:
-        await turns(storage, 0, 3)
-    finally:
-        await storage.close()
+    await written(tmp_path, 3)
     storage = await open_sqlite_storage(tmp_path)
     try:
         assert await storage.message_count("t") is None  # nothing in memory after a restart: read, then known
@@ -136,11 +141,7 @@ async def test_a_checkpoint_that_fails_to_store_leaves_no_row_behind(tmp_path: P
 async def test_a_conversation_whose_rows_are_missing_is_refused_by_name(tmp_path: Path) -> None:
     from gns3server.agent.gns3_copilot.service.message_log import StoredMessagesError
 
-    storage = await open_sqlite_storage(tmp_path)
-    try:
-        await turns(storage, 0, 2)
-    finally:
-        await storage.close()
+    await written(tmp_path, 2)
     with contextlib.closing(sqlite3.connect(tmp_path / DATABASE_NAME)) as db, db:
         db.execute("DELETE FROM copilot_messages WHERE position = 3")
     storage = await open_sqlite_storage(tmp_path)
@@ -165,11 +166,7 @@ async def test_the_release_before_message_rows_refuses_the_file_rather_than_read
     from gns3server.agent.gns3_copilot.service.faults import FAULTS_SCHEMA
     from gns3server.agent.gns3_copilot.service.session_store import SESSIONS_SCHEMA
 
-    storage = await open_sqlite_storage(tmp_path)
-    try:
-        await turns(storage, 0, 2)
-    finally:
-        await storage.close()
+    await written(tmp_path, 2)
     path = tmp_path / DATABASE_NAME
     before = path.read_bytes()
     previous = Schema("sessions", SESSIONS_SCHEMA.migrations[:2])  # what the previous release declared
