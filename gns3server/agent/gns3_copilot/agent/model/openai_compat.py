@@ -35,5 +35,5 @@ class CompatibleChatOpenAI(LeanChatOpenAI):
             payload["max_tokens"] = payload.pop("max_completion_tokens")
         for message in payload.get("messages") or ():
             if isinstance(message, dict) and "content" in message and message["content"] is None:
-                message["content"] = ""  # the same on a dict already adjusted
+                message["content"] = ""
         return payload

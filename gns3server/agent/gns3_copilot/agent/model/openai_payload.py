@@ -95,15 +95,18 @@ class LeanChatOpenAI(ChatOpenAI):
     each message object once.
 
     The dicts are shared by the requests that carry the same message: :meth:`_adjusted` sees
-    every request's, so what it changes in one must come out the same when changed again.
+    each one once, in the payload of the call that converted it (walking every message of every
+    call again cost ~3.5 ms a turn at 500 turns).
     """
 
     _message_dicts: IdentityMemo = PrivateAttr(default_factory=IdentityMemo)
 
     def _get_request_payload(self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
         messages = self._convert_input(input_).to_messages()
-        payload = remembered_payload(super()._get_request_payload, messages, self._message_dicts, stop, kwargs)
-        return untransformed(self._adjusted(payload))
+        return untransformed(remembered_payload(self._adjusted_payload, messages, self._message_dicts, stop, kwargs))
+
+    def _adjusted_payload(self, messages: list[BaseMessage], *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+        return self._adjusted(super()._get_request_payload(messages, stop=stop, **kwargs))
 
     def _adjusted(self, payload: dict[str, Any]) -> dict[str, Any]:
         """What a subclass changes in ``ChatOpenAI``'s payload before it is sent (nothing here)."""
