@@ -402,7 +402,7 @@ async def test_a_usage_that_adds_up_several_calls_teaches_nothing():
 
 
 def test_the_graph_is_a_short_orchestration_of_named_parts():
-    """build_copilot_graph wires parts (model calls, summaries, the request's fit, the calibrator, the
+    """compile_agent_graph wires parts (model calls, summaries, the request's fit, the calibrator, the
     tools node); no long closure does their jobs."""
     import ast
     import inspect
@@ -410,7 +410,7 @@ def test_the_graph_is_a_short_orchestration_of_named_parts():
     from gns3server.agent.gns3_copilot.agent import gns3_copilot
 
     tree = ast.parse(inspect.getsource(gns3_copilot))
-    build = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "build_copilot_graph")
+    build = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "compile_agent_graph")
     nested = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(build)
               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not build}
     assert build.end_lineno - build.lineno + 1 <= 90 and set(nested) == {"llm_call", "after_llm"}
@@ -448,3 +448,57 @@ async def test_a_request_the_server_counted_heads_its_report_with_that_count():
         assert report["headline_calibrated"] is True
         assert report["headline_tokens"] == report["server_tokens_estimate"]
         assert report["headline_tokens"] == pytest.approx(counted + DEFAULT_FRAMING * n + 40, abs=1)
+
+
+def run_settings(model, mode: str, loads: list[str], limit: int = 16) -> AgentSettings:
+    """A run's settings whose topology read is counted in ``loads`` (each read sees a newer lab)."""
+
+    async def load_topology(project_id: str) -> str:
+        loads.append(project_id)
+        return f"lab version {len(loads)}"
+
+    return AgentSettings(tools=TOOLS, mode=mode, bind_tools=lambda tools: model.bind_tools(tools),
+                         pre_model_hook=make_hook(mode, limit), load_topology=load_topology,
+                         is_context_length_error=lambda exc: False)
+
+
+async def test_one_compiled_graph_runs_concurrent_runs_each_with_its_own_parts():
+    """The graph is compiled once (it took ~9 ms a run) and runs bind their own tools, gate and model
+    to it: two runs at once, in two modes, each answered by its own model, nothing of either stored."""
+    import asyncio
+
+    from gns3server.agent.gns3_copilot.agent.gns3_copilot import RUN_KEY, bind_run, compile_agent_graph
+
+    saver = InMemorySaver()
+    shared = compile_agent_graph(saver)
+    teaching, lab = ScriptedChatModel(), ScriptedChatModel()
+    teaching.enqueue(AIMessage("", tool_calls=[call("start_node", {"node": "PC1"}, "t1")]), "Not in teaching mode.")
+    lab.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "p2"}, "l1")]), "PC1 and PC2.")
+    runs = [bind_run(shared, run_settings(teaching, "teaching", [])), bind_run(shared, run_settings(lab, "lab_automation", []))]
+    configs = [{"configurable": {"thread_id": f"t{i}", "project_id": f"p{i + 1}"}} for i in range(2)]
+    (_, taught), (_, automated) = await asyncio.gather(*(run(g, "go", c) for g, c in zip(runs, configs, strict=True)))
+    assert [t.name for t in teaching.bound_tools[0]] == ["show_nodes"] and len(lab.bound_tools[0]) == 2
+    refused = next(m for m in taught["messages"] if isinstance(m, ToolMessage))
+    assert refused.status == "error" and "not allowed in teaching mode" in refused.content
+    assert next(m for m in automated["messages"] if isinstance(m, ToolMessage)).content == "nodes of p2: PC1, PC2"
+    assert [m.content for m in (taught["messages"][-1], automated["messages"][-1])] == ["Not in teaching mode.", "PC1 and PC2."]
+    for config in configs:
+        stored = await saver.aget_tuple(config)
+        assert stored is not None and RUN_KEY not in stored.metadata
+    with pytest.raises(RuntimeError, match="bind_run"):
+        await run(shared, "no parts bound")
+
+
+async def test_a_turns_model_calls_share_one_topology_snapshot_until_a_tool_may_have_changed_the_lab():
+    """The topology was read over REST before every model call: a tool round read it twice. A read-only
+    tool leaves the snapshot; after one that may change the lab the next call reads it afresh."""
+    model, loads = ScriptedChatModel(), []
+    model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "p1"}, "a")]), "Two nodes.")
+    graph = build_copilot_graph(run_settings(model, "lab_automation", loads), InMemorySaver())
+    await run(graph, "what is there?")
+    assert loads == ["p1"]
+    assert all("lab version 1" in str(c[0].content) for c in model.calls)
+    model.enqueue(AIMessage("", tool_calls=[call("start_node", {"node": "PC1"}, "b")]), "Started.")
+    await run(graph, "start PC1", {"configurable": {"thread_id": "t2", "project_id": "p1"}})
+    assert loads == ["p1", "p1", "p1"]  # a new turn reads it again, and so does the call after start_node
+    assert "lab version 3" in str(model.calls[-1][0].content)

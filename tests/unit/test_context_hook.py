@@ -413,6 +413,85 @@ def test_a_call_without_tools_does_not_count_their_definitions_but_keeps_their_r
     assert [m.content for m in without["messages"]] == [m.content for m in with_tools["messages"]]
 
 
+def long_agent_history(turns: int, output_words: int) -> list:
+    history = []
+    for i in range(turns):
+        for m in tool_turn(i, output_words):
+            m.id = f"m{len(history)}"  # ids, as the checkpointer gives them
+            history.append(m)
+    return history
+
+
+def test_a_steady_call_costs_what_is_new_not_the_history(monkeypatch):
+    """The hook recognises the message objects of the previous call (the checkpointer keeps them) and
+    extends that call's fit: a call after one new message keys and counts it, not the 1,600 before it."""
+    from gns3server.agent.gns3_copilot.agent.context import counting
+
+    history = long_agent_history(400, 300)
+    hook = make_hook(limit=128, tools=[gns3_topology])
+    window = hook({"messages": history})["context_window"]
+    keyed, counted = [], []
+    real_key, real_count = counting.message_key, TokenCounter.message
+    monkeypatch.setattr(counting, "message_key", lambda m: keyed.append(m) or real_key(m))
+    monkeypatch.setattr(TokenCounter, "message", lambda self, m: counted.append(m) or real_count(self, m))
+    grown = [*history, HumanMessage("and now?", id="new")]
+    out = hook({"messages": grown, "context_window": window})
+    assert out["context_report"]["messages_out"] > 1000  # a long request
+    assert len(keyed) <= 5  # the new question and the system message (built anew each call)
+    assert len(counted) <= 10  # the fit before is extended, not done again over 1,600 messages
+
+
+def test_a_cold_call_never_counts_what_the_budget_drops(monkeypatch):
+    """A history of ~750K tokens with no stored window (a session from before windows, a restart):
+    the outputs the cut drops are never encoded, so a cold call costs about what it sends. (Masked
+    outputs are encoded, once, to put their size in their stubs: masking off here.)"""
+    history = long_agent_history(500, 1500)
+    encoded = []
+    real_text = TokenCounter.text
+    monkeypatch.setattr(TokenCounter, "text", lambda self, text: encoded.append(len(text)) or real_text(self, text))
+    hook = make_hook(limit=128, tools=[gns3_topology], mask_tool_outputs=False)
+    out = hook({"messages": [*history, HumanMessage("and now?")]})
+    report = out["context_report"]
+    assert report["messages_dropped"] > 1000
+    history_chars = sum(len(m.content) for m in history)
+    assert sum(encoded) < history_chars / 3  # the budget is ~12% of the history; old code encoded all of it
+
+
+@pytest.mark.parametrize("question", [words(200_000), "路由器 R1 😀 {\"ip\": \"10.0.0.1\"} " * 20_000], ids=["english", "mixed"])
+def test_a_question_cut_to_fit_lands_within_the_budget_in_exact_tokens(question):
+    """At 128K balanced, a paste too big for the budget, with the definitions' cost measured on the
+    server 27 tokens below our count of them (a stub's probe did that): the cut filled the room the
+    measured cost left, and the request came out 27 tokens over the 96,000, counted as the provider
+    counts. A cut fills its room to the last token, so it must fit whichever count is right."""
+    hook = make_hook(limit=128, tools=[gns3_topology])
+    ours = hook({"messages": [HumanMessage("hi")]})["context_report"]["tools_tokens"]
+    out = hook({"messages": [*tool_turn(1), HumanMessage(question)], "tools_server_tokens": ours - 27})
+    report = out["context_report"]
+    assert report["truncated"] and report["budget"] == 96_000 and not report["over_budget"]
+    exact = request_tokens(out["messages"]) + report["tools_tokens"]  # the cookbook's count, as sent
+    assert exact == report["total_tokens"]
+    assert exact <= report["budget"]
+    assert report["server_tokens_estimate"] <= report["budget"]
+
+
+def test_the_counters_keep_no_message_of_a_conversation_alive():
+    """What the hook remembers of a conversation (counts, copies, the fit it extends) goes with its
+    messages: a server's counters outlive every conversation they have counted."""
+    import gc
+    import weakref
+
+    counters: dict = {}
+    config = {"context_limit": 8}
+    hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, lambda: [gns3_topology], counters=counters)
+    history = long_agent_history(60, 400)
+    probes = [weakref.ref(m) for m in history[::7]]
+    window = hook({"messages": history})["context_window"]
+    hook({"messages": [*history, HumanMessage("and now?", id="new")], "context_window": window})
+    del history, window
+    gc.collect()
+    assert counters and all(probe() is None for probe in probes)
+
+
 def test_the_reports_headline_is_the_request_in_the_providers_tokens_against_its_budget():
     """At a factor of 1.6 and the definitions measured at 150 tokens, a request our count puts at
     N tokens is 1.6 N + 150 of the provider's, against 1.6 times the budget our count is held to."""

@@ -161,3 +161,77 @@ def test_giant_items_are_cut_not_lost(history, limit, strategy):
     report = out["context_report"]
     check_invariants(history, out["messages"], report, 0, TokenCounter(report["encoding"]))
     event(f"truncated={bool(report['truncated'])}")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(history=heavy_current_turns(), limit=st.integers(2, 24), below=st.integers(0, 60))
+def test_a_cut_fits_our_count_when_the_definitions_measure_below_it(history, limit, below):
+    """The tool definitions' cost measured on the server below our count of them: whole turns may
+    use the measured room, but a request with an item cut to fit stays within the budget in our count."""
+    config = {"context_limit": limit}
+    tools = [gns3_topology]
+    hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, lambda: tools)
+    ours = hook({"messages": []})["context_report"]["tools_tokens"]
+    out = hook({"messages": history, "tools_server_tokens": max(0, ours - below)})
+    report = out["context_report"]
+    counter = TokenCounter(report["encoding"])
+    if report["truncated"] and not report["over_budget"]:
+        assert counter.messages(out["messages"]) + report["tools_tokens"] <= report["budget"]
+    event(f"truncated={bool(report['truncated'])}")
+
+
+def _shape(messages):
+    from gns3server.agent.gns3_copilot.agent.context.counting import message_key
+
+    return [(type(m).__name__, message_key(m)) for m in messages]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    history=histories,
+    more=histories,
+    limit=st.integers(1, 24),
+    strategy=st.sampled_from(sorted(CONTEXT_STRATEGY_RATIOS)),
+    with_tools=st.booleans(),
+    scale=st.sampled_from([1.0, 0.8, 1.3]),
+)
+def test_a_call_after_new_messages_prepares_what_a_fresh_hook_would(history, more, limit, strategy, with_tools, scale):
+    """The hook extends its previous fit by what was added since; the request (and its report)
+    must be exactly what a hook that remembers nothing prepares from the same stored window,
+    also when the calibration moved the budget in between."""
+    tools = [gns3_topology] if with_tools else []
+    config = {"context_limit": limit, "context_strategy": strategy}
+    messages = [*history, *more]
+    for i, message in enumerate(messages):
+        message.id = f"m{i}"  # ids, as the checkpointer gives them
+    hook = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, lambda: tools)
+    window = hook({"messages": messages[: len(history)]})["context_window"]
+    again = hook({"messages": messages, "context_window": window, "token_scale": scale})
+    fresh = create_pre_model_hook(PROMPT, lambda s: None, lambda: config, lambda: tools)(
+        {"messages": messages, "context_window": window, "token_scale": scale})
+    assert _shape(again["messages"]) == _shape(fresh["messages"])
+    assert again["context_report"] == fresh["context_report"]
+    assert again["context_window"] == fresh["context_window"]
+
+
+@st.composite
+def clean_turns(draw):
+    """Whole agent turns as the graph stores them: a question, answered tool rounds, an answer."""
+    messages = []
+    for n in range(draw(st.integers(1, 12))):
+        messages.append(HumanMessage(content=draw(texts)))
+        for k in range(draw(st.integers(0, 2))):
+            call_id = f"c{n}_{k}_{draw(st.integers(0, 10**6))}"
+            messages.append(AIMessage(content="", tool_calls=[{"name": "gns3_topology", "args": {"project_id": "p"}, "id": call_id}]))
+            messages.append(ToolMessage(content=draw(texts), tool_call_id=call_id, name="gns3_topology"))
+        if draw(st.booleans()):
+            messages.append(AIMessage(content=draw(texts)))
+    return messages
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(history=clean_turns(), more=clean_turns(), limit=st.integers(2, 64), with_tools=st.booleans(),
+       scale=st.sampled_from([1.0, 0.8, 1.3]))
+def test_a_conversation_that_grows_by_turns_is_prepared_as_a_fresh_hook_would(history, more, limit, with_tools, scale):
+    test_a_call_after_new_messages_prepares_what_a_fresh_hook_would.hypothesis.inner_test(
+        history, more, limit, "balanced", with_tools, scale)

@@ -649,3 +649,106 @@ async def test_a_redirect_from_the_model_server_is_not_followed(stub: OpenAIStub
         assert stub.requests == []  # the redirect's target never heard from us
     finally:
         await runner.cleanup()
+
+
+async def _transform_walks(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch, config: dict[str, Any], n: int) -> int:
+    """How many steps the SDK's request transform takes for one streamed call of ``n`` user/assistant pairs."""
+    from openai._utils import _transform
+
+    walks = 0
+    original = _transform._async_transform_recursive
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal walks
+        walks += 1
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(_transform, "_async_transform_recursive", counted)
+    history = [m for i in range(n) for m in (HumanMessage(f"question {i}"), AIMessage(f"answer {i}"))]
+    stub.enqueue(reply("ok"))
+    model = create_base_model_with_tools([get_topology, start_node], config)
+    [chunk async for chunk in model.astream([*history, HumanMessage("and now?")])]
+    monkeypatch.setattr(_transform, "_async_transform_recursive", original)
+    body = stub.requests[-1]
+    assert len(body["messages"]) == 2 * n + 1 and body["messages"][-1] == {"role": "user", "content": "and now?"}
+    assert [t["function"]["name"] for t in body["tools"]] == ["get_topology", "start_node"]
+    assert body["tool_choice"] == "auto" and body["stream"] is True
+    return walks
+
+
+@pytest.mark.parametrize("base_url", [True, False], ids=["compatible-server", "openai"])
+async def test_the_sdk_does_not_walk_every_message_of_a_request(
+    stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch, base_url: bool
+) -> None:
+    """The OpenAI SDK's request transform walked each message of every call on the event loop
+    (~0.2 ms a message): the messages now go as the JSON they already are, whatever their number."""
+    config = _config(stub)
+    if not base_url:  # OpenAI itself: no base_url in the config, the client pointed at the stub
+        config.pop("base_url")
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+    few = await _transform_walks(stub, monkeypatch, config, 2)
+    many = await _transform_walks(stub, monkeypatch, config, 200)
+    assert many == few
+
+
+def test_a_payload_keeps_its_own_extra_body_and_structured_output_is_left_alone() -> None:
+    from gns3server.agent.gns3_copilot.agent.model.openai_payload import untransformed
+
+    messages = [{"role": "user", "content": "hi"}]
+    lean = untransformed({"model": "m", "messages": messages, "extra_body": {"top_k": 5}})
+    assert lean == {"model": "m", "messages": [], "extra_body": {"messages": messages, "top_k": 5}}
+    parsed = {"model": "m", "messages": messages, "response_format": {"type": "json_object"}}
+    assert untransformed(parsed) is parsed
+    responses = {"model": "m", "input": messages}
+    assert untransformed(responses) is responses
+
+
+async def _sent_bodies_and_conversions(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch, config: dict[str, Any],
+                                       model: Any) -> tuple[list[dict[str, Any]], list[int]]:
+    """Three calls of one model on a growing conversation (the same message objects, as a run's
+    history keeps them): the bodies sent, and how many messages langchain-openai converted each time."""
+    from langchain_core.messages import SystemMessage, ToolMessage
+    from langchain_openai.chat_models import base as openai_base
+
+    converted: list[int] = []
+    original = openai_base._convert_message_to_dict
+
+    def counted(message: Any, *args: Any, **kwargs: Any) -> Any:
+        converted[-1] += 1
+        return original(message, *args, **kwargs)
+
+    monkeypatch.setattr(openai_base, "_convert_message_to_dict", counted)
+    history: list[Any] = [HumanMessage("question 0"), AIMessage("", tool_calls=[
+        {"id": "c1", "name": "get_topology", "args": {}, "type": "tool_call"}]),
+        ToolMessage("R1 R2", tool_call_id="c1", name="get_topology"), AIMessage("answer 0")]
+    for n in range(3):
+        history.append(HumanMessage(f"question {n + 1}"))
+        stub.enqueue(reply(f"answer {n + 1}"))
+        converted.append(0)
+        [chunk async for chunk in model.astream([SystemMessage("You are the copilot."), *history])]
+    monkeypatch.setattr(openai_base, "_convert_message_to_dict", original)
+    return stub.requests[-3:], converted
+
+
+@pytest.mark.parametrize("base_url", [True, False], ids=["compatible-server", "openai"])
+async def test_a_model_that_outlives_its_run_converts_each_message_object_once(
+    stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch, base_url: bool
+) -> None:
+    """langchain-openai converted every message of every call to its dict (24 ms a call at 500 turns):
+    a message object seen before keeps its dict, and the body sent is exactly ChatOpenAI's own."""
+    config = _config(stub)
+    if not base_url:
+        config.pop("base_url")
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+    ours, converted = await _sent_bodies_and_conversions(
+        stub, monkeypatch, config, create_base_model_with_tools([get_topology], config))
+    assert converted == [6, 2, 2]  # the first call all; then the new question and the system prompt (built anew)
+    plain = ChatOpenAI(model=config["model"], api_key=SECRET, base_url=stub.base_url, max_retries=0)
+    theirs, _ = await _sent_bodies_and_conversions(
+        stub, monkeypatch, config, plain.bind_tools([get_topology], tool_choice="auto"))
+    for mine, reference in zip(ours, theirs, strict=True):
+        if base_url:  # what the compatible class sends differently, on purpose: "" for a null content
+            reference["messages"] = [{**m, "content": "" if m["content"] is None else m["content"]}
+                                     for m in reference["messages"]]
+        assert mine["messages"] == reference["messages"]
+        assert mine["tools"] == reference["tools"]

@@ -620,6 +620,28 @@ async def test_only_the_owner_confirms(storage, model):
     assert SENT["pc4"] == []
 
 
+async def test_a_run_reads_its_conversation_once_and_stores_its_message_count(storage, model):
+    """The message count the session list shows came from a second read of the whole state after
+    every run (1,248 messages at 500 turns): it is known from what the run wrote."""
+    service = make_service(storage, model)
+    model.enqueue("one")
+    record, stream = await service.chat(ALICE, "p1", "first", llm_config=LLM)
+    await collect(stream)
+    reads = []
+    real = storage.checkpointer.aget_tuple
+
+    async def counted(config):
+        reads.append(config)
+        return await real(config)
+
+    storage.checkpointer.aget_tuple = counted
+    model.enqueue("two")
+    _, stream = await service.chat(ALICE, "p1", "second", session_id=record.session_id, llm_config=LLM)
+    assert (await collect(stream))[-1]["status"] == "completed"
+    assert len(reads) == 1  # LangGraph's, when the run starts
+    assert (await service.session(ALICE, record.session_id)).message_count == 4
+
+
 def test_the_service_only_runs_sessions_the_agent_is_assembled_elsewhere():
     """Tools, model binding, prompts and model-server probes are the agent assembly's (agent/assembly.py),
     which the launcher and the tests build alike; the service imports none of them."""

@@ -4,17 +4,20 @@ One :class:`AgentAssembly` lives as long as the server (the launcher builds it i
 ``api/state.py``; the tests build theirs the same way, with a scripted model or
 fake tools): it holds the server-wide parts (how a run's tools are made, how a
 model is bound, GNS3 clients, the prompts, what model servers taught us, token
-counters). For each run, :meth:`AgentAssembly.settings` turns a :class:`RunSpec`
-(who asks, in which project and session, with which LLM config and mode) into
-the :class:`~.gns3_copilot.AgentSettings` the graph runs on, and
-:meth:`AgentAssembly.graph` compiles it. The service only runs sessions: it
-neither builds tools nor knows how a model server is probed.
+counters) and what runs share (``shared.py``: the tool offer per toolset shape,
+a model per user, LLM profile and offer, the compiled graph). For each run,
+:meth:`AgentAssembly.settings` turns a :class:`RunSpec` (who asks, in which
+project and session, with which LLM config and mode) into the
+:class:`~.gns3_copilot.AgentSettings` the graph runs on, and
+:meth:`AgentAssembly.graph` binds them to the graph compiled once. The service
+only runs sessions: it neither builds tools nor knows how a model server is probed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,7 +38,7 @@ from .context.calibration import Calibrator
 from .context.counting import TokenCounter
 from .context_manager import create_pre_model_hook
 from .fitting import RequestFit
-from .gns3_copilot import DEFAULT_MAX_LLM_CALLS, AgentSettings, build_copilot_graph
+from .gns3_copilot import DEFAULT_MAX_LLM_CALLS, AgentSettings, bind_run, compile_agent_graph
 from .model.config import LLMProfile, llm_profile
 from .model.prompts import FAULT_INJECTION, PromptSet, compact_system_prompt_for, default_prompts
 from .policies.arguments import argument_limit
@@ -46,6 +49,7 @@ from .server.tokens import ServerTokenizer
 from .server.tool_results import template_keeps_tool_results
 from .server.tools_cost import offer_key, tools_prompt_tokens
 from .server.traits import ServerTraits, ServerTraitsMemory
+from .shared import KEPT_MODELS, KEPT_OFFERS, Kept, config_key, offer_shape
 from .summaries.writer import SummaryWriter
 
 if TYPE_CHECKING:
@@ -114,6 +118,10 @@ class AgentAssembly:
         self.model_servers = ModelServerClients(transport=server_transport)
         # Per encoding, their caches shared by runs (a benchmark's baseline passes one that forgets).
         self._counters: MutableMapping[str, TokenCounter] = {} if counters is None else counters
+        self._offers: Kept[Any, WindowFit] = Kept(KEPT_OFFERS)
+        self._models: Kept[Any, Any] = Kept(KEPT_MODELS)
+        self._graphs: dict[int, tuple[BaseCheckpointSaver | None, CompiledStateGraph]] = {}
+        self._graphs_lock = threading.Lock()
 
     async def aclose(self) -> None:
         """Close the model servers' clients (the server is stopping; runs have ended)."""
@@ -185,9 +193,38 @@ class AgentAssembly:
         self, spec: RunSpec, checkpointer: BaseCheckpointSaver | None, *, summary_writer: SummaryWriter | None = None,
         after_tool: Sequence[AfterCall] = (),
     ) -> CompiledStateGraph:
-        """The run's compiled graph (CPU work: off the event loop)."""
-        return build_copilot_graph(self.settings(spec, summary_writer=summary_writer, after_tool=after_tool),
-                                   checkpointer)
+        """The graph over ``checkpointer`` (compiled once) with the run's parts bound (CPU work: off the event loop)."""
+        return bind_run(self._compiled(checkpointer),
+                        self.settings(spec, summary_writer=summary_writer, after_tool=after_tool))
+
+    def _compiled(self, checkpointer: BaseCheckpointSaver | None) -> CompiledStateGraph:
+        with self._graphs_lock:
+            kept = self._graphs.get(id(checkpointer))
+            if kept is None or kept[0] is not checkpointer:
+                kept = self._graphs[id(checkpointer)] = (checkpointer, compile_agent_graph(checkpointer))
+            return kept[1]
+
+    def offer(self, tools: Sequence[BaseTool], prompt: str, compact_prompt: str, profile: LLMProfile) -> WindowFit:
+        """The tool offer and prompt for ``tools`` at the profile's window, chosen once per such shape."""
+        context = profile.context
+        shape = offer_shape(tools, prompt, compact_prompt, context.budget["budget"], context.budget["limit_tokens"],
+                            context.answer_tokens, profile.encoding)
+        return self._offers.get(shape, lambda: fit_to_window(tools, prompt, compact_prompt, context,
+                                                             self.counter(profile.encoding)))
+
+    def model(self, user_id: str, profile: LLMProfile, offered: Sequence[Any], *, stream: bool = True) -> Any:
+        """The profile's model with ``offered`` bound, built once per user, profile and offer (CPU work
+        the first time: off the event loop). Never one user's for another: the key is in the profile."""
+        bind = self._bind_tools if stream else self._bind_tools_unstreamed
+        if bind is None:
+            raise ValueError("This assembly has no unstreamed model binding")
+        key = (user_id, stream, config_key(profile), offer_key(offered))
+        return self._models.get(key, lambda: bind(list(offered), profile))
+
+    async def check_model(self, user_id: str, profile: LLMProfile) -> None:
+        """Build the profile's model now (or find it built): a provider package missing or a key the
+        provider needs is refused before a run starts (LLMConfigError). Nothing is sent to the provider."""
+        await asyncio.to_thread(self.model, user_id, profile, [])
 
     def traits_for(self, llm_config: Mapping[str, Any]) -> ServerTraits:
         """What the config's model server has taught the runs so far (shared, mutable)."""
@@ -209,10 +246,8 @@ class _RunParts:
         self.tools = assembly.tools(spec)
         allowed = tools_for_mode(self.tools, spec.mode)
         # Small windows: compact tool definitions and prompt, then an essential subset.
-        counter = assembly.counter(profile.encoding)
         prompt = assembly.prompts.system_for(spec.prompt)
-        self.fit: WindowFit = fit_to_window(allowed, prompt, compact_system_prompt_for(spec.mode), profile.context,
-                                            counter)
+        self.fit: WindowFit = assembly.offer(allowed, prompt, compact_system_prompt_for(spec.mode), profile)
         if self.fit.level != "full":
             log.info("Small context window: offering the model %s tool definitions (%d tokens with the prompt)",
                      self.fit.level, self.fit.fixed_tokens)
@@ -228,19 +263,15 @@ class _RunParts:
         self.probes = _ServerProbes(assembly.model_servers, server, profile, self.traits, self.fit.tools) if server else None
 
     def offer(self, tools: Sequence[BaseTool]) -> list[Any]:
-        """What the model is offered for ``tools``: the compact definitions of those at small windows."""
-        if self.fit.level == "full":
-            return list(tools)
+        """What the model is offered for ``tools``: their definitions in the run's offer (compact at small windows)."""
         names = {t.name for t in tools}
         return [spec for spec in self.fit.tools if spec["function"]["name"] in names]
 
     def bind_tools(self, tools: Sequence[BaseTool]) -> Any:
-        return self._assembly._bind_tools(self.offer(tools), self.profile)
+        return self._assembly.model(self._spec.user_id, self.profile, self.offer(tools))
 
     def bind_tools_unstreamed(self, tools: Sequence[BaseTool]) -> Any:
-        unstreamed = self._assembly._bind_tools_unstreamed
-        assert unstreamed is not None  # offered only when there is one
-        return unstreamed(self.offer(tools), self.profile)
+        return self._assembly.model(self._spec.user_id, self.profile, self.offer(tools), stream=False)
 
     def hook(self, state: Mapping[str, Any]) -> dict[str, Any]:
         prepared = self._base_hook(state)
@@ -257,8 +288,8 @@ class _RunParts:
             return None
 
     async def summarize(self, request: list[BaseMessage]) -> AIMessage:
-        """The same model without tools; building it imports the provider SDK: off the loop."""
-        model = await asyncio.to_thread(self._assembly._bind_tools, [], self.profile)
+        """The same model without tools; building it (the first time) imports the provider SDK: off the loop."""
+        model = await asyncio.to_thread(self._assembly.model, self._spec.user_id, self.profile, [])
         reply = await model.ainvoke(request)
         return reply if isinstance(reply, AIMessage) else AIMessage(content=reply.content)
 

@@ -414,8 +414,14 @@ def _report(
 
 def _originals_kept(originals: list[BaseMessage], kept: list[BaseMessage]) -> int:
     """How many of ``originals`` are in ``kept`` unchanged (by identity)."""
-    ids = {id(m) for m in originals}
-    return sum(1 for m in kept if id(m) in ids)
+    return len(set(map(id, originals)).intersection(map(id, kept)))
+
+
+def _as_messages(raw: Any) -> list[BaseMessage]:
+    """``raw`` as messages: the list itself when it holds nothing else (the graph's state does)."""
+    if isinstance(raw, list) and all(isinstance(m, BaseMessage) for m in raw):
+        return raw
+    return convert_to_messages(raw)
 
 
 # How much of the conversation is searched for node names (messages, characters each).
@@ -428,7 +434,7 @@ def _mentions(raw: Any, window: Any) -> str:
     it names get full detail in a big lab's topology. It changes only when a new node is named
     or the window moves, so the system message stays cacheable."""
     try:
-        messages = convert_to_messages(raw)
+        messages = _as_messages(raw)
     except Exception:  # noqa: BLE001  # the hook reports unusable messages itself
         return ""
     start = restore_window(window, messages, quiet=True).start
@@ -522,6 +528,9 @@ def create_pre_model_hook(
         # they are not in its estimate (nor in the calibration it feeds). Their room stays in the
         # budget, so that this request and the next, with tools, send the same history.
         tools_sent = tools_tokens if state.get("tools_offered", True) is not False else 0
+        # Whole turns fit the measured room; an item cut to fit fills its room to the last token,
+        # so it also fits our exact count of the definitions when that is the larger.
+        cut_margin = max(0, tools_sent - tools_room)
         report_for = functools.partial(_report, budget, tools_tokens=tools_sent, tools_room=tools_room,
                                        tools_server_tokens=tools_real, token_scale=scale,
                                        calibrated=bool(state.get("token_scale_calibrated")))
@@ -546,7 +555,7 @@ def create_pre_model_hook(
         raw = state.get("messages") or []
         previous = state.get("context_window")
         try:
-            messages = convert_to_messages(raw)
+            messages = _as_messages(raw)
             summary = restore_summary(state.get("context_summary"), messages) if window_settings["summary"] else None
             section = summary_section(summary)
             before = placed_before(previous, summary) if section and summary else []
@@ -569,13 +578,15 @@ def create_pre_model_hook(
                 tool_output_turns=window_settings["tool_output_turns"],
                 output_cap=output_cap(settings, tools_tokens),
                 ready=int(summary["until"]) if section and summary else 0,
+                cut_margin=cut_margin,
             )
             fitted = plan.fit
             start = plan.window.start
             placements = place_summaries(messages, fitted.messages, summary, before, start != prior.start, start) if section else []
             shown = _shown_summary(placements, summary if section else None, start, messages)
             history = apply_placements(fitted.messages, placements)
-            summary_tokens = sum(counter.message(m) for m in history) - sum(counter.message(m) for m in fitted.messages)
+            summary_tokens = 0 if not placements else (
+                sum(counter.message(m) for m in history) - sum(counter.message(m) for m in fitted.messages))
         except Exception as exc:  # noqa: BLE001  # the design document's fallback: never block a call on trimming
             logger.error("Failed to trim messages: %s", exc)
             logger.warning("Returning original messages due to trimming error")

@@ -11,7 +11,7 @@ is ever left without an answer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -27,24 +27,27 @@ __all__ = ["ToolsNode"]
 
 
 class ToolsNode:
-    """The ``tools`` node of a graph whose calls pass ``gate``."""
+    """The ``tools`` node of a graph whose calls pass the gate of the run (``gate_of(config)``:
+    the graph is shared by runs, each with its own tools and gate)."""
 
-    def __init__(self, gate: ToolGate) -> None:
-        self._gate = gate
+    def __init__(self, gate_of: Callable[[RunnableConfig], ToolGate]) -> None:
+        self._gate_of = gate_of
 
     async def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         last = state["messages"][-1]
         assert isinstance(last, AIMessage)
+        gate = self._gate_of(config)
         session_id = str((config.get("configurable") or {}).get("thread_id") or "")
-        approved, refused = decide(self._gate, last.tool_calls, session_id)  # before any tool runs
+        approved, refused = decide(gate, last.tool_calls, session_id)  # before any tool runs
         answers = list(await asyncio.gather(
-            *(self._run(c, config, approved, refused.get(c["id"] or "")) for c in last.tool_calls)
+            *(self._run(gate, c, config, approved, refused.get(c["id"] or "")) for c in last.tool_calls)
         ))
         answers += [_invalid_arguments(bad) for bad in last.invalid_tool_calls]
         return {"messages": answers}
 
+    @staticmethod
     async def _run(
-        self, call: Mapping[str, Any], config: RunnableConfig, approved: Approved | None,
+        gate: ToolGate, call: Mapping[str, Any], config: RunnableConfig, approved: Approved | None,
         refused: tuple[str, str] | None,
     ) -> ToolMessage:
         """Run one call; ``refused`` (its answer and status) answers it without running it."""
@@ -52,9 +55,9 @@ class ToolsNode:
         writer(events.tool_start(call.get("id") or "", call["name"], call.get("args") or {}))
         outcome: ToolOutcome
         if refused is not None:
-            outcome = await self._gate.refuse(call, refused[0], status="rejected" if refused[1] == "rejected" else "error")
+            outcome = await gate.refuse(call, refused[0], status="rejected" if refused[1] == "rejected" else "error")
         else:
-            outcome = await self._gate.run(call, config, approved=approved)
+            outcome = await gate.run(call, config, approved=approved)
         writer(events.tool_end(outcome.call_id, outcome.name, outcome.output, outcome.status, outcome.undo))
         # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
         rejected = outcome.status == "rejected"

@@ -98,6 +98,7 @@ async def copilot_running(
         projects = VisibleProjects(host_permissions)
         state = CopilotState(settings, storage, llm_configs, gns3, console, projects, prompts)
         stack.push_async_callback(state.agent.aclose)  # the model servers' clients, once the runs have ended
+        stack.push_async_callback(state.resolutions.aclose)  # TTLs still being asked of DNS
         stack.push_async_callback(state.stop_runs)
 
         async def mcp_projects(caller: Caller) -> list[Mapping[str, Any]]:

@@ -19,16 +19,18 @@ from ..agent.assembly import AgentAssembly
 from ..agent.context.tokenizer import warm_up
 from ..agent.model.config import LLMProfile, llm_profile
 from ..agent.model.errors import is_context_length_error
-from ..agent.model.factory import create_base_model_with_tools, create_chat_model
+from ..agent.model.factory import create_base_model_with_tools
 from ..agent.model.prompts import PromptSet, load_prompts
 from ..gns3_client.client import GNS3Client, GNS3Connection
 from ..service.copilot import CopilotService, User
 from ..service.storage import Storage
 from ..tools.toolset import ConsoleServices, build_tools
+from .endpoints import resolve_host
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_config_store import LLMConfigRecord, LLMConfigStore
 from .model_configs31 import SERVER_DEFAULT_ID, default_record, named_record
 from .projects import VisibleProjects
+from .resolution import ResolutionCache
 from .settings import CopilotSettings
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,8 @@ class CopilotState:
             max_llm_calls=settings.max_llm_calls,
             prompts=prompts,
         )
+        # The outbound policy's host resolutions, each kept no longer than its DNS records hold.
+        self.resolutions = ResolutionCache(resolve_host)
         self.service = CopilotService(
             storage, self.agent, heartbeat_seconds=settings.heartbeat_seconds, approval_seconds=settings.approval_seconds,
         )
@@ -117,8 +121,10 @@ class CopilotState:
         return requested
 
     async def check_endpoint(self, user: User, config: Mapping[str, Any]) -> None:
-        """EndpointNotAllowedError (403) unless ``user`` may make the server call ``config``'s endpoint."""
-        await self.settings.user_llm_endpoints.check(config, is_superadmin=user.is_superadmin)
+        """EndpointNotAllowedError (403) unless ``user`` may make the server call ``config``'s endpoint
+        (judged now, on the host's addresses: resolved afresh once DNS's TTL for them has run out)."""
+        await self.settings.user_llm_endpoints.check(config, is_superadmin=user.is_superadmin,
+                                                     resolve=self.resolutions)
 
     async def llm_config_for_run(
         self, user: User, config_id: str | None = None, group_ids: Sequence[str] = ()
@@ -133,9 +139,9 @@ class CopilotState:
         if record is not None and record.user_id == user.user_id:
             await self.check_endpoint(user, profile)
         # A model that cannot be built (a provider package missing, a key the provider needs)
-        # is refused now, with what to do, rather than failing inside the stream. About a
-        # millisecond of a worker thread; nothing is sent to the provider.
-        await asyncio.to_thread(create_chat_model, profile)
+        # is refused now, with what to do, rather than failing inside the stream. Built once per
+        # user and profile (a worker thread's millisecond), then the runs' own; nothing is sent.
+        await self.agent.check_model(user.user_id, profile)
         return profile
 
     async def llm_config_for(

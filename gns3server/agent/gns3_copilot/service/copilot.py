@@ -561,7 +561,9 @@ class CopilotService:
     async def _count_messages(self, session_id: str) -> None:
         """Store how many messages the conversation holds (the session list shows it); never fails the run."""
         try:
-            count = len((await self._values(session_id)).get("messages", []))
+            count = await self._storage.message_count(session_id)  # known without reading the state back
+            if count is None:
+                count = len((await self._values(session_id)).get("messages", []))
             await self._storage.sessions.set_message_count(session_id, count)
         except Exception:
             log.exception("Could not count the messages of session %s", session_id)

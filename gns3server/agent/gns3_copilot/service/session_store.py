@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from ..db import Database, Migration, Schema, add_missing_columns
+from .message_log import MESSAGES_TABLE
 from .session_ids import canonicalise_stored_ids
 
 _TABLES = (
@@ -67,8 +68,11 @@ def _baseline(db: sqlite3.Connection) -> None:
 SESSIONS_SCHEMA = Schema("sessions", (
     Migration(1, _baseline, "sessions and in-flight turns"),
     Migration(2, canonicalise_stored_ids, "session ids in their one spelling (lower-case UUIDs)"),
+    # A checkpoint of this version holds a reference to these rows in place of its messages: a release
+    # that reads checkpoints whole must not open the file (it refuses a version newer than it knows).
+    Migration(3, [MESSAGES_TABLE], "a conversation's messages one row each, beside its checkpoint"),
 ))
-"""The session and in-flight tables, in the conversations' database (``storage.py``)."""
+"""The session, in-flight and message tables, in the conversations' database (``storage.py``)."""
 TITLE_MAX = 200
 
 

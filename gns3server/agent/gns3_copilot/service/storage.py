@@ -7,7 +7,8 @@ the event loop never waits on SQLite. Anything else (PostgreSQL for several
 servers) only needs to provide a ``BaseCheckpointSaver`` with ``adelete_thread``
 and a ``SessionStore``.
 
-Every checkpoint holds the whole message list, and LangGraph keeps them all (for
+A checkpoint's message list is stored a row per message beside it (``message_log.py``):
+a run writes what it added, not the whole conversation. LangGraph keeps every checkpoint (for
 time travel, which the copilot does not offer), so a conversation's storage would
 grow with the square of its length (769 MB after 200 turns with a checkpoint per
 graph step). Only each conversation's latest checkpoint (and its pending writes,
@@ -33,6 +34,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from ..db import Database, SchemaError, checkpoint_wal
 from .checkpointer import ThreadedCheckpointer
 from .faults import FAULTS_SCHEMA, SQLiteFaultStore
+from .message_log import MessageLog
 from .session_store import SESSIONS_SCHEMA, SessionStore, SQLiteSessionStore
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,12 @@ class Storage:
             return 0
         return await self.database.run(lambda connection: prune(connection, thread_id))
 
+    async def message_count(self, thread_id: str) -> int | None:
+        """How many messages the conversation's latest state holds, when known without reading it
+        (the checkpointer remembers the list it last read or wrote); None: read the state."""
+        count = getattr(self.checkpointer, "message_count", None)
+        return await count(thread_id) if count is not None else None
+
     async def scrub(self) -> None:
         """Push deleted content out of the write-ahead log too (after a conversation is deleted).
 
@@ -100,7 +108,8 @@ async def open_sqlite_storage(data_dir: str | Path) -> Storage:
     try:
         saver = await database.call(_open_saver)
         storage = Storage(
-            checkpointer=ThreadedCheckpointer(saver, database), sessions=SQLiteSessionStore(database),
+            checkpointer=ThreadedCheckpointer(saver, database, MessageLog(saver.serde)),
+            sessions=SQLiteSessionStore(database),
             faults=SQLiteFaultStore(database), database=database, _prune=_prune_superseded,
         )
         removed = await storage.prune()  # left by a crash, or by a version that kept them all

@@ -22,7 +22,11 @@ an image block costs :data:`IMAGE_TOKENS` (OpenAI's price of a high-detail
 
 Per-message counts are memoised by content (an LRU keyed by what the provider
 would receive), so re-counting a long history costs dictionary look-ups: message
-objects rebuilt from a checkpoint hit the cache just like the originals. The
+objects rebuilt from a checkpoint hit the cache just like the originals. A message
+object seen before is recognised by identity first (a weak reference: the counter
+keeps no message alive), so a call on a long history whose objects the checkpointer
+kept does not even build their content keys; what is derived from one (its masked
+or capped copy) is kept with it the same way, the same copy on every call. The
 cache is thread-safe: the agent prepares requests in worker threads. Its keys keep
 message texts alive, so it is bounded by the memory they take (``cache_bytes``) as
 well as by entries: a server that has seen many long tool outputs does not keep
@@ -48,6 +52,7 @@ import tiktoken
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from .identity import IdentityMemo
 from .openai_tools import OPENAI_TOOLS_FRAMING, render_functions
 from .tokenizer import DEFAULT_ENCODING, get_encoding
 
@@ -153,6 +158,8 @@ class TokenCounter:
         self._cached_bytes = 0
         # Hooks of concurrent runs share counters and run in worker threads.
         self._lock = threading.Lock()
+        # What was derived from each message object, kept with it: see derived().
+        self._objects = IdentityMemo()
 
     def text(self, text: str) -> int:
         """Tokens of plain text; special-token look-alikes count as ordinary text."""
@@ -185,9 +192,19 @@ class TokenCounter:
         return total
 
     def message(self, message: BaseMessage) -> int:
-        """Tokens one message costs in a request (framing included), memoised by content."""
-        count: int = self.remembered(message_key(message), lambda: self._count_uncached(message))
+        """Tokens one message costs in a request (framing included), memoised by object and by content."""
+        count: int = self.derived(message, "tokens", lambda: self.remembered(
+            message_key(message), lambda: self._count_uncached(message)))
         return count
+
+    def derived(self, message: BaseMessage, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()``, kept under ``key`` for as long as the object ``message`` lives.
+
+        For what is a pure function of a message (its count, its masked copy): a message
+        object seen at the previous call costs a look-up, not its content key. Messages are
+        never changed in place (the copilot copies them), so the object stands for its content.
+        """
+        return self._objects.get(message, key, compute)
 
     def remembered(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept in the counter's cache under ``key``; ``key`` and the value are

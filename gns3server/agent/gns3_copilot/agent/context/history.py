@@ -21,7 +21,7 @@ Everything happens on copies: the input messages are never modified.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,8 @@ class FitResult:
     tokens: int
     truncated: list[dict[str, Any]]
     over_budget: bool
+    prepared: dict[int, BaseMessage] = field(default_factory=dict)
+    """What ``prepare`` made of each message it was applied to, by ``id()`` of the message."""
 
 
 def _call_ids(message: AIMessage) -> list[tuple[str, str]]:
@@ -184,10 +186,29 @@ def _shrink_unit(unit: Unit, room: int, counter: TokenCounter) -> Unit | None:
     return shrunk
 
 
-def fit_history(units: Sequence[Unit], available: int, counter: TokenCounter) -> FitResult:
-    """Keep what fits in ``available`` tokens, by the rules in the module docstring."""
-    turns = split_turns(units)
+def fit_history(
+    units: Sequence[Unit], available: int, counter: TokenCounter,
+    prepare: Callable[[BaseMessage], BaseMessage] | None = None, cut_margin: int = 0,
+) -> FitResult:
+    """Keep what fits in ``available`` tokens, by the rules in the module docstring.
+
+    ``prepare`` (say, capping a tool output) is applied to each message when it is
+    considered, newest first: what lies beyond the budget is never prepared (nor counted).
+    An item cut to fit leaves ``cut_margin`` tokens of the room unused: a cut fills its
+    room to the last token, so the room it gets must hold whichever estimate of the rest
+    of the request is right (the caller's: tool definitions measured below our count).
+    """
+    prepared: dict[int, BaseMessage] = {}
+
+    def ready(unit: Unit) -> Unit:
+        if prepare is None:
+            return unit
+        return [prepared[id(m)] if id(m) in prepared else prepared.setdefault(id(m), prepare(m)) for m in unit]
+
+    turns = [Turn(t.human, t.units) for t in split_turns(units)]
     latest = turns[-1] if turns else Turn(human=None)
+    if latest.human is not None:
+        latest.human = ready([latest.human])[0]
     question = latest.human if latest.human is not None else HumanMessage(content=NO_USER_MESSAGE)
     truncated: list[dict[str, Any]] = []
 
@@ -195,19 +216,23 @@ def fit_history(units: Sequence[Unit], available: int, counter: TokenCounter) ->
     if cost > available:
         if min_cost(question, counter) > available:
             # Not even the question fits beside the system message: send it whole (seed).
-            return FitResult([question], cost, truncated, over_budget=True)
-        cut = truncate_message(question, available, counter)
+            return FitResult([question], cost, truncated, over_budget=True, prepared=prepared)
+        # From a cut on, the room is the smaller one: nothing after the cut may use the margin.
+        limit = max(min_cost(question, counter), available - cut_margin)
+        cut = truncate_message(question, limit, counter)
         truncated.append(_describe(question, cut, counter))
         question, cost = cut, counter.message(cut)
+        available, cut_margin = limit, 0
     room = available - cost
 
     newest_units: list[Unit] = []
     complete = True
     for unit in reversed(latest.units):
+        unit = ready(unit)
         unit_cost = _unit_cost(unit, counter)
         if unit_cost > room:
             complete = False
-            shrunk = _shrink_unit(unit, room, counter)
+            shrunk = _shrink_unit(unit, max(0, room - cut_margin), counter)
             if shrunk is None:
                 break
             truncated.extend(_describe(a, b, counter) for a, b in zip(unit, shrunk) if a is not b)
@@ -222,10 +247,11 @@ def fit_history(units: Sequence[Unit], available: int, counter: TokenCounter) ->
         for turn in reversed(turns[:-1]):
             if turn.human is None:
                 break
-            turn_cost = counter.message(turn.human) + sum(_unit_cost(u, counter) for u in turn.units)
+            human, turn_units = ready([turn.human])[0], [ready(u) for u in turn.units]
+            turn_cost = counter.message(human) + sum(_unit_cost(u, counter) for u in turn_units)
             if turn_cost > room:
                 break
-            older.append((turn.human, turn.units))
+            older.append((human, turn_units))
             room -= turn_cost
 
     kept: list[BaseMessage] = []
@@ -234,4 +260,4 @@ def fit_history(units: Sequence[Unit], available: int, counter: TokenCounter) ->
         kept.extend(m for u in turn_units for m in u)
     kept.append(question)
     kept.extend(m for u in reversed(newest_units) for m in u)
-    return FitResult(kept, available - room, truncated, over_budget=False)
+    return FitResult(kept, available - room, truncated, over_budget=False, prepared=prepared)

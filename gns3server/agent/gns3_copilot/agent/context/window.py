@@ -34,8 +34,11 @@ history that changed under it.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping, Sequence
+import operator
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,7 +46,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from .counting import TokenCounter
 from .cutting import truncate_output
-from .history import FitResult, fit_history, repair
+from .history import FitResult, RepairStats, fit_history, repair
 
 log = logging.getLogger(__name__)
 
@@ -161,9 +164,14 @@ def cap_output(message: ToolMessage, cap: int, counter: TokenCounter) -> ToolMes
     if counter.message(message) <= cap or not isinstance(message.content, str):
         return message
     content = message.content
-    # Kept in the counter's bounded cache (the key and the cut text are what it keeps alive).
-    text = counter.remembered(("capped", cap, content), lambda: truncate_output(content, cap, counter, marker=CAP_MARKER))
-    return message.model_copy(update={"content": text})
+
+    def capped() -> ToolMessage:
+        # Kept in the counter's bounded cache (the key and the cut text are what it keeps alive).
+        text = counter.remembered(("capped", cap, content), lambda: truncate_output(content, cap, counter, marker=CAP_MARKER))
+        return message.model_copy(update={"content": text})
+
+    copy: ToolMessage = counter.derived(message, ("capped", cap), capped)
+    return copy
 
 
 def masked_view(
@@ -184,7 +192,8 @@ def masked_view(
     for i in range(first, len(view)):
         message = view[i]
         if i in repeated:
-            view[i] = message.model_copy(update={"content": REPEAT_STUB.format(tool=message.name or "the tool")})
+            note = REPEAT_STUB.format(tool=message.name or "the tool")
+            view[i] = counter.derived(message, "repeated", functools.partial(_with_content, message, note))
         elif output_cap is not None and isinstance(message, ToolMessage):
             view[i] = cap_output(message, output_cap, counter)
     if mask_until <= start:
@@ -198,7 +207,8 @@ def masked_view(
         name, args = calls.get(str(message.tool_call_id), (message.name or "", {}))
         # Both counts are memoised by content: masking costs look-ups on every later call.
         tokens = counter.message(message)
-        copy = message.model_copy(update={"content": mask_stub(name, args, tokens)})
+        stub = mask_stub(name, args, tokens)
+        copy = counter.derived(message, ("masked", stub), functools.partial(_with_content, message, stub))
         stub_tokens = counter.message(copy)
         if stub_tokens >= tokens:
             continue  # a short output costs less than its stub
@@ -206,6 +216,10 @@ def masked_view(
         masked += 1
         view[i] = copy
     return view, masked, saved
+
+
+def _with_content(message: BaseMessage, text: str) -> BaseMessage:
+    return message.model_copy(update={"content": text})
 
 
 def _repeated_outputs(view: Sequence[BaseMessage]) -> set[int]:
@@ -242,6 +256,7 @@ def plan_window(
     tool_output_turns: int | None = DEFAULT_TOOL_OUTPUT_TURNS,
     output_cap: int | None = None,
     ready: int = 0,
+    cut_margin: int = 0,
 ) -> WindowPlan:
     """Keep ``previous`` while the history from it fits ``available``; else cut down to ``low_water``.
 
@@ -250,7 +265,8 @@ def plan_window(
     is how many of the latest turns keep their tool outputs when the window moves
     (None: never mask; only the current one when more would leave no earlier turn);
     ``output_cap`` the most tokens one tool output may take in the request (None: no cap). ``ready``: a summary covers the history up to there,
-    so a cut starts there when what follows fits. Turns are costed newest first and only
+    so a cut starts there when what follows fits. ``cut_margin``: what an item cut to fit
+    leaves unused (:func:`.history.fit_history`). Turns are costed newest first and only
     until the room is exceeded, so the dropped part of a long history is never encoded.
     """
     window = previous
@@ -273,12 +289,22 @@ def plan_window(
             return max(window.mask_until, starts[-max(1, tool_output_turns)])
         return window.mask_until
 
-    def view_and_fit(start: int, mask_until: int) -> tuple[list[BaseMessage], int, int, int, Any, FitResult]:
-        view, masked, saved = masked_view(messages, start, mask_until, counter, output_cap=output_cap)
-        units, stats = repair(view)
-        return view, masked, saved, sum(len(u) for u in units), stats, fit_history(units, available, counter)
+    def capped(message: BaseMessage) -> BaseMessage:
+        return cap_output(message, output_cap, counter) if output_cap is not None and isinstance(message, ToolMessage) else message
 
-    view, masked, saved, repaired, stats, fit = view_and_fit(window.start, window.mask_until)
+    def view_and_fit(start: int, mask_until: int) -> tuple[list[BaseMessage], int, int, int, Any, FitResult]:
+        # Outputs are capped as the fit reaches them (newest first): those it drops are never counted.
+        view, masked, saved = masked_view(messages, start, mask_until, counter)
+        units, stats = repair(view)
+        fit = fit_history(units, available, counter, prepare=capped, cut_margin=cut_margin)
+        sent = [fit.prepared.get(id(m), m) for m in view]
+        return sent, masked, saved, sum(len(u) for u in units), stats, fit
+
+    # A fit that kept everything is the same at any room it still fits in: the room (which the
+    # calibration moves at every call) and the cut margin (nothing was cut) are not in the key.
+    memo_key = (window.start, window.mask_until, output_cap)
+    extended = _extend_previous(messages, window, memo_key, available, counter, capped)
+    view, masked, saved, repaired, stats, fit = extended or view_and_fit(window.start, window.mask_until)
     # Everything from the stored start was sent as it is: the window stays (the common case, one pass).
     moved = bool(fit.truncated) or fit.over_budget or len(fit.messages) != repaired
     planned = False
@@ -301,7 +327,7 @@ def plan_window(
             new_start = window.start if new_start == -1 else max(new_start, window.start)
         start_id = messages[new_start].id if new_start < len(messages) else None
         window = Window(new_start, start_id, max(mask_until, new_start))
-        view, masked, saved, _, stats, fit = view_and_fit(window.start, window.mask_until)
+        view, masked, saved, repaired, stats, fit = view_and_fit(window.start, window.mask_until)
     elif not window.planned and fit.tokens > low_water + PLAN_AHEAD * (available - low_water):
         # Plan the next cut so that, once the budget is full, what follows it is about the
         # low-water mark: the room left now is roughly what will still be added.
@@ -309,4 +335,88 @@ def plan_window(
         if window.start < target < len(messages):  # -1: with the masking due, nothing need go yet
             window = replace(window, planned=target, planned_id=messages[target].id)
             planned = True
+    if window.start < len(messages) and not (fit.truncated or fit.over_budget) and len(fit.messages) == repaired:
+        # Everything from the start was sent: the next call extends this fit with what it adds.
+        key = (window.start, window.mask_until, output_cap)
+        _fit_memo(messages[window.start], counter)[0] = _FitMemo(
+            key, len(messages), _refs(messages[window.start:]), _refs(view), _refs(fit.messages), fit.tokens,
+            repaired, stats, masked, saved)
     return WindowPlan(window, fit, view, moved, planned, masked, saved, stats.interrupted_calls, stats.orphan_results)
+
+
+@dataclass(frozen=True)
+class _FitMemo:
+    """A call's fit of the whole history from its window's start, kept with that first message.
+
+    Weak references only: the counter keeps no message alive (this memo lives as long as the
+    first message does, so a strong one would keep the whole conversation for ever).
+    """
+
+    key: tuple[Any, ...]  # window start, mask boundary, output cap
+    end: int  # len(messages) then
+    originals: list[weakref.ref[BaseMessage]]  # messages[start:end] then (the same objects must be there now)
+    view: list[weakref.ref[BaseMessage]]
+    fitted: list[weakref.ref[BaseMessage]]
+    tokens: int
+    repaired: int
+    stats: RepairStats
+    masked: int
+    saved: int
+
+
+def _refs(messages: Sequence[BaseMessage]) -> list[weakref.ref[BaseMessage]]:
+    return [weakref.ref(m) for m in messages]
+
+
+def _alive(refs: list[weakref.ref[BaseMessage]]) -> list[BaseMessage] | None:
+    """The objects, or None when one of them is gone (a repair's synthetic result, say)."""
+    objects = [ref() for ref in refs]
+    return None if any(o is None for o in objects) else objects  # type: ignore[return-value]
+
+
+def _fit_memo(first: BaseMessage, counter: TokenCounter) -> list[_FitMemo | None]:
+    slot: list[_FitMemo | None] = counter.derived(first, "window-fit", lambda: [None])
+    return slot
+
+
+def _extend_previous(
+    messages: Sequence[BaseMessage], window: Window, key: tuple[Any, ...], available: int, counter: TokenCounter,
+    capped: Callable[[BaseMessage], BaseMessage],
+) -> tuple[list[BaseMessage], int, int, int, RepairStats, FitResult] | None:
+    """The previous call's fit extended by the messages added since, when that is what a whole
+    fit would give: the same window, the same message objects before, a clean boundary (the
+    last message then was a question or tool results) and everything still fitting. None: fit anew.
+
+    What a steady call costs is then what is new, not the history sent (1,200 messages at 500 turns).
+    """
+    start = window.start
+    memo = _fit_memo(messages[start], counter)[0] if start < len(messages) else None
+    if memo is None or memo.key != key or not start < memo.end <= len(messages) or window.mask_until > memo.end:
+        return None
+    end = memo.end
+    originals, before, fitted = _alive(memo.originals), _alive(memo.view), _alive(memo.fitted)
+    if originals is None or before is None or fitted is None:
+        return None
+    if not all(map(operator.is_, originals, messages[start:end])):
+        return None
+    if end == len(messages):
+        if memo.tokens > available:
+            return None
+        return before, memo.masked, memo.saved, memo.repaired, memo.stats, FitResult(fitted, memo.tokens, [], False)
+    last, first_new = messages[end - 1], messages[end]
+    if isinstance(first_new, ToolMessage) or (isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls)):
+        return None
+    # The current turn's view (an output repeating one of its turn is a note, whichever call it came in).
+    turn = next((i for i in range(end - 1, start - 1, -1) if isinstance(messages[i], HumanMessage)), start)
+    tail_view = masked_view(messages, turn, window.mask_until, counter)[0][end - turn:]
+    units, stats = repair(tail_view)
+    added = [capped(m) for unit in units for m in unit]
+    tokens = memo.tokens + sum(counter.message(m) for m in added)
+    if tokens > available:
+        return None  # the room is exceeded: the whole fit decides what goes
+    in_view = {id(m) for m in tail_view}
+    prepared = {id(o): p for o, p in zip((m for unit in units for m in unit), added, strict=True) if id(o) in in_view}
+    view = before + [prepared.get(id(m), m) for m in tail_view]
+    fit = FitResult(fitted + added, tokens, [], over_budget=False)
+    totals = RepairStats(memo.stats.interrupted_calls + stats.interrupted_calls, memo.stats.orphan_results + stats.orphan_results)
+    return view, memo.masked, memo.saved, memo.repaired + len(added), totals, fit

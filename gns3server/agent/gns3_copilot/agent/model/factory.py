@@ -129,7 +129,9 @@ def create_chat_model(llm_config: Mapping[str, Any], *, stream: bool = True) -> 
 
     Streaming unless ``stream`` is False (for servers that cannot stream tool calls).
     An OpenAI-compatible server (provider ``openai`` with a ``base_url``) gets
-    :class:`~.openai_compat.CompatibleChatOpenAI`, which never sends ``content: null``.
+    :class:`~.openai_compat.CompatibleChatOpenAI`, which never sends ``content: null``;
+    OpenAI itself :class:`~.openai_payload.LeanChatOpenAI`: both send their messages past
+    the SDK's per-message request transform.
     """
     from langchain.chat_models import init_chat_model  # heavy; only when a model is built
 
@@ -149,6 +151,10 @@ def create_chat_model(llm_config: Mapping[str, Any], *, stream: bool = True) -> 
             if "stream_chunk_timeout" in CompatibleChatOpenAI.model_fields:
                 kwargs["stream_chunk_timeout"] = config.timeouts.request
             return CompatibleChatOpenAI(model=config["model"], **kwargs)
+        if provider == "openai":
+            from .openai_payload import LeanChatOpenAI  # imports langchain_openai
+
+            return LeanChatOpenAI(model=config["model"], **kwargs)
         return init_chat_model(config["model"], model_provider=provider, **kwargs)
     except Exception as exc:  # any constructor failure is a config problem
         # The provider's message may quote configured values (the key among them): keep it out.

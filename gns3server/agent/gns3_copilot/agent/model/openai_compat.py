@@ -12,6 +12,9 @@ newer ``max_completion_tokens``, which llama-cpp-python's server does not know a
 silently ignores (it then generates until its window is full). Ollama, vLLM,
 LM Studio and llama.cpp all read ``max_tokens``.
 
+Like every OpenAI-protocol model of the copilot, its messages and tool definitions skip
+the SDK's request transform, and each message object is converted once (:mod:`.openai_payload`).
+
 Imported only when such a model is built (``langchain_openai`` is heavy).
 """
 
@@ -19,17 +22,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.language_models import LanguageModelInput
-from langchain_openai import ChatOpenAI
+from .openai_payload import LeanChatOpenAI
 
 __all__ = ["CompatibleChatOpenAI"]
 
 
-class CompatibleChatOpenAI(ChatOpenAI):
+class CompatibleChatOpenAI(LeanChatOpenAI):
     """``ChatOpenAI`` whose request never carries ``"content": null`` and limits the reply by ``max_tokens``."""
 
-    def _get_request_payload(self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
-        payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+    def _adjusted(self, payload: dict[str, Any]) -> dict[str, Any]:
         if "max_completion_tokens" in payload:
             payload["max_tokens"] = payload.pop("max_completion_tokens")
         for message in payload.get("messages") or ():

@@ -12,9 +12,12 @@ excluded) stays within :data:`FIXED_SHARE` of the input budget:
 - level 2, ``essential``: the compact offer reduced to the tools a small lab
   conversation needs most (:data:`ESSENTIAL_TOOLS`).
 
-The compact definitions are OpenAI tool dicts bound to the model and counted by
-the context hook; the tools node still runs the real tools (and enforces the
-mode), so a call to a tool left out of the offer works as before.
+Every level's definitions are OpenAI tool dicts (the full ones as the provider
+packages convert the tools, once), bound to the model and counted by the context
+hook; the tools node still runs the real tools (and enforces the mode), so a call
+to a tool left out of the offer works as before. An offer depends only on the
+tools' definitions, the prompts and the window, never on whom a run acts for: the
+agent's assembly chooses one per such shape, not per run.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ MAX_COMPACT_DESCRIPTION = 160
 
 @dataclass(frozen=True)
 class WindowFit:
-    """What one run offers the model: the prompt, and the tool definitions (objects or dicts)."""
+    """What a run offers the model: the prompt, and the tool definitions (OpenAI tool dicts, never changed in place)."""
 
     level: str
     system_prompt: str
@@ -87,8 +90,8 @@ def _compact_schema(schema: Any) -> Any:
 
 
 def compact_tool(tool: Any) -> dict[str, Any]:
-    """The tool as an OpenAI tool dict with a one-sentence description and a bare schema."""
-    spec = convert_to_openai_tool(tool)
+    """The tool (or its OpenAI tool dict) as an OpenAI tool dict with a one-sentence description and a bare schema."""
+    spec = convert_to_openai_tool(tool)  # a dict already in that form is returned as it is
     function = dict(spec["function"])
     function["description"] = _first_sentence(str(function.get("description") or ""))
     function["parameters"] = _compact_schema(function.get("parameters") or {"type": "object", "properties": {}})
@@ -113,9 +116,10 @@ def fit_to_window(
     # Scale 1: the offer is chosen once per run, before any provider count is known.
     available = capped_budget(budget["budget"], 1.0, budget["limit_tokens"], settings.answer_tokens)
     ceiling = int(available * FIXED_SHARE)
-    compact = [compact_tool(t) for t in tools]
+    full = [convert_to_openai_tool(t) for t in tools]
+    compact = [compact_tool(spec) for spec in full]
     essential = [spec for spec in compact if spec["function"]["name"] in ESSENTIAL_TOOLS]
-    offers = (("full", system_prompt, list(tools)), ("compact", compact_prompt, compact), ("essential", compact_prompt, essential))
+    offers = (("full", system_prompt, full), ("compact", compact_prompt, compact), ("essential", compact_prompt, essential))
     fit = None
     for level, prompt, offered in offers:
         fixed = counter.tools(offered) + counter.text(prompt)

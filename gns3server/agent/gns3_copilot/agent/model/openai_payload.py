@@ -1,0 +1,113 @@
+"""OpenAI-protocol requests whose messages the SDK does not walk again on every call.
+
+``langchain-openai`` builds the request as plain JSON-ready dicts, then hands them to
+the OpenAI SDK's ``chat.completions.create``, which passes every argument through its
+request transform (``async_maybe_transform``): each message is checked against every
+member of the SDK's message union to rename aliased keys and format dates or files,
+of which chat messages and tool definitions have none. That walk runs on the event
+loop at ~0.2 ms per message: 100-200 ms per model call of a long conversation, twice
+in a tool turn, for a body that comes out unchanged.
+
+The SDK's documented ``extra_body`` is merged into the JSON body as it is, after the
+transform; so the messages and the tool definitions go there, and the transformed
+arguments carry an empty message list. The body sent is the same JSON.
+
+``langchain-openai``'s own conversion of each message to its dict grows with the
+conversation too (24 ms a call at 500 turns). A model now outlives its run (the
+agent's assembly keeps one per user and LLM profile), and the history's message
+objects outlive the calls (the checkpointer and the context hook keep them), so each
+object's dict is kept with it (:class:`~..context.identity.IdentityMemo`, weak) and
+only the messages not seen before are converted, by ``langchain-openai`` itself.
+
+Imported only when a model is built (``langchain_openai`` is heavy).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import BaseMessage
+from langchain_openai import ChatOpenAI
+from pydantic import PrivateAttr
+
+from ..context.identity import IdentityMemo
+
+__all__ = ["LeanChatOpenAI", "remembered_payload", "untransformed"]
+
+_DICT = "openai-request-dict"
+
+# The arguments that are already plain JSON and the largest: sent through ``extra_body``.
+PASSED_AS_IS = ("messages", "tools")
+
+
+def untransformed(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` (``ChatOpenAI``'s keyword arguments to ``create``) with its messages and tool
+    definitions in ``extra_body``; unchanged for a Responses API or structured-output request,
+    which has no ``messages`` or goes through another SDK call."""
+    if "messages" not in payload or "response_format" in payload:
+        return payload
+    extra = dict(payload.get("extra_body") or {})
+    moved = {key: payload[key] for key in PASSED_AS_IS if key in payload and key not in extra}
+    if not moved:
+        return payload
+    lean = {key: value for key, value in payload.items() if key not in moved}
+    lean["messages"] = []  # required by ``create``; replaced by ``extra_body``'s in the body
+    lean["extra_body"] = {**moved, **extra}
+    return lean
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def remembered_payload(
+    build: Callable[..., dict[str, Any]], messages: list[BaseMessage], memo: IdentityMemo,
+    stop: list[str] | None, kwargs: dict[str, Any],
+) -> dict[str, Any]:
+    """``build(messages, stop=..., **kwargs)`` (``ChatOpenAI``'s payload) with the dict of each
+    message object ``memo`` has seen taken from it: ``build`` converts only the others.
+
+    ``build`` converts message by message, in order; a payload whose messages are not that
+    (the Responses API's) is built whole, as before.
+    """
+    known = [memo.peek(m, _DICT) for m in messages]
+    new = [m for m, (seen, _) in zip(messages, known, strict=True) if not seen]
+    payload = build(new, stop=stop, **kwargs)
+    converted = payload.get("messages")
+    if not isinstance(converted, list) or len(converted) != len(new):
+        return build(messages, stop=stop, **kwargs)
+    fresh = iter(converted)
+    dicts = []
+    for message, (seen, value) in zip(messages, known, strict=True):
+        if not seen:  # converted in order, one each, even for an object that comes twice
+            value = next(fresh)
+            memo.get(message, _DICT, functools.partial(_same, value))
+        dicts.append(value)
+    payload["messages"] = dicts
+    return payload
+
+
+class LeanChatOpenAI(ChatOpenAI):
+    """``ChatOpenAI`` whose requests skip the SDK's transform of messages and tools, and convert
+    each message object once.
+
+    The dicts are shared by the requests that carry the same message: :meth:`_adjusted` sees
+    each one once, in the payload of the call that converted it (walking every message of every
+    call again cost ~3.5 ms a turn at 500 turns).
+    """
+
+    _message_dicts: IdentityMemo = PrivateAttr(default_factory=IdentityMemo)
+
+    def _get_request_payload(self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+        messages = self._convert_input(input_).to_messages()
+        return untransformed(remembered_payload(self._adjusted_payload, messages, self._message_dicts, stop, kwargs))
+
+    def _adjusted_payload(self, messages: list[BaseMessage], *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+        return self._adjusted(super()._get_request_payload(messages, stop=stop, **kwargs))
+
+    def _adjusted(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """What a subclass changes in ``ChatOpenAI``'s payload before it is sent (nothing here)."""
+        return payload

@@ -1,0 +1,176 @@
+"""Conversations stored a message per row beside their checkpoint: a run writes what it added."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import START, MessagesState, StateGraph
+
+from gns3server.agent.gns3_copilot.service.message_log import REFERENCE
+from gns3server.agent.gns3_copilot.service.storage import DATABASE_NAME, Storage, open_sqlite_storage
+
+
+def graph(checkpointer):
+    builder = StateGraph(MessagesState)
+    builder.add_node("answer", lambda state: {"messages": [AIMessage(f"echo {state['messages'][-1].content}")]})
+    builder.add_edge(START, "answer")
+    return builder.compile(checkpointer=checkpointer)
+
+
+CONFIG = {"configurable": {"thread_id": "t"}}
+
+
+async def turns(storage: Storage, start: int, end: int) -> None:
+    app = graph(storage.checkpointer)
+    for n in range(start, end):
+        await app.ainvoke({"messages": [HumanMessage(f"question {n} " + "x" * 200)]}, CONFIG, durability="exit")
+        await storage.prune("t")
+
+
+async def written(directory: Path, end: int) -> None:
+    """``end`` turns of a conversation stored in ``directory``, the store closed after them."""
+    storage = await open_sqlite_storage(directory)
+    try:
+        await turns(storage, 0, end)
+    finally:
+        await storage.close()
+
+
+def latest_checkpoint_bytes(path: Path) -> int:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return db.execute("SELECT length(checkpoint) FROM checkpoints WHERE thread_id = 't' "
+                          "ORDER BY checkpoint_id DESC LIMIT 1").fetchone()[0]
+
+
+async def test_a_run_serialises_only_the_messages_it_added(tmp_path: Path) -> None:
+    storage = await open_sqlite_storage(tmp_path)
+    try:
+        await turns(storage, 0, 5)
+        early = latest_checkpoint_bytes(tmp_path / DATABASE_NAME)
+        await turns(storage, 5, 60)
+        later = latest_checkpoint_bytes(tmp_path / DATABASE_NAME)
+        serialised = []
+        serde = storage.checkpointer.log.serde
+        original = serde.dumps_typed
+
+        def counted(value):
+            serialised.append(value)
+            return original(value)
+
+        serde.dumps_typed = counted
+        await turns(storage, 60, 61)
+        del serde.dumps_typed
+        # The checkpoint (whole conversation inline before) stays the same size; the turn wrote its two messages.
+        assert later <= early + 64
+        assert [type(m) for m in serialised if isinstance(m, (HumanMessage, AIMessage))] == [HumanMessage, AIMessage]
+        assert await storage.message_count("t") == 122
+    finally:
+        await storage.close()
+
+
+async def test_a_conversation_survives_a_restart_and_its_deletion_leaves_no_row(tmp_path: Path) -> None:
+    await written(tmp_path, 3)
+    storage = await open_sqlite_storage(tmp_path)
+    try:
+        assert await storage.message_count("t") is None  # nothing in memory after a restart: read, then known
+        state = await graph(storage.checkpointer).aget_state(CONFIG)
+        assert [m.content[:10] for m in state.values["messages"]] == [
+            "question 0", "echo quest", "question 1", "echo quest", "question 2", "echo quest"]
+        await turns(storage, 3, 4)
+        assert await storage.message_count("t") == 8
+        await storage.checkpointer.adelete_thread("t")
+        assert await storage.checkpointer.aget_tuple(CONFIG) is None
+    finally:
+        await storage.close()
+    with contextlib.closing(sqlite3.connect(tmp_path / DATABASE_NAME)) as db:
+        assert db.execute("SELECT COUNT(*) FROM copilot_messages").fetchone()[0] == 0
+
+
+async def test_a_checkpoint_stored_whole_by_an_earlier_release_reads_and_goes_on(tmp_path: Path) -> None:
+    with contextlib.closing(sqlite3.connect(tmp_path / DATABASE_NAME, check_same_thread=False)) as db:
+        old = SqliteSaver(db)  # how checkpoints were written before: the messages inside
+        graph(old).invoke({"messages": [HumanMessage("one")]}, CONFIG)
+    storage = await open_sqlite_storage(tmp_path)
+    try:
+        saved = await storage.checkpointer.aget_tuple(CONFIG)
+        assert saved is not None
+        assert [m.content for m in saved.checkpoint["channel_values"]["messages"]] == ["one", "echo one"]
+        await turns(storage, 0, 1)
+        state = await graph(storage.checkpointer).aget_state(CONFIG)
+        assert [m.content[:10] for m in state.values["messages"]] == ["one", "echo one", "question 0", "echo quest"]
+    finally:
+        await storage.close()
+    with contextlib.closing(sqlite3.connect(tmp_path / DATABASE_NAME)) as db:
+        assert db.execute("SELECT COUNT(*) FROM copilot_messages").fetchone()[0] == 4
+        blob = db.execute("SELECT checkpoint FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1").fetchone()[0]
+        assert REFERENCE.encode() in blob and b"question 0" not in blob
+
+
+async def test_a_checkpoint_that_fails_to_store_leaves_no_row_behind(tmp_path: Path) -> None:
+    storage = await open_sqlite_storage(tmp_path)
+    try:
+        await turns(storage, 0, 2)
+        serde = storage.checkpointer.log.serde
+        original = serde.dumps_typed
+
+        def failing(value):
+            if isinstance(value, AIMessage):
+                raise TypeError("cannot serialise this")
+            return original(value)
+
+        serde.dumps_typed = failing
+        try:
+            await turns(storage, 2, 3)
+        except TypeError:
+            pass
+        del serde.dumps_typed
+        await storage.sessions.list("nobody", "p")  # another transaction commits on the same connection
+        with contextlib.closing(sqlite3.connect(tmp_path / DATABASE_NAME)) as db:
+            assert db.execute("SELECT COUNT(*) FROM copilot_messages").fetchone()[0] == 4
+        await turns(storage, 3, 4)
+        state = await graph(storage.checkpointer).aget_state(CONFIG)
+        assert [m.content[:10] for m in state.values["messages"]][-2:] == ["question 3", "echo quest"]
+    finally:
+        await storage.close()
+
+
+async def test_a_conversation_whose_rows_are_missing_is_refused_by_name(tmp_path: Path) -> None:
+    from gns3server.agent.gns3_copilot.service.message_log import StoredMessagesError
+
+    await written(tmp_path, 2)
+    with contextlib.closing(sqlite3.connect(tmp_path / DATABASE_NAME)) as db, db:
+        db.execute("DELETE FROM copilot_messages WHERE position = 3")
+    storage = await open_sqlite_storage(tmp_path)
+    try:
+        try:
+            await storage.checkpointer.aget_tuple(CONFIG)
+        except StoredMessagesError as exc:
+            assert exc.code == "stored_messages_missing" and "names 4 messages, 3 are stored" in str(exc)
+        else:
+            raise AssertionError("a damaged conversation read as if whole")
+    finally:
+        await storage.close()
+
+
+async def test_the_release_before_message_rows_refuses_the_file_rather_than_read_a_reference(tmp_path: Path) -> None:
+    """The previous release knew the conversations' tables at version 2 (session ids in one spelling)
+    and read a checkpoint's messages from the checkpoint itself: a file this one wrote (a reference in
+    each checkpoint) must be refused by it, as a file from a newer copilot, and left as it is."""
+    import pytest
+
+    from gns3server.agent.gns3_copilot.db import Database, Schema, SchemaTooNewError
+    from gns3server.agent.gns3_copilot.service.faults import FAULTS_SCHEMA
+    from gns3server.agent.gns3_copilot.service.session_store import SESSIONS_SCHEMA
+
+    await written(tmp_path, 2)
+    path = tmp_path / DATABASE_NAME
+    before = path.read_bytes()
+    previous = Schema("sessions", SESSIONS_SCHEMA.migrations[:2])  # what the previous release declared
+    assert [m.version for m in previous.migrations] == [1, 2]
+    with pytest.raises(SchemaTooNewError, match="sessions tables are at schema version 3"):
+        await Database.open(path, (previous, FAULTS_SCHEMA), synchronous="NORMAL", name="conversations")
+    assert path.read_bytes() == before
