@@ -232,7 +232,7 @@ class Timeline:
         self.start = start
         self.since: float | None = None
         self.last: Verdict | None = None
-        self.first_fail: Verdict | None = None
+        self.fails = 0
         self.result: Verdict | None = None
 
     @property
@@ -249,13 +249,12 @@ class Timeline:
         self.last = verdict
         deadline = self.start + self.check.within
         if verdict.passed:
-            if self.since is None:
-                self.since = now
+            if self.since is None:  # a streak from the first reading on counts from the start itself
+                self.since = self.start if self.fails == 0 else now
             if self.since <= deadline and now - self.since >= self.check.hold:
                 self.result = verdict
             return
-        if self.first_fail is None and verdict.status == "fail":
-            self.first_fail = verdict
+        self.fails += 1
         self.since = None
         if now >= deadline:
             held = "" if self.check.hold == 0 else f" (it must hold for {self.check.hold:g}s)"

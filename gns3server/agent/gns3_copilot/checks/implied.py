@@ -48,8 +48,10 @@ class Intent:
     """Interfaces whose addresses it changes ("*": every one, e.g. VPCS's ``ip``, ``clear ip``)."""
     shut: set[str] = field(default_factory=set)
     brought_up: set[str] = field(default_factory=set)
-    neighbors: set[str] = field(default_factory=set)
-    """Addresses and ids of neighbours it names (a ``neighbor X ...`` line)."""
+    bgp_peers: set[str] = field(default_factory=set)
+    """Peers it names (a ``neighbor X ...`` line of ``router bgp``)."""
+    ospf_neighbors: set[str] = field(default_factory=set)
+    """Neighbours it names (a ``neighbor X`` line of ``router ospf``)."""
 
 
 def _words(command: str) -> list[str]:
@@ -60,6 +62,7 @@ def intent_of(family: str, commands: Sequence[str]) -> Intent:
     """What ``commands`` (a configuration batch for ``family``) mean to touch."""
     intent = Intent()
     section: str | None = None
+    router = ""
     for raw in commands:
         line = raw.strip()
         words = _words(line)
@@ -83,9 +86,10 @@ def intent_of(family: str, commands: Sequence[str]) -> Intent:
             continue
         if lowered[0] in ("router", "line", "vrf", "exit", "end", "!"):
             section = None  # another section (or back to global): the interface's lines are over
+            router = lowered[1] if lowered[0] == "router" and len(lowered) > 1 else ""
         if lowered[0] == "neighbor" or (lowered[:2] == ["no", "neighbor"]):
             target = words[1] if lowered[0] == "neighbor" else (words[2] if len(words) > 2 else "")
-            intent.neighbors.add(target)
+            (intent.ospf_neighbors if router.startswith("ospf") else intent.bgp_peers).add(target)
             continue
         if section is None:
             continue
@@ -139,11 +143,11 @@ def implied_checks(baseline: DeviceState, commands: Sequence[str], *, cap: float
     shut = {s.casefold() for s in intent.shut}
     for neighbor in (baseline.ospf or {}).values():
         if neighbor.state.casefold() == "full" and (neighbor.interface or "").casefold() not in shut \
-                and neighbor.router_id not in intent.neighbors and (neighbor.address or "") not in intent.neighbors:
+                and not {neighbor.router_id, neighbor.address or ""} & intent.ospf_neighbors:
             checks.append(OSPFNeighbor(device=device, neighbor=neighbor.router_id, hold=hold,
                                        why="was Full before the change"))
     for peer in (baseline.bgp or {}).values():
-        if peer.state.casefold() == "established" and peer.address not in intent.neighbors:
+        if peer.state.casefold() == "established" and peer.address not in intent.bgp_peers:
             checks.append(BGPNeighbor(device=device, peer=peer.address, hold=hold,
                                       why="was Established before the change"))
     for interface in (baseline.interfaces or {}).values():

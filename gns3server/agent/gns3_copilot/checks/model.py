@@ -212,7 +212,7 @@ _LIST: TypeAdapter[Any] = TypeAdapter(list[Check])
 
 
 def _summary(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'check'}: {e['msg']}" for e in exc.errors())
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'check'}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
 
 
 def parse_check(value: Any) -> Check:

@@ -24,6 +24,7 @@ def _rows(reading: Reading, command: str) -> list[dict[str, Any]]:
     from ntc_templates.parse import parse_output  # reads its index from disk: only when parsing
 
     try:
+        # Its rows name the template's values in lower case (NEIGHBOR_ID is "neighbor_id").
         rows: list[dict[str, Any]] = parse_output(platform=PLATFORM, command=command, data=reading.output)
     except Exception as exc:  # noqa: BLE001  (TextFSM's and ntc-templates' own errors alike)
         raise ValueError(f"{reading.command!r}: not the answer its template reads ({exc})") from None
@@ -40,10 +41,10 @@ def interfaces(readings: Sequence[Reading]) -> Parsed:
     (the brief table has none)."""
     found = {}
     for row in _rows(readings[0], "show ip interface brief"):
-        name, status = str(row["INTERFACE"]), str(row["STATUS"])
-        address = str(row.get("IP_ADDRESS") or "")
+        name, status = str(row["interface"]), str(row["status"])
+        address = str(row.get("ip_address") or "")
         addresses = (address,) if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", address) else ()
-        found[name] = Interface(name, status == "up" and row.get("PROTO") == "up",
+        found[name] = Interface(name, status == "up" and row.get("proto") == "up",
                                 status != "administratively down", addresses)
     return found, {}
 
@@ -57,9 +58,9 @@ def ospf(readings: Sequence[Reading]) -> Parsed:
     """
     found = {}
     for row in _rows(readings[0], "show ip ospf neighbor"):
-        found[str(row["NEIGHBOR_ID"])] = Neighbor(str(row["NEIGHBOR_ID"]), role_free(str(row["STATE"])),
-                                                  str(row.get("IP_ADDRESS") or "") or None,
-                                                  str(row.get("INTERFACE") or "") or None, _seconds(str(row["DEAD_TIME"])))
+        found[str(row["neighbor_id"])] = Neighbor(str(row["neighbor_id"]), role_free(str(row["state"])),
+                                                  str(row.get("ip_address") or "") or None,
+                                                  str(row.get("interface") or "") or None, _seconds(str(row["dead_time"])))
     left = [n.dead_seconds for n in found.values() if n.dead_seconds is not None]
     return found, ({"ospf_dead": max(left) * 4 / 3} if left else {})
 
@@ -68,10 +69,10 @@ def bgp(readings: Sequence[Reading]) -> Parsed:
     """``show ip bgp summary``: a number in State/PfxRcd is an Established session (prefixes received)."""
     found = {}
     for row in _rows(readings[0], "show ip bgp summary"):
-        state = str(row["STATE_OR_PREFIXES_RECEIVED"])
+        state = str(row["state_or_prefixes_received"])
         established = state.isdigit()
-        found[str(row["BGP_NEIGHBOR"])] = BGPPeer(str(row["BGP_NEIGHBOR"]), "Established" if established else state,
-                                                  str(row.get("NEIGHBOR_AS") or "") or None,
+        found[str(row["bgp_neighbor"])] = BGPPeer(str(row["bgp_neighbor"]), "Established" if established else state,
+                                                  str(row.get("neighbor_as") or "") or None,
                                                   int(state) if established else None)
     return found, {}
 
@@ -80,9 +81,9 @@ def routes(readings: Sequence[Reading]) -> Parsed:
     """``show ip route``: prefix -> its routes (protocol from IOS's codes, next hops, interfaces)."""
     found: dict[str, list[Route]] = {}
     for row in _rows(readings[0], "show ip route"):
-        prefix = f"{row['NETWORK']}/{row['PREFIX_LENGTH']}"
-        hop, interface = str(row.get("NEXTHOP_IP") or ""), str(row.get("NEXTHOP_IF") or "")
-        found.setdefault(prefix, []).append(Route(prefix, _PROTOCOLS.get(str(row["PROTOCOL"]), str(row["PROTOCOL"])),
+        prefix = f"{row['network']}/{row['prefix_length']}"
+        hop, interface = str(row.get("nexthop_ip") or ""), str(row.get("nexthop_if") or "")
+        found.setdefault(prefix, []).append(Route(prefix, _PROTOCOLS.get(str(row["protocol"]), str(row["protocol"])),
                                                   (hop,) if hop else (), (interface,) if interface else ()))
     return found, {}
 
@@ -90,6 +91,6 @@ def routes(readings: Sequence[Reading]) -> Parsed:
 def ping(reading: Reading, target: str) -> PingResult:
     """``ping T repeat N``: "Success rate is P percent (R/S)"."""
     rows = _rows(reading, "ping")
-    if not rows or not str(rows[0].get("SUCCESS_QTY") or "").isdigit():
+    if not rows or not str(rows[0].get("success_qty") or "").isdigit():
         raise ValueError(f"{reading.command!r}: no success rate in its answer")
-    return PingResult(target, int(rows[0]["SENT_QTY"]), int(rows[0]["SUCCESS_QTY"]))
+    return PingResult(target, int(rows[0]["sent_qty"]), int(rows[0]["success_qty"]))
