@@ -24,6 +24,8 @@ from ..agent.model.prompts import PromptSet, load_prompts
 from ..gns3_client.client import GNS3Client, GNS3Connection
 from ..service.copilot import CopilotService, User
 from ..service.storage import Storage
+from ..teaching.catalogue import Catalogue
+from ..teaching.service import TeachingService
 from ..tools.toolset import ConsoleServices, build_tools
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_config_store import LLMConfigRecord, LLMConfigStore
@@ -60,6 +62,7 @@ class CopilotState:
         console: ConsoleServices,
         projects: VisibleProjects,
         prompts: PromptSet | None = None,
+        catalogue: Catalogue | None = None,
     ) -> None:
         self.settings = settings
         self.projects = projects
@@ -81,6 +84,12 @@ class CopilotState:
             max_llm_calls=settings.max_llm_calls,
             prompts=prompts,
         )
+        self.catalogue = catalogue
+        """The teaching scenarios (None: graded labs are off, as in tests that build a state by hand)."""
+        self.teaching: TeachingService | None = None
+        if catalogue is not None and storage.teaching is not None:
+            loaded = catalogue
+            self.teaching = TeachingService(storage.teaching, storage.faults, lambda: loaded, console.permissions)
         self.service = CopilotService(
             storage, self.agent, heartbeat_seconds=settings.heartbeat_seconds, approval_seconds=settings.approval_seconds,
         )
