@@ -29,7 +29,7 @@ from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
 from ..tools.errors import TOOL_ERRORS
-from ..tools.gate import AfterCall
+from ..tools.gate import AfterCall, BeforeCall
 from ..tools.toolset import RunContext
 from .context.calibration import Calibrator
 from .context.counting import TokenCounter
@@ -135,7 +135,8 @@ class AgentAssembly:
         return list(self._tools_factory(context))
 
     def settings(
-        self, spec: RunSpec, *, summary_writer: SummaryWriter | None = None, after_tool: Sequence[AfterCall] = ()
+        self, spec: RunSpec, *, summary_writer: SummaryWriter | None = None, after_tool: Sequence[AfterCall] = (),
+        before_tool: Sequence[BeforeCall] = (),
     ) -> AgentSettings:
         """One run's agent settings. CPU work (tools are pydantic models): call it off the event loop.
 
@@ -165,6 +166,7 @@ class AgentAssembly:
             summary_timeout=profile.timeouts.summary,
             tool_errors=TOOL_ERRORS,
             after_tool=tuple(after_tool),
+            before_tool=tuple(before_tool),
         )
 
     async def preview(self, spec: RunSpec, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -183,10 +185,11 @@ class AgentAssembly:
 
     def graph(
         self, spec: RunSpec, checkpointer: BaseCheckpointSaver | None, *, summary_writer: SummaryWriter | None = None,
-        after_tool: Sequence[AfterCall] = (),
+        after_tool: Sequence[AfterCall] = (), before_tool: Sequence[BeforeCall] = (),
     ) -> CompiledStateGraph:
         """The run's compiled graph (CPU work: off the event loop)."""
-        return build_copilot_graph(self.settings(spec, summary_writer=summary_writer, after_tool=after_tool),
+        return build_copilot_graph(self.settings(spec, summary_writer=summary_writer, after_tool=after_tool,
+                                                 before_tool=before_tool),
                                    checkpointer)
 
     def traits_for(self, llm_config: Mapping[str, Any]) -> ServerTraits:

@@ -37,7 +37,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 
-from ..tools.gate import AfterCall, ToolErrorPolicy
+from ..tools.gate import AfterCall, BeforeCall, ToolErrorPolicy
 from . import events
 from .context.calibration import Calibrator
 from .fitting import RequestFit
@@ -124,6 +124,8 @@ class AgentSettings:
     tool_errors: ToolErrorPolicy = field(default_factory=ToolErrorPolicy)
     # Called with every tool call's outcome, refused ones included (a fault-injection run records faults).
     after_tool: Sequence[AfterCall] = ()
+    # Called before each call the gate lets through; may refuse it (a graded lab's fault undo, for a student).
+    before_tool: Sequence[BeforeCall] = ()
     # Whether the server's chat template renders tool results (None: cannot tell); asked
     # once per server, the first time a request carries one. None: never asked.
     probe_tool_results: Callable[[], Awaitable[bool | None]] | None = None
@@ -144,7 +146,8 @@ def _stop_answer(messages: Sequence[BaseMessage], calls: int, max_calls: int) ->
 
 def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """Compile the llm_call <-> tools graph for one run's settings."""
-    gate = gate_for_mode(settings.tools, settings.mode, settings.tool_errors, settings.after_tool)
+    gate = gate_for_mode(settings.tools, settings.mode, settings.tool_errors, settings.after_tool,
+                         settings.before_tool)
     models = ModelCalls(gate.allowed, settings.bind_tools, settings.traits, settings.bind_tools_unstreamed,
                         settings.probe_tool_results)
     summaries = SummaryCoordinator(settings.summarize, settings.summary_writer, settings.summary_timeout,

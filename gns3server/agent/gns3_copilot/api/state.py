@@ -26,6 +26,7 @@ from ..service.copilot import CopilotService, User
 from ..service.storage import Storage
 from ..teaching.catalogue import Catalogue
 from ..teaching.service import TeachingService
+from ..tools.gate import BeforeCall
 from ..tools.toolset import ConsoleServices, build_tools
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_config_store import LLMConfigRecord, LLMConfigStore
@@ -92,7 +93,12 @@ class CopilotState:
             self.teaching = TeachingService(storage.teaching, storage.faults, lambda: loaded, console.permissions)
         self.service = CopilotService(
             storage, self.agent, heartbeat_seconds=settings.heartbeat_seconds, approval_seconds=settings.approval_seconds,
+            before_tool=self._tool_guards,
         )
+
+    def _tool_guards(self, user_id: str, project_id: str) -> tuple[BeforeCall, ...]:
+        """A run's guards: a graded lab's recorded undo is refused to its students."""
+        return () if self.teaching is None else (self.teaching.guard(user_id, project_id),)
 
     async def reload_prompts(self) -> PromptSet:
         """Read the prompt files again (administrators' edits) and use them from the next run on.

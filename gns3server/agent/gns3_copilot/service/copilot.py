@@ -42,7 +42,7 @@ from ..agent.server.kind import server_kind
 from ..agent.summaries.writer import SummaryWriter
 from ..redaction import SECRETS, scrub
 from ..tools.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
-from ..tools.gate import AfterCall
+from ..tools.gate import AfterCall, BeforeCall
 from .errors import (
     ApprovalExpiredError,
     ApprovalNotPendingError,
@@ -164,8 +164,11 @@ class CopilotService:
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
         approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
         clock: Callable[[], float] = time.time,
+        before_tool: Callable[[str, str], Sequence[BeforeCall]] | None = None,
     ) -> None:
         self._storage = storage
+        # (user id, project id) -> what may refuse a run's tool calls first (a graded lab's guard).
+        self._before_tool = before_tool
         self.agent = agent
         """What each run's graph is built from (its prompts are replaced when an administrator reloads them)."""
         self._heartbeat_seconds = heartbeat_seconds
@@ -485,7 +488,9 @@ class CopilotService:
             # work: keep them off the event loop.
             def build() -> Any:
                 return self.agent.graph(spec, self._storage.checkpointer, summary_writer=self._summaries,
-                                        after_tool=self._after_tool(spec))
+                                        after_tool=self._after_tool(spec),
+                                        before_tool=self._before_tool(spec.user_id, spec.project_id)
+                                        if self._before_tool else ())
 
             graph = await asyncio.to_thread(build)
             await self._summaries.idle(session_id)  # a summary being stored: read the state after it

@@ -97,10 +97,10 @@ class Scenario(BaseModel):
             for i, step in enumerate(steps):
                 if step.role not in self.roles:
                     raise ValueError(f"{where}.{i}.role: {step.role!r} is not one of the roles {sorted(self.roles)}")
+        for i, check in enumerate(self.checks):
+            if check.get("device") not in self.roles:
+                raise ValueError(f"checks.{i}.device: {check.get('device')!r} is not one of the roles {sorted(self.roles)}")
         rendered = self.render({r: r for r in self.roles})
-        for i, check in enumerate(rendered.checks):
-            if check.device not in self.roles:
-                raise ValueError(f"checks.{i}.device: {check.device!r} is not one of the roles {sorted(self.roles)}")
         _hints_keep_the_fix(self, rendered)
         return self
 
@@ -136,6 +136,8 @@ class Scenario(BaseModel):
         checks: list[Check | DNSServer] = []
         for i, check in enumerate(self.checks):
             raw = {k: fill(v) if isinstance(v, str) else v for k, v in check.items()}
+            if isinstance(raw.get("device"), str):  # a check's device is a role: the node playing it
+                raw["device"] = nodes.get(raw["device"], raw["device"])
             try:
                 checks.append(DNSServer.model_validate(raw) if raw.get("kind") == "dns_server"
                               else parse_checks([raw])[0])

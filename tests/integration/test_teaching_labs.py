@@ -1,0 +1,171 @@
+"""Graded labs for real: a scenario assigned, its checks failing, a student's fix, 100%, hints, results.
+
+The real server and GNS3 users (a teacher with GNS3's "User" role, students with a
+role that may read the project and use consoles but not modify it), the
+OpenAI-compatible stub as the student's model, and real devices: a root bash in a
+network namespace of the test's own on Host1's console port, a VPCS daemon on PC1's.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+from test_copilot_api import (  # noqa: F401  (fixtures)
+    API,
+    COPILOT,
+    admin,
+    chat_path,
+    http,
+    lab,
+    sessions_path,
+    stub,
+    users,
+)
+from test_fault_revert import console
+from test_fault_revert_linux import device_state, linux_lab, netns  # noqa: F401  (fixtures)
+from test_permissions_gns3 import person, role_id
+
+from tests.support.openai_stub import reply, tool_call
+
+pytestmark = pytest.mark.integration
+
+STUDENT_PRIVILEGES = ("Project.Audit", "Node.Audit", "Node.Console", "Link.Audit")
+
+
+async def student_role(admin: API) -> str:
+    """A role that may read projects and use their consoles, not modify them (a student's)."""
+    name = f"Student-{uuid.uuid4().hex[:6]}"
+    status, role = await admin.post("/v3/access/roles", {"name": name})
+    assert status == 201, role
+    status, privileges = await admin.get("/v3/access/privileges")
+    assert status == 200
+    for privilege in privileges:
+        if privilege["name"] in STUDENT_PRIVILEGES:
+            status, body = await admin.put(f"/v3/access/roles/{role['role_id']}/privileges/{privilege['privilege_id']}")
+            assert status == 204, body
+    return name
+
+
+async def class_of(admin: API, gns3_server: Any, stub: Any) -> tuple[API, API, API]:
+    teacher = (await person(admin, gns3_server, "teacher", "User", "/projects")).api
+    role = await student_role(admin)
+    assert await role_id(admin, role)
+    alice = (await person(admin, gns3_server, "alice", role, "/projects")).api
+    bob = (await person(admin, gns3_server, "bob", role, "/projects")).api
+    for api in (alice, bob):
+        await api.use_llm(stub)
+    return teacher, alice, bob
+
+
+def teaching(project_id: str, tail: str) -> str:
+    return f"{COPILOT}/projects/{project_id}/teaching{tail}"
+
+
+async def copilot_config(api: API, stub: Any, project_id: str, args: dict[str, Any]) -> tuple[str, str]:
+    """The student's model calls gns3_config_commands with ``args``; the student approves. (status, output)."""
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_config_commands", args)]), "Done.")
+    status, result = await api.post(chat_path(project_id), {"message": "please change it", "stream": False})
+    assert status == 200 and result["status"] == "waiting_confirmation", result
+    status, result = await api.post(sessions_path(project_id, result["session_id"], "/confirm"),
+                                    {"approved": True, "stream": False, "approval_id": result["approval"]["approval_id"]})
+    assert status == 200, result
+    status, history = await api.get(sessions_path(project_id, result["session_id"], "/history"))
+    (answered,) = [m for m in history["messages"] if m["role"] == "tool"]
+    return answered["status"], answered["content"]
+
+
+async def test_a_linux_lab_is_graded_from_fault_to_full_marks(gns3_server, admin, stub, linux_lab, tmp_path):
+    project_id, shell = linux_lab
+    teacher, alice, bob = await class_of(admin, gns3_server, stub)
+
+    # A student may not assign; the teacher assigns, and the answer comes once the fault shows.
+    body = {"scenario_ids": ["linux-wrong-gateway"], "nodes": {"host": "Host1"}, "time_limit_minutes": 30}
+    status, refused = await alice.post(teaching(project_id, "/assignments"), body)
+    assert status == 403 and refused["code"] == "teaching_forbidden", refused
+    status, made = await teacher.post(teaching(project_id, "/assignments"), body)
+    assert status == 201, made
+    (assignment,) = made
+    assert assignment["broken"] is True and assignment["nodes"] == {"host": "Host1"}
+    assignment_id = assignment["assignment_id"]
+    assert "default via 10.0.0.250 dev eth0" in (await device_state(shell, tmp_path))[2]
+
+    # The student's view: the brief, no nodes, params, faults or solution anywhere.
+    status, seen = await alice.get(teaching(project_id, "/assignments"))
+    assert status == 200 and [a["assignment_id"] for a in seen] == [assignment_id], seen
+    assert "fault_ids" not in seen[0] and "params" not in seen[0]
+    status, faults = await alice.get(f"{COPILOT}/projects/{project_id}/faults")
+    assert status == 200 and faults == [], faults
+    status, teacher_faults = await teacher.get(f"{COPILOT}/projects/{project_id}/faults")
+    (fault,) = teacher_faults
+    assert fault["undo"]["args"]["commands"] == ["ip route replace default via 10.0.0.254 dev eth0"]
+    status, refused = await alice.post(f"{COPILOT}/projects/{project_id}/faults/{fault['fault_id']}/revert")
+    assert status == 404, refused
+
+    # Checked while the fault is there: 0 %, each check by kind and device, nothing it expects.
+    status, graded = await alice.post(teaching(project_id, "/check"), {})
+    assert status == 200, graded
+    assert [(g["score"], g["passed"], g["total"]) for g in graded] == [(0.0, 0, 1)]
+    assert graded[0]["checks"] == [{"device": "Host1", "kind": "route", "passed": False, "status": "fail"}]
+
+    # Hints, in order, each once; then no more.
+    served = []
+    for level in (1, 2, 3):
+        status, hint = await alice.post(teaching(project_id, f"/assignments/{assignment_id}/hint"))
+        assert status == 200 and hint["level"] == level and hint["remaining"] == 3 - level, hint
+        served.append(hint["hint"])
+    status, body_ = await alice.post(teaching(project_id, f"/assignments/{assignment_id}/hint"))
+    assert status == 409 and body_["code"] == "no_more_hints", body_
+    assert not any("10.0.0.254" in h for h in served)
+
+    # The copilot refuses to replay the recorded undo for the student; nothing is sent.
+    status, output = await copilot_config(alice, stub, project_id, fault["undo"]["args"])
+    assert status == "error" and "does not apply the solution for you" in output, output
+    assert "default via 10.0.0.250 dev eth0" in (await device_state(shell, tmp_path))[2]
+
+    # The student's own fix, approved, through the copilot's tools: full marks.
+    own = {"device": "Host1", "driver": "linux", "commands": ["ip route change default via 10.0.0.254"]}
+    status, output = await copilot_config(alice, stub, project_id, own)
+    assert status == "success", output
+    status, graded = await alice.post(teaching(project_id, "/check"), {"assignment_id": assignment_id})
+    assert status == 200 and [(g["score"], g["passed"]) for g in graded] == [(100.0, 1)], graded
+
+    everything = json.dumps([seen, graded, served])
+    assert "10.0.0.254" not in everything and "ip route replace" not in everything
+
+    # The teacher sees every attempt, the hints used, the time; a student only their own.
+    status, results = await teacher.get(teaching(project_id, "/results"))
+    assert status == 200 and results["teacher"] is True, results
+    (row,) = results["results"]
+    assert row["student"].startswith("alice") and [a["score"] for a in row["attempts"]] == [0.0, 100.0]
+    assert row["hints_used"] == 3 and row["best_score"] == 100.0 and row["solved_seconds"] > 0
+    assert row["in_time"] is True and row["attempts"][0]["checks"][0]["expected"] == "present via 10.0.0.254"
+    status, theirs = await bob.get(teaching(project_id, "/results"))
+    assert status == 200 and theirs == {"teacher": False, "results": []}, theirs
+    status, mine = await alice.get(teaching(project_id, "/results"))
+    assert [r["student"] for r in mine["results"]] == [row["student"]]
+    assert "expected" not in json.dumps(mine)
+    status, text = await teacher.call("GET", teaching(project_id, "/results.csv"))
+    assert status == 200 and row["student"] in str(text) and "100.0" in str(text), text
+    status, refused = await alice.call("GET", teaching(project_id, "/results.csv"))
+    assert status == 403, refused
+
+
+async def test_a_vpcs_dns_fault_drawn_by_seed_fails_then_passes_once_the_student_fixes_it(
+        gns3_server, admin, stub, lab, tmp_path):
+    project_id, vpcs = lab
+    teacher, alice, _ = await class_of(admin, gns3_server, stub)
+    await console(vpcs, tmp_path, ["ip 10.0.0.1/24 10.0.0.254", "ip dns 10.0.0.53"], "config")
+    # Only VPCS scenarios fit this project (PC1 is matched by its family); a seed draws the same one again.
+    status, made = await teacher.post(teaching(project_id, "/assignments"),
+                                      {"scenario_ids": ["vpcs-wrong-dns"]})
+    assert status == 201 and made[0]["broken"] is True and made[0]["nodes"] == {"pc": "PC1"}, made
+    assert "10.0.0.99" in await console(vpcs, tmp_path, ["show ip"])
+    status, graded = await alice.post(teaching(project_id, "/check"), {})
+    assert [g["score"] for g in graded] == [0.0], graded
+    # The student types the fix on the PC's console, as in class.
+    await console(vpcs, tmp_path, ["ip dns 10.0.0.53"], "config")
+    status, graded = await alice.post(teaching(project_id, "/check"), {})
+    assert status == 200 and [g["score"] for g in graded] == [100.0], graded
