@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..checks import Check, parse_checks
+from ..errors import CopilotError, ErrorKind
 from .dns import DNSServer
 
 __all__ = ["FAMILIES", "LEVELS", "RenderedScenario", "Role", "Scenario", "Step", "fix_values", "parse_scenario"]
@@ -216,8 +217,11 @@ def parse_scenario(data: Any) -> Scenario:
         raise ScenarioInvalid(field, why) from None
 
 
-class ScenarioInvalid(ValueError):
+class ScenarioInvalid(CopilotError, ValueError):
     """One scenario's field is wrong (the catalogue adds the file and entry)."""
+
+    kind = ErrorKind.INVALID
+    code = "scenario_invalid"
 
     def __init__(self, field: str, why: str) -> None:
         super().__init__(f"{field}: {why}")
