@@ -85,7 +85,7 @@ class SessionRecord:
     output_tokens: int = 0
     total_tokens: int = 0
     pending: str | None = None
-    """JSON of the approval the run waits for (``agent.approval.PendingApproval``: its tool calls,
+    """JSON of the approval the run waits for (``tools.approval.PendingApproval``: its tool calls,
     id, digest, expiry), or None. Older records hold a bare list of calls."""
     pinned: bool = False
     message_count: int = 0

@@ -30,8 +30,9 @@ approval before running it; the approval it ran under (put in the run's
 configurable by the tool gate, read with ``grant_of``) is written to the audit with
 each command.
 In a fault-injection run (``record_undo``) it first reads, read-only, what the
-commands will replace, and returns the commands that restore it (``undo``,
-see ``config_undo``) or why it cannot (``undo_unknown``).
+commands will replace (and, for the IOS family, the running configuration again
+once they ran), and returns the commands that restore it (``undo``, see
+``config_undo``) or why it cannot (``undo_unknown``).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ from ..errors import CopilotError
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
 from .approval import grant_of
-from .config_undo import plan
+from .config_undo import plan, with_undo
 from .errors import ToolError, every_item_failed, tool_error
 from .nodes import PermissionErrors, ProjectTool, _by_name
 from .permissions import NODE_CONSOLE, Authorize, console_path, refusal
@@ -245,20 +246,22 @@ class ConfigCommandsTool(ConsoleTool):
     ) -> dict[str, Any]:
         if not self.record_undo:
             return await self._run_on(target, commands, "config", who)
-        undo_plan = plan(target.driver.name, commands)
-        restore: list[str] | None = None
-        if undo_plan.snapshot and undo_plan.restore:  # read what the commands will replace, before they run
-            read = await self._run_on(target, list(undo_plan.snapshot), "show", who)
-            if read["status"] == "ok":
-                restore = undo_plan.restore([r["output"] for r in read["results"]])
-        result = await self._run_on(target, commands, "config", who)
-        if result.get("status") == "blocked":  # refused before anything was sent: nothing to revert
-            result["undo_unknown"] = "nothing was changed"
-        elif restore is not None:
-            args: dict[str, Any] = {"device": target.name, "commands": restore}
+
+        async def read(snapshot: list[str]) -> list[str] | None:  # read-only: the policy and the audit apply
+            answer = await self._run_on(target, snapshot, "show", who)
+            return [r["output"] for r in answer["results"]] if answer["status"] == "ok" else None
+
+        result, undo = await with_undo(
+            plan(target.driver.name, commands), read, lambda: self._run_on(target, commands, "config", who),
+            sent=lambda done: done.get("status") != "blocked",  # refused before anything was sent
+        )
+        if undo.commands is not None:
+            args: dict[str, Any] = {"device": target.name, "commands": undo.commands}
             if driver is not None:
                 args["driver"] = driver
             result["undo"] = {"tool": self.name, "args": args}
+            if undo.expects is not None:
+                result["undo"]["expects"] = undo.expects
         else:
-            result["undo_unknown"] = undo_plan.reason or f"{as_data(target.name)}'s previous settings could not be read"
+            result["undo_unknown"] = undo.reason or f"{as_data(target.name)}'s previous settings could not be read"
         return result
