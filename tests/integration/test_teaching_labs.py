@@ -32,6 +32,7 @@ from tests.support.openai_stub import reply, tool_call
 
 pytestmark = pytest.mark.integration
 
+CHECK_WORK = "gns3_check_work"
 STUDENT_PRIVILEGES = ("Project.Audit", "Node.Audit", "Node.Console", "Link.Audit")
 
 
@@ -60,6 +61,11 @@ async def class_of(admin: API, gns3_server: Any, stub: Any) -> tuple[API, API, A
     return teacher, alice, bob
 
 
+def offered(request: dict[str, Any]) -> set[str]:
+    """The tool names a model request offered."""
+    return {t["function"]["name"] for t in request.get("tools") or []}
+
+
 def teaching(project_id: str, tail: str) -> str:
     return f"{COPILOT}/projects/{project_id}/teaching{tail}"
 
@@ -80,6 +86,11 @@ async def copilot_config(api: API, stub: Any, project_id: str, args: dict[str, A
 async def test_a_linux_lab_is_graded_from_fault_to_full_marks(gns3_server, admin, stub, linux_lab, tmp_path):
     project_id, shell = linux_lab
     teacher, alice, bob = await class_of(admin, gns3_server, stub)
+
+    # No lab assigned: the student's runs are not offered gns3_check_work.
+    stub.enqueue("Nothing to check.")
+    status, answer = await alice.post(chat_path(project_id), {"message": "check my work", "stream": False})
+    assert status == 200 and CHECK_WORK not in offered(stub.requests[-1]), answer
 
     # A student may not assign; the teacher assigns, and the answer comes once the fault shows.
     body = {"scenario_ids": ["linux-wrong-gateway"], "nodes": {"host": "Host1"}, "time_limit_minutes": 30}
@@ -132,14 +143,23 @@ async def test_a_linux_lab_is_graded_from_fault_to_full_marks(gns3_server, admin
     status, graded = await alice.post(teaching(project_id, "/check"), {"assignment_id": assignment_id})
     assert status == 200 and [(g["score"], g["passed"]) for g in graded] == [(100.0, 1)], graded
 
-    everything = json.dumps([seen, graded, served])
+    # "Check my work" in the chat: the model calls gns3_check_work, offered now that a lab is assigned.
+    stub.enqueue(reply(tool_calls=[tool_call(CHECK_WORK, {})]), "Full marks.")
+    status, answer = await alice.post(chat_path(project_id), {"message": "check my work", "stream": False})
+    assert status == 200 and answer["content"] == "Full marks.", answer
+    assert CHECK_WORK in offered(stub.requests[-2])
+    told = json.loads(stub.requests[-1]["messages"][-1]["content"])
+    assert [(a["score"], a["checks"]) for a in told["assignments"]] == [
+        (100.0, [{"device": "Host1", "kind": "route", "passed": True, "status": "pass"}])]
+
+    everything = json.dumps([seen, graded, served, told])
     assert "10.0.0.254" not in everything and "ip route replace" not in everything
 
     # The teacher sees every attempt, the hints used, the time; a student only their own.
     status, results = await teacher.get(teaching(project_id, "/results"))
     assert status == 200 and results["teacher"] is True, results
     (row,) = results["results"]
-    assert row["student"].startswith("alice") and [a["score"] for a in row["attempts"]] == [0.0, 100.0]
+    assert row["student"].startswith("alice") and [a["score"] for a in row["attempts"]] == [0.0, 100.0, 100.0]
     assert row["hints_used"] == 3 and row["best_score"] == 100.0 and row["solved_seconds"] > 0
     assert row["in_time"] is True and row["attempts"][0]["checks"][0]["expected"] == "present via 10.0.0.254"
     status, theirs = await bob.get(teaching(project_id, "/results"))

@@ -77,6 +77,8 @@ class RunSpec:
     llm_config: Mapping[str, Any]
     mode: str
     purpose: str = ""
+    extra_tools: tuple[BaseTool, ...] = field(default=(), compare=False)
+    """Tools this run adds to the copilot's own (``gns3_check_work`` where a graded lab is assigned)."""
 
     @property
     def prompt(self) -> str:
@@ -132,7 +134,7 @@ class AgentAssembly:
             lambda: self._client_factory(spec.token), spec.project_id, spec.username, spec.session_id, spec.user_id,
             record_undo=spec.purpose == FAULT_INJECTION,
         )
-        return list(self._tools_factory(context))
+        return [*self._tools_factory(context), *spec.extra_tools]
 
     def settings(
         self, spec: RunSpec, *, summary_writer: SummaryWriter | None = None, after_tool: Sequence[AfterCall] = (),

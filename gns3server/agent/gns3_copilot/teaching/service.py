@@ -28,14 +28,17 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
+from ..changes.transaction import readings_of
 from ..checks import Check, Reading, run_checks
 from ..console import UnknownDriverError, driver_for
 from ..errors import CopilotError, ErrorKind
+from ..gns3_client.client import GNS3Client
 from ..service.faults import SQLiteFaultStore
 from ..tools.approval import ApprovalGrant
 from ..tools.errors import TOOL_ERRORS
 from ..tools.gate import ToolGate
 from ..tools.permissions import Authorize
+from ..tools.toolset import ConsoleServices, RunContext, build_tools
 from .catalogue import Catalogue
 from .dns import DNS_COMMAND, DNSServer, dns_verdict
 from .guard import UndoGuard
@@ -44,7 +47,7 @@ from .store import Assignment, Attempt, TeachingStore
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Learner", "TeachingService"]
+__all__ = ["Learner", "TeachingService", "learner_for"]
 
 PROJECT_MODIFY = "Project.Modify"
 SHOW, CONFIG = "gns3_show_commands", "gns3_config_commands"
@@ -86,6 +89,21 @@ class Learner:
     """``tools(project_id, session_id)``: the copilot's tools acting as this user."""
     nodes: Callable[[str], Awaitable[list[Mapping[str, Any]]]]
     """The project's nodes as GNS3 shows them to this user."""
+
+
+def learner_for(user_id: str, username: str, client_factory: Callable[[], GNS3Client],
+                console: ConsoleServices | None) -> Learner:
+    """A user with the copilot's tools and GNS3's view of a project bound to them (their token in the factory)."""
+
+    async def tools(project_id: str, session_id: str) -> list[BaseTool]:
+        context = RunContext(client_factory, project_id, username, session_id, user_id)
+        return await asyncio.to_thread(build_tools, context, console)  # pydantic work: off the loop
+
+    async def nodes(project_id: str) -> list[Mapping[str, Any]]:
+        async with client_factory() as client:  # GNS3's refusals keep their kinds (the error tree)
+            return list(await client.nodes(project_id))
+
+    return Learner(user_id, username, tools, nodes)
 
 
 def _family(node: Mapping[str, Any]) -> str | None:
@@ -137,6 +155,10 @@ class TeachingService:
     @property
     def catalogue(self) -> Catalogue:
         return self._catalogue()
+
+    async def has_open(self, project_id: str) -> bool:
+        """Whether the project has an open assignment (a run then offers ``gns3_check_work``)."""
+        return bool(await self._store.assignments(project_id, open_only=True))
 
     async def is_teacher(self, user_id: str, project_id: str, superadmin: bool = False) -> bool:
         return superadmin or await self._authorize(user_id)(PROJECT_MODIFY, f"/projects/{project_id}") == "allowed"
@@ -309,10 +331,20 @@ class TeachingService:
                 "student": attempt.student_name, "at": attempt.at, "score": attempt.score,
                 "passed": attempt.passed, "total": attempt.total, "checks": checks}
 
+    async def close(self, who: Learner, project_id: str, assignment_id: str, superadmin: bool = False) -> None:
+        """End an assignment (teachers only): no more checks or hints, its faults no longer guarded.
+
+        What it broke stays broken until the teacher reverts its faults (``POST .../faults/{id}/revert``)."""
+        await self._teacher(who, project_id, superadmin)
+        await self._assignment(project_id, assignment_id)
+        await self._store.close(assignment_id)
+
     # ------------------------------------------------------------------ hints, views
 
     async def hint(self, who: Learner, project_id: str, assignment_id: str) -> dict[str, Any]:
         assignment = await self._assignment(project_id, assignment_id)
+        if assignment.closed_at is not None:
+            raise AssignmentNotFoundError(f"Assignment {assignment_id} is closed")
         _, rendered = self._rendered(assignment)
         level = await self._store.serve_hint(assignment_id, who.user_id, len(rendered.hints))
         if level is None:
@@ -404,12 +436,6 @@ class TeachingService:
             return found
 
         return UndoGuard(undos)
-
-
-def readings_of(device: str, batch: Mapping[str, Any], at: float) -> list[Reading]:
-    """A show batch's results as readings (changes/ has its twin, but its module does not import on this base)."""
-    return [Reading(device, str(r.get("command")), at, str(r.get("status")), str(r.get("output") or ""), r.get("data"))
-            for r in batch.get("results") or []]
 
 
 def _verdict(check: Check, verdict: Any) -> dict[str, Any]:

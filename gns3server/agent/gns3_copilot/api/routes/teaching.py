@@ -9,8 +9,6 @@ revert or checks' expected values, nor another student's results.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -18,8 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import CopilotError, ErrorKind
 from ...service.copilot import User
-from ...teaching.service import Learner, TeachingService
-from ...tools.toolset import RunContext, build_tools
+from ...teaching.service import Learner, TeachingService, learner_for
 from ..dependencies import CurrentUser, ProjectId, State
 from ..state import CopilotState
 
@@ -58,17 +55,7 @@ def teaching_of(state: CopilotState) -> TeachingService:
 
 def learner(state: CopilotState, user: User) -> Learner:
     """The user, with the copilot's tools and GNS3's view of the project bound to them."""
-
-    async def tools(project_id: str, session_id: str) -> list[Any]:
-        context = RunContext(lambda: state.gns3_client(user.token), project_id, user.username, session_id,
-                             user.user_id)
-        return await asyncio.to_thread(build_tools, context, state.console)  # pydantic work: off the loop
-
-    async def nodes(project_id: str) -> list[Mapping[str, Any]]:
-        async with state.gns3_client(user.token) as client:  # GNS3's refusals keep their kinds (error tree)
-            return list(await client.nodes(project_id))
-
-    return Learner(user.user_id, user.username, tools, nodes)
+    return learner_for(user.user_id, user.username, lambda: state.gns3_client(user.token), state.console)
 
 
 @router.get("/teaching/scenarios")
@@ -117,6 +104,14 @@ async def check_work(body: CheckRequest, project_id: ProjectId, user: CurrentUse
 async def hint(assignment_id: str, project_id: ProjectId, user: CurrentUser, state: State) -> dict[str, Any]:
     """The caller's next hint level of the assignment (served in order, counted)."""
     return await teaching_of(state).hint(learner(state, user), project_id, assignment_id)
+
+
+@router.post("/projects/{project_id}/teaching/assignments/{assignment_id}/close", status_code=204,
+             responses={403: {"description": "Not a teacher of this project"}})
+async def close(assignment_id: str, project_id: ProjectId, user: CurrentUser, state: State) -> Response:
+    """End an assignment (teachers only); its faults stay until reverted through ``.../faults``."""
+    await teaching_of(state).close(learner(state, user), project_id, assignment_id, user.is_superadmin)
+    return Response(status_code=204)
 
 
 @router.get("/projects/{project_id}/teaching/results")
