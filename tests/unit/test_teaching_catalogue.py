@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gns3server.agent.gns3_copilot.console import load_policy
 from gns3server.agent.gns3_copilot.teaching.catalogue import (
     SHIPPED,
     ScenarioFileError,
@@ -130,3 +131,17 @@ def test_the_guard_recognises_a_replay_of_the_recorded_undo_only():
     assert replays({**call, "args": {**call["args"], "commands": ["show ip", "ip 10.0.0.1/24 10.0.0.254"]}}, undo)
     assert not replays({**call, "args": {**call["args"], "device": "PC2"}}, undo)
     assert not replays({**call, "args": {**call["args"], "commands": ["ip 10.0.0.1 255.255.255.0 10.0.0.254"]}}, undo)
+
+
+def test_every_shipped_command_passes_the_default_console_policy_in_every_clis_grammar(catalogue):
+    """A QEMU node running FRR (or a bash behind any node) has no CLI GNS3 confirms: every grammar judges."""
+    policy = load_policy()
+    refused = []
+    for scenario in catalogue.scenarios.values():
+        rendered = scenario.render({r: r.upper() for r in scenario.roles})
+        for _, commands in (*rendered.inject, *rendered.revert):
+            for command in commands:
+                decision = policy.check(command, family=None, read_only=False, config_mode=True)
+                if not decision.allowed:
+                    refused.append((scenario.id, command, decision.reason))
+    assert refused == []
