@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
+from mcp import types
 from test_copilot_api import (  # noqa: F401  (fixtures)
     API,
     COPILOT,
@@ -26,6 +27,7 @@ from test_copilot_api import (  # noqa: F401  (fixtures)
 )
 from test_fault_revert import console
 from test_fault_revert_linux import device_state, linux_lab, netns  # noqa: F401  (fixtures)
+from test_mcp_endpoint import mcp_client, payload
 from test_permissions_gns3 import person, role_id
 
 from tests.support.openai_stub import reply, tool_call
@@ -189,3 +191,41 @@ async def test_a_vpcs_dns_fault_drawn_by_seed_fails_then_passes_once_the_student
     await console(vpcs, tmp_path, ["ip dns 10.0.0.53"], "config")
     status, graded = await alice.post(teaching(project_id, "/check"), {})
     assert status == 200 and [g["score"] for g in graded] == [100.0], graded
+
+
+async def test_over_mcp_a_teachers_agent_assigns_and_collects_and_a_students_agent_cannot_replay_the_fix(
+        gns3_server, admin, stub, lab, tmp_path):
+    project_id, vpcs = lab
+    teacher, alice, _ = await class_of(admin, gns3_server, stub)
+    await console(vpcs, tmp_path, ["ip 10.0.0.1/24 10.0.0.254"], "config")
+
+    async def accept(context: Any, params: Any) -> Any:
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async with mcp_client(gns3_server.base_url, teacher.token, elicitation=accept) as client:
+        listed = payload(await client.call_tool("gns3_lab_scenarios", {"project_id": project_id}))
+        (gateway,) = [s for s in listed["scenarios"] if s["id"] == "vpcs-wrong-gateway"]
+        assert set(gateway) == {"id", "title", "level", "topic", "roles", "params", "time_limit_minutes"}
+        made = await client.call_tool("gns3_lab_assign", {"project_id": project_id,
+                                                          "scenario_ids": ["vpcs-wrong-gateway"]})
+        assert not made.isError, payload(made)
+        (assignment,) = payload(made)["assignments"]
+        assert assignment["broken"] is True and assignment["nodes"] == {"pc": "PC1"}
+    assert "10.0.0.250" in await console(vpcs, tmp_path, ["show ip"])
+
+    async with mcp_client(gns3_server.base_url, alice.token, elicitation=accept) as client:
+        refused = await client.call_tool("gns3_lab_assign", {"project_id": project_id, "scenario_ids": ["vpcs-wrong-dns"]})
+        assert refused.isError and "teacher" in payload(refused), payload(refused)
+        checked = payload(await client.call_tool("gns3_check_work", {"project_id": project_id}))
+        assert [a["score"] for a in checked["assignments"]] == [0.0]
+        replay = await client.call_tool("gns3_config_commands", {
+            "project_id": project_id, "device": "PC1", "driver": "vpcs", "commands": ["ip 10.0.0.1/24 10.0.0.254"]})
+        assert replay.isError and "does not apply the solution for you" in str(payload(replay)), payload(replay)
+        assert "10.0.0.250" in await console(vpcs, tmp_path, ["show ip"])
+        mine = payload(await client.call_tool("gns3_lab_results", {"project_id": project_id}))
+        assert mine["teacher"] is False and [len(r["attempts"]) for r in mine["results"]] == [1]
+
+    async with mcp_client(gns3_server.base_url, teacher.token) as client:
+        collected = payload(await client.call_tool("gns3_lab_results", {"project_id": project_id}))
+        (row,) = collected["results"]
+        assert collected["teacher"] is True and row["student"].startswith("alice") and row["best_score"] == 0.0

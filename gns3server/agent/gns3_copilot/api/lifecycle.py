@@ -106,7 +106,8 @@ async def copilot_running(
             return list(await projects.of_user(caller.user_id))
 
         mcp = await MCPEndpoint.open(
-            settings.data_dir, lookup, console, state.gns3_client, mcp_projects, settings.approval_seconds
+            settings.data_dir, lookup, console, state.gns3_client, mcp_projects, settings.approval_seconds,
+            state.teaching,
         )
         stack.push_async_callback(mcp.close)
         default = settings.default_llm_config

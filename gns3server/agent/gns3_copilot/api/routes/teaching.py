@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...errors import CopilotError, ErrorKind
 from ...service.copilot import User
 from ...teaching.service import Learner, TeachingService, learner_for
+from ...teaching.tools import scenario_summaries
 from ..dependencies import CurrentUser, ProjectId, State
 from ..state import CopilotState
 
@@ -61,10 +62,7 @@ def learner(state: CopilotState, user: User) -> Learner:
 @router.get("/teaching/scenarios")
 async def scenarios(user: CurrentUser, state: State) -> list[dict[str, Any]]:
     """The catalogue, as anyone may read it: titles, levels, topics, roles; never a fault or its fix."""
-    catalogue = teaching_of(state).catalogue
-    return [{"id": s.id, "title": s.title, "level": s.level, "topic": s.topic,
-             "roles": {r: role.family for r, role in s.roles.items()}, "params": sorted(s.params),
-             "time_limit_minutes": s.time_limit_minutes} for s in catalogue.scenarios.values()]
+    return scenario_summaries(teaching_of(state))
 
 
 @router.post("/projects/{project_id}/teaching/assignments", status_code=201,
