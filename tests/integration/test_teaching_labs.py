@@ -175,15 +175,19 @@ async def test_a_linux_lab_is_graded_from_fault_to_full_marks(gns3_server, admin
     assert status == 403, refused
 
 
-async def test_a_vpcs_dns_fault_drawn_by_seed_fails_then_passes_once_the_student_fixes_it(
+async def test_a_vpcs_dns_fault_assigned_from_the_inject_dialog_fails_then_passes_once_the_student_fixes_it(
         gns3_server, admin, stub, lab, tmp_path):
     project_id, vpcs = lab
     teacher, alice, _ = await class_of(admin, gns3_server, stub)
     await console(vpcs, tmp_path, ["ip 10.0.0.1/24 10.0.0.254", "ip dns 10.0.0.53"], "config")
-    # Only VPCS scenarios fit this project (PC1 is matched by its family); a seed draws the same one again.
-    status, made = await teacher.post(teaching(project_id, "/assignments"),
-                                      {"scenario_ids": ["vpcs-wrong-dns"]})
-    assert status == 201 and made[0]["broken"] is True and made[0]["nodes"] == {"pc": "PC1"}, made
+    # From GNS3 3.1's Inject Fault dialog: its message names the scenario (PC1 is matched by its family).
+    inject = f"{COPILOT}/projects/{project_id}/chat/inject"
+    status, refused = await alice.post(inject, {"message": "scenario: vpcs-wrong-dns", "stream": False})
+    assert status == 403 and refused["code"] == "teaching_forbidden", refused
+    status, said = await teacher.post(inject, {"message": "scenario: vpcs-wrong-dns", "stream": False})
+    assert status == 200 and said["content"].startswith("Assigned vpcs-wrong-dns on PC1"), said
+    status, made = await teacher.get(teaching(project_id, "/assignments"))
+    assert [(a["scenario_id"], a["nodes"]) for a in made] == [("vpcs-wrong-dns", {"pc": "PC1"})], made
     assert "10.0.0.99" in await console(vpcs, tmp_path, ["show ip"])
     status, graded = await alice.post(teaching(project_id, "/check"), {})
     assert [g["score"] for g in graded] == [0.0], graded

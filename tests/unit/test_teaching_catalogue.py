@@ -15,6 +15,7 @@ from gns3server.agent.gns3_copilot.teaching.catalogue import (
 )
 from gns3server.agent.gns3_copilot.teaching.guard import replays
 from gns3server.agent.gns3_copilot.teaching.scenario import fix_values
+from gns3server.agent.gns3_copilot.teaching.service import AssignmentFailedError, TeachingService, match_roles
 
 GOOD = '''
 [[scenario]]
@@ -145,3 +146,20 @@ def test_every_shipped_command_passes_the_default_console_policy_in_every_clis_g
                 if not decision.allowed:
                     refused.append((scenario.id, command, decision.reason))
     assert refused == []
+
+
+def test_roles_are_matched_by_family_or_as_the_teacher_names_them_and_a_draw_keeps_to_what_fits(catalogue):
+    nodes = [{"name": "PC2", "node_type": "vpcs"}, {"name": "PC1", "node_type": "vpcs"},
+             {"name": "R1", "node_type": "qemu"}]
+    scenario = catalogue.get("vpcs-wrong-gateway")
+    assert match_roles(scenario, nodes, {}) == {"pc": "PC1"}
+    assert match_roles(scenario, nodes, {"pc": "PC2"}) == {"pc": "PC2"}
+    with pytest.raises(AssignmentFailedError, match="nodes.pc: the project has no node 'PC9'"):
+        match_roles(scenario, nodes, {"pc": "PC9"})
+    with pytest.raises(AssignmentFailedError, match="nodes.host: no linux node in the project can play it"):
+        match_roles(catalogue.get("linux-wrong-gateway"), nodes, {})
+    fits = [s for s in catalogue.by_level("ccna") if TeachingService._fits(s, nodes, {})]
+    assert {r.family for s in fits for r in s.roles.values()} == {"vpcs"}
+    drawn = [s.id for s in catalogue.draw("ccna", 2, seed="class-1", eligible=fits)]
+    assert drawn == [s.id for s in catalogue.draw("ccna", 2, seed="class-1", eligible=fits)]
+    assert all(i.startswith("vpcs-") for i in drawn)
