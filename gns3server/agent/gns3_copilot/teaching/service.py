@@ -199,6 +199,15 @@ class TeachingService:
                                            time_limit_minutes or scenario.time_limit_minutes))
         return made
 
+    async def assign_and_show(self, who: Learner, project_id: str, *, wait_until_broken: bool = True,
+                              superadmin: bool = False, **choice: Any) -> list[dict[str, Any]]:
+        """:meth:`assign`, then each assignment's teacher view with ``broken``: whether a check failed
+        within the time a fault takes to show (None: not waited for)."""
+        made = await self.assign(who, project_id, superadmin=superadmin, **choice)
+        broken = {a.assignment_id: await self.wait_until_broken(who, a) if wait_until_broken else None for a in made}
+        views = {v["assignment_id"]: v for v in await self.assignments(who, project_id, superadmin)}
+        return [{**views[a.assignment_id], "broken": broken[a.assignment_id]} for a in made]
+
     @staticmethod
     def _fits(scenario: Scenario, nodes: Sequence[Mapping[str, Any]], given: Mapping[str, str]) -> bool:
         try:

@@ -108,12 +108,9 @@ class AssignLabTool(_TeachingTool):
 
     async def _arun(self, **args: Any) -> dict[str, Any]:
         try:
-            made = await self.service.assign(self.learner, self.project_id, **args)
-            broken = {a.assignment_id: await self.service.wait_until_broken(self.learner, a) for a in made}
-            views = {v["assignment_id"]: v for v in await self.service.assignments(self.learner, self.project_id)}
+            return {"assignments": await self.service.assign_and_show(self.learner, self.project_id, **args)}
         except (CopilotError, ValueError) as exc:
             raise ToolError(exc.public_message if isinstance(exc, CopilotError) else str(exc)) from exc
-        return {"assignments": [{**views[a.assignment_id], "broken": broken[a.assignment_id]} for a in made]}
 
 
 class LabResultsTool(_TeachingTool):

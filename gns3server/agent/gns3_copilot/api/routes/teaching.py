@@ -71,18 +71,10 @@ async def scenarios(user: CurrentUser, state: State) -> list[dict[str, Any]]:
                         409: {"description": "The scenario cannot be put into this lab"}})
 async def assign(body: AssignRequest, project_id: ProjectId, user: CurrentUser, state: State) -> list[dict[str, Any]]:
     """Assign scenarios to the project: chosen, or drawn by level with a seed (teachers only)."""
-    service = teaching_of(state)
-    who = learner(state, user)
-    made = await service.assign(
-        who, project_id, scenario_ids=body.scenario_ids, level=body.level, count=body.count, seed=body.seed,
-        nodes=body.nodes, params=body.params, time_limit_minutes=body.time_limit_minutes,
-        superadmin=user.is_superadmin)
-    broken = {}
-    if body.wait_until_broken:
-        for assignment in made:
-            broken[assignment.assignment_id] = await service.wait_until_broken(who, assignment)
-    views = {v["assignment_id"]: v for v in await service.assignments(who, project_id, user.is_superadmin)}
-    return [{**views[a.assignment_id], "broken": broken.get(a.assignment_id)} for a in made]
+    return await teaching_of(state).assign_and_show(
+        learner(state, user), project_id, scenario_ids=body.scenario_ids, level=body.level, count=body.count,
+        seed=body.seed, nodes=body.nodes, params=body.params, time_limit_minutes=body.time_limit_minutes,
+        wait_until_broken=body.wait_until_broken, superadmin=user.is_superadmin)
 
 
 @router.get("/projects/{project_id}/teaching/assignments")
