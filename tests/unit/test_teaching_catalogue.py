@@ -163,3 +163,4 @@ def test_roles_are_matched_by_family_or_as_the_teacher_names_them_and_a_draw_kee
     drawn = [s.id for s in catalogue.draw("ccna", 2, seed="class-1", eligible=fits)]
     assert drawn == [s.id for s in catalogue.draw("ccna", 2, seed="class-1", eligible=fits)]
     assert all(i.startswith("vpcs-") for i in drawn)
+

@@ -234,13 +234,13 @@ class TeachingService:
         for call in calls:  # in order: a scenario's steps may depend on each other
             outcome = await gate.run(call, approved=approved)
             outcomes.append(outcome)
-            if outcome.status != "success":
+            if not _applied(outcome):
                 break
         fault_ids = await self._record(who, project_id, session_id, rendered, families, outcomes)
-        if any(o.status != "success" for o in outcomes):
-            failed = next(o for o in outcomes if o.status != "success")
+        failed = next((o for o in outcomes if not _applied(o)), None)
+        if failed is not None:
             raise AssignmentFailedError(f"{scenario.id} could not be injected on {failed.call['args']['device']}: "
-                                        f"{failed.reason or failed.output} (the teacher's faults list what was sent)")
+                                        f"{_why_not(failed)} (the teacher's faults list what was sent)")
         assignment = Assignment(assignment_id, project_id, who.user_id, who.username, scenario.id, bound, params, seed,
                                 fault_ids, time_limit, time.time())
         await self._store.add_assignment(assignment)
@@ -450,6 +450,20 @@ class TeachingService:
 def _verdict(check: Check, verdict: Any) -> dict[str, Any]:
     return {"device": check.device, "kind": check.kind, "subject": check.subject(), "expected": check.expected(),
             "status": verdict.status, "passed": bool(verdict.passed), "observed": str(verdict.observed)}
+
+
+def _applied(outcome: Any) -> bool:
+    """Whether a step ran and the device took every command (no error line: a fault half made is no lab)."""
+    result = outcome.result
+    return outcome.status == "success" and (not isinstance(result, Mapping) or result.get("status") == "ok")
+
+
+def _why_not(outcome: Any) -> str:
+    if outcome.status != "success":
+        return str(outcome.reason or outcome.output)
+    said = [f"{r.get('command')}: {', '.join(r.get('errors') or []) or r.get('status')}"
+            for r in outcome.result.get("results") or [] if r.get("status") != "ok"]
+    return "the device refused " + "; ".join(said) if said else str(outcome.result.get("status"))
 
 
 def student_verdict(verdict: Mapping[str, Any]) -> dict[str, Any]:
