@@ -34,9 +34,11 @@ ALL_TOOLS = {
     "gns3_list_projects", "gns3_select_project", "gns3_topology", "gns3_topology_text", "gns3_list_templates",
     "gns3_node_action",
     "gns3_create_node", "gns3_create_link", "gns3_update_link", "gns3_show_commands", "gns3_config_commands",
+    "gns3_check_work", "gns3_lab_scenarios", "gns3_lab_assign", "gns3_lab_results",
 }
 READ_ONLY_TOOLS = {"gns3_list_projects", "gns3_select_project", "gns3_topology", "gns3_topology_text",
-                   "gns3_list_templates", "gns3_show_commands"}
+                   "gns3_list_templates", "gns3_show_commands", "gns3_check_work", "gns3_lab_scenarios",
+                   "gns3_lab_results"}
 SET_IP = {"device": "PC1", "commands": ["ip 10.0.0.1/24 10.0.0.254"]}
 ElicitationCallback = Callable[[RequestContext[ClientSession, Any], types.ElicitRequestParams], Awaitable[Any]]
 

@@ -32,7 +32,7 @@ from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
 from ..tools.errors import TOOL_ERRORS
-from ..tools.gate import AfterCall
+from ..tools.gate import AfterCall, BeforeCall
 from ..tools.toolset import RunContext
 from .context.calibration import Calibrator
 from .context.counting import TokenCounter
@@ -81,6 +81,8 @@ class RunSpec:
     llm_config: Mapping[str, Any]
     mode: str
     purpose: str = ""
+    extra_tools: tuple[BaseTool, ...] = field(default=(), compare=False)
+    """Tools this run adds to the copilot's own (``gns3_check_work`` where a graded lab is assigned)."""
 
     @property
     def prompt(self) -> str:
@@ -140,10 +142,11 @@ class AgentAssembly:
             lambda: self._client_factory(spec.token), spec.project_id, spec.username, spec.session_id, spec.user_id,
             record_undo=spec.purpose == FAULT_INJECTION,
         )
-        return list(self._tools_factory(context))
+        return [*self._tools_factory(context), *spec.extra_tools]
 
     def settings(
-        self, spec: RunSpec, *, summary_writer: SummaryWriter | None = None, after_tool: Sequence[AfterCall] = ()
+        self, spec: RunSpec, *, summary_writer: SummaryWriter | None = None, after_tool: Sequence[AfterCall] = (),
+        before_tool: Sequence[BeforeCall] = (),
     ) -> AgentSettings:
         """One run's agent settings. CPU work (tools are pydantic models): call it off the event loop.
 
@@ -173,6 +176,7 @@ class AgentAssembly:
             summary_timeout=profile.timeouts.summary,
             tool_errors=TOOL_ERRORS,
             after_tool=tuple(after_tool),
+            before_tool=tuple(before_tool),
         )
 
     async def preview(self, spec: RunSpec, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -191,11 +195,12 @@ class AgentAssembly:
 
     def graph(
         self, spec: RunSpec, checkpointer: BaseCheckpointSaver | None, *, summary_writer: SummaryWriter | None = None,
-        after_tool: Sequence[AfterCall] = (),
+        after_tool: Sequence[AfterCall] = (), before_tool: Sequence[BeforeCall] = (),
     ) -> CompiledStateGraph:
         """The graph over ``checkpointer`` (compiled once) with the run's parts bound (CPU work: off the event loop)."""
         return bind_run(self._compiled(checkpointer),
-                        self.settings(spec, summary_writer=summary_writer, after_tool=after_tool))
+                        self.settings(spec, summary_writer=summary_writer, after_tool=after_tool,
+                                      before_tool=before_tool))
 
     def _compiled(self, checkpointer: BaseCheckpointSaver | None) -> CompiledStateGraph:
         with self._graphs_lock:

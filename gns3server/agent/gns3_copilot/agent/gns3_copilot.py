@@ -41,7 +41,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 
-from ..tools.gate import AfterCall, ToolErrorPolicy
+from ..tools.gate import AfterCall, BeforeCall, ToolErrorPolicy
 from . import events
 from .context.calibration import Calibrator
 from .fitting import RequestFit
@@ -131,6 +131,8 @@ class AgentSettings:
     tool_errors: ToolErrorPolicy = field(default_factory=ToolErrorPolicy)
     # Called with every tool call's outcome, refused ones included (a fault-injection run records faults).
     after_tool: Sequence[AfterCall] = ()
+    # Called before each call the gate lets through; may refuse it (a graded lab's fault undo, for a student).
+    before_tool: Sequence[BeforeCall] = ()
     # Whether the server's chat template renders tool results (None: cannot tell); asked
     # once per server, the first time a request carries one. None: never asked.
     probe_tool_results: Callable[[], Awaitable[bool | None]] | None = None
@@ -157,7 +159,7 @@ class AgentRun:
         self.settings = settings
         self.topology = TurnTopology(settings.load_topology)
         self.gate = gate_for_mode(settings.tools, settings.mode, settings.tool_errors,
-                                  (self.topology.after_tool, *settings.after_tool))
+                                  (self.topology.after_tool, *settings.after_tool), settings.before_tool)
         self.models = ModelCalls(self.gate.allowed, settings.bind_tools, settings.traits,
                                  settings.bind_tools_unstreamed, settings.probe_tool_results)
         self.summaries = SummaryCoordinator(settings.summarize, settings.summary_writer, settings.summary_timeout,

@@ -43,6 +43,7 @@ from ..gns3_client.client import GNS3Connection
 from ..mcp.auth import Caller, UserLookup, gns3_user_lookup
 from ..mcp.server import ENDPOINT_STATE, MCPEndpoint
 from ..service.storage import open_sqlite_storage
+from ..teaching.catalogue import load_catalogue
 from ..tools.toolset import ConsoleServices
 from .crypto import SecretBox, load_or_create_key
 from .llm_config_store import LLMConfigStore
@@ -96,7 +97,8 @@ async def copilot_running(
         )
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         projects = VisibleProjects(host_permissions)
-        state = CopilotState(settings, storage, llm_configs, gns3, console, projects, prompts)
+        catalogue = await load_catalogue(settings.teaching_dir)  # a bad scenario file stops the start, saying where
+        state = CopilotState(settings, storage, llm_configs, gns3, console, projects, prompts, catalogue)
         stack.push_async_callback(state.agent.aclose)  # the model servers' clients, once the runs have ended
         stack.push_async_callback(state.resolutions.aclose)  # TTLs still being asked of DNS
         stack.push_async_callback(state.stop_runs)
@@ -105,7 +107,8 @@ async def copilot_running(
             return list(await projects.of_user(caller.user_id))
 
         mcp = await MCPEndpoint.open(
-            settings.data_dir, lookup, console, state.gns3_client, mcp_projects, settings.approval_seconds
+            settings.data_dir, lookup, console, state.gns3_client, mcp_projects, settings.approval_seconds,
+            state.teaching,
         )
         stack.push_async_callback(mcp.close)
         default = settings.default_llm_config

@@ -20,6 +20,8 @@ case), which wins over the file, so a key need not be written in a config file::
     user_llm_endpoints = public, 10.1.0.0/16, ollama.lab.example
     ; system prompts an administrator edits (reloaded by POST /v3/copilot/reload/skills)
     prompts_dir = /etc/gns3/copilot-prompts
+    ; an administrator's teaching scenarios (*.toml), besides the shipped ones
+    teaching_dir = /etc/gns3/copilot-teaching
 
 See ``docs/api.md`` for every key. :func:`load_settings` is pure (values in,
 settings out) so that it can be tested without a server; :func:`read_copilot_section`
@@ -56,6 +58,7 @@ KNOWN_KEYS = frozenset(
     {
         "data_dir", "secrets_dir", "modes", "default_mode", "heartbeat_seconds", "max_llm_calls", "server_url",
         "console_policy", "approval_minutes", "user_llm_endpoints", "prompts_dir",
+        "teaching_dir",
     }
 )
 
@@ -90,6 +93,8 @@ class CopilotSettings:
     """The LLM endpoints ordinary users' configs may point at (see ``endpoints.py``)."""
     prompts_dir: Path | None = None
     """The administrator's prompt files (``system.md``, ``teaching.md``...; None: the packaged ones)."""
+    teaching_dir: Path | None = None
+    """The administrator's teaching scenario files, loaded after the shipped ones (``docs/teaching.md``)."""
 
 
 def read_copilot_section(config_files: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
@@ -220,6 +225,7 @@ def load_settings(
         approval_seconds=_approval_seconds(values),
         user_llm_endpoints=_endpoints(values),
         prompts_dir=_path(values, "prompts_dir"),
+        teaching_dir=_path(values, "teaching_dir"),
     )
 
 

@@ -15,6 +15,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_core.tools import BaseTool
+
 from ..agent.assembly import AgentAssembly
 from ..agent.context.tokenizer import warm_up
 from ..agent.model.config import LLMProfile, llm_profile
@@ -24,6 +26,10 @@ from ..agent.model.prompts import PromptSet, load_prompts
 from ..gns3_client.client import GNS3Client, GNS3Connection
 from ..service.copilot import CopilotService, User
 from ..service.storage import Storage
+from ..teaching.catalogue import Catalogue
+from ..teaching.service import TeachingService, learner_for
+from ..teaching.tools import CheckWorkTool
+from ..tools.gate import BeforeCall
 from ..tools.toolset import ConsoleServices, build_tools
 from .endpoints import resolve_host
 from .errors import ModeNotAllowedError, NoLLMConfigError
@@ -62,6 +68,7 @@ class CopilotState:
         console: ConsoleServices,
         projects: VisibleProjects,
         prompts: PromptSet | None = None,
+        catalogue: Catalogue | None = None,
     ) -> None:
         self.settings = settings
         self.projects = projects
@@ -85,9 +92,27 @@ class CopilotState:
         )
         # The outbound policy's host resolutions, each kept no longer than its DNS records hold.
         self.resolutions = ResolutionCache(resolve_host)
+        self.catalogue = catalogue
+        """The teaching scenarios (None: graded labs are off, as in tests that build a state by hand)."""
+        self.teaching: TeachingService | None = None
+        if catalogue is not None and storage.teaching is not None:
+            loaded = catalogue
+            self.teaching = TeachingService(storage.teaching, storage.faults, lambda: loaded, console.permissions)
         self.service = CopilotService(
             storage, self.agent, heartbeat_seconds=settings.heartbeat_seconds, approval_seconds=settings.approval_seconds,
+            before_tool=self._tool_guards, run_tools=self._teaching_tools,
         )
+
+    def _tool_guards(self, user_id: str, project_id: str) -> tuple[BeforeCall, ...]:
+        """A run's guards: a graded lab's recorded undo is refused to its students."""
+        return () if self.teaching is None else (self.teaching.guard(user_id, project_id),)
+
+    async def _teaching_tools(self, user: User, project_id: str) -> list[BaseTool]:
+        """``gns3_check_work`` for a run in a project with an open graded lab; nothing elsewhere."""
+        if self.teaching is None or not await self.teaching.has_open(project_id):
+            return []
+        who = learner_for(user.user_id, user.username, lambda: self.gns3_client(user.token), self.console)
+        return [CheckWorkTool(service=self.teaching, learner=who, project_id=project_id)]
 
     async def reload_prompts(self) -> PromptSet:
         """Read the prompt files again (administrators' edits) and use them from the next run on.

@@ -37,6 +37,7 @@ from starlette.types import Receive, Scope, Send
 from ..asgi import read_body, replay_body
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
+from ..teaching.service import TeachingService
 from ..tools.approval import DEFAULT_APPROVAL_SECONDS
 from ..tools.toolset import ConsoleServices
 from .admission import OPENING, Admission
@@ -169,12 +170,12 @@ class MCPEndpoint:
     def __init__(
         self, keys: MCPKeyStore, lookup: UserLookup, console: ConsoleServices | None,
         client_factory: Callable[[str], GNS3Client], projects: ProjectLister,
-        approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
+        approval_seconds: float = DEFAULT_APPROVAL_SECONDS, teaching: TeachingService | None = None,
     ) -> None:
         self.keys = keys
         self.approvals = Approvals(approval_seconds)  # [Copilot] approval_minutes, as for the panel's approvals
         self.authenticator = Authenticator(keys, lookup)
-        self.gateway = ToolGateway(console, client_factory, self.approvals, projects, approval_seconds)
+        self.gateway = ToolGateway(console, client_factory, self.approvals, projects, approval_seconds, teaching)
         self.resources = TopologyResources(client_factory, keys, projects)
         self.admission = Admission()
         self.server = build_server(self.gateway, self.resources, self.admission)
@@ -189,11 +190,11 @@ class MCPEndpoint:
     async def open(
         cls, data_dir: Any, lookup: UserLookup, console: ConsoleServices | None,
         client_factory: Callable[[str], GNS3Client], projects: ProjectLister,
-        approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
+        approval_seconds: float = DEFAULT_APPROVAL_SECONDS, teaching: TeachingService | None = None,
     ) -> MCPEndpoint:
         keys = await MCPKeyStore.open(data_dir)
         try:
-            endpoint = cls(keys, lookup, console, client_factory, projects, approval_seconds)
+            endpoint = cls(keys, lookup, console, client_factory, projects, approval_seconds, teaching)
             await endpoint.start()
         except BaseException:
             await keys.close()  # nothing else is open yet: the sessions' task ended with the error

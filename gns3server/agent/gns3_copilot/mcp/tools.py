@@ -43,6 +43,8 @@ from ..as_data import json_as_data
 from ..errors import CopilotError
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
+from ..teaching.service import TeachingService, learner_for
+from ..teaching.tools import teaching_tools
 from ..tools.approval import DEFAULT_APPROVAL_SECONDS, ApprovalGrant
 from ..tools.errors import TOOL_ERRORS, failure_outcome
 from ..tools.gate import REJECTED, Approved, ToolGate, is_read_only, needs_confirmation, validation_summary
@@ -150,8 +152,10 @@ class ToolGateway:
         approvals: Approvals,
         projects: ProjectLister,
         approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
+        teaching: TeachingService | None = None,
     ) -> None:
         self._console = console
+        self._teaching = teaching
         self._client_factory = client_factory
         self.approvals = approvals
         self._projects = projects
@@ -164,7 +168,12 @@ class ToolGateway:
             client_factory=lambda: self._client_factory(caller.token()), project_id=project_id,
             username=caller.username, session_id=caller.audit_session, user_id=caller.user_id,
         )
-        return build_tools(context, self._console)
+        tools = build_tools(context, self._console)
+        if self._teaching is not None:  # graded labs: a teacher's agent assigns and collects, a student checks
+            who = learner_for(caller.user_id, caller.username, lambda: self._client_factory(caller.token()),
+                              self._console)
+            tools += teaching_tools(self._teaching, who, project_id)
+        return tools
 
     async def catalogue(self) -> dict[str, _Entry]:
         """Every tool's MCP definition (built once: tool construction is pydantic work, off the loop)."""
@@ -221,7 +230,10 @@ class ToolGateway:
     ) -> types.CallToolResult:
         approval_id = args.pop("approval_id", None)
         tools = await asyncio.to_thread(self._tools, caller, project_id)
-        gate = ToolGate(tools, read_only=caller.read_only, restriction="for a read-only MCP key", errors=TOOL_ERRORS)
+        # A graded lab's recorded undo is refused to its students here too.
+        guards = (self._teaching.guard(caller.user_id, project_id),) if self._teaching is not None else ()
+        gate = ToolGate(tools, read_only=caller.read_only, restriction="for a read-only MCP key", errors=TOOL_ERRORS,
+                        before=guards)
         if name == "gns3_topology":
             args["project_id"] = project_id
         call = {"name": name, "args": args, "id": ""}

@@ -24,12 +24,13 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from ..agent import events
@@ -42,7 +43,7 @@ from ..agent.server.kind import server_kind
 from ..agent.summaries.writer import SummaryWriter
 from ..redaction import SECRETS, scrub
 from ..tools.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
-from ..tools.gate import AfterCall
+from ..tools.gate import AfterCall, BeforeCall
 from .errors import (
     ApprovalExpiredError,
     ApprovalNotPendingError,
@@ -164,8 +165,14 @@ class CopilotService:
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
         approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
         clock: Callable[[], float] = time.time,
+        before_tool: Callable[[str, str], Sequence[BeforeCall]] | None = None,
+        run_tools: Callable[[User, str], Awaitable[Sequence[BaseTool]]] | None = None,
     ) -> None:
         self._storage = storage
+        # (user id, project id) -> what may refuse a run's tool calls first (a graded lab's guard).
+        self._before_tool = before_tool
+        # (user, project id) -> tools a run adds (a graded lab's gns3_check_work, where one is assigned).
+        self._run_tools = run_tools
         self.agent = agent
         """What each run's graph is built from (its prompts are replaced when an administrator reloads them)."""
         self._heartbeat_seconds = heartbeat_seconds
@@ -480,12 +487,16 @@ class CopilotService:
         status, usage = "completed", {}
         graph = None
         try:
+            if self._run_tools is not None and kind != FAULT_INJECTION:
+                spec = replace(spec, extra_tools=tuple(await self._run_tools(user, project_id)))
             # Building the tools (pydantic models), compiling the graph and creating the
             # provider client (which imports the provider SDK the first time) are CPU
             # work: keep them off the event loop.
             def build() -> Any:
                 return self.agent.graph(spec, self._storage.checkpointer, summary_writer=self._summaries,
-                                        after_tool=self._after_tool(spec))
+                                        after_tool=self._after_tool(spec),
+                                        before_tool=self._before_tool(spec.user_id, spec.project_id)
+                                        if self._before_tool else ())
 
             graph = await asyncio.to_thread(build)
             await self._summaries.idle(session_id)  # a summary being stored: read the state after it

@@ -32,6 +32,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ..db import Database, SchemaError, checkpoint_wal
+from ..teaching.store import TEACHING_SCHEMA, TeachingStore
 from .checkpointer import ThreadedCheckpointer
 from .faults import FAULTS_SCHEMA, SQLiteFaultStore
 from .message_log import MessageLog
@@ -61,6 +62,8 @@ class Storage:
     sessions: SessionStore
     faults: SQLiteFaultStore | None = None
     """Faults injected by ``chat/inject`` (None: this storage does not keep them)."""
+    teaching: TeachingStore | None = None
+    """Graded labs' assignments, attempts and hints (``teaching/store.py``)."""
     database: Database | None = None
     """The database the three share (None: whoever made them closes them)."""
     _prune: Callable[[sqlite3.Connection, str | None], int] | None = None
@@ -104,13 +107,13 @@ async def open_sqlite_storage(data_dir: str | Path) -> Storage:
     migration, LangGraph tables without the columns pruning reads.
     """
     path = Path(data_dir) / DATABASE_NAME
-    database = await Database.open(path, (SESSIONS_SCHEMA, FAULTS_SCHEMA), synchronous="NORMAL", name="conversations")
+    database = await Database.open(path, (SESSIONS_SCHEMA, FAULTS_SCHEMA, TEACHING_SCHEMA), synchronous="NORMAL", name="conversations")
     try:
         saver = await database.call(_open_saver)
         storage = Storage(
             checkpointer=ThreadedCheckpointer(saver, database, MessageLog(saver.serde)),
             sessions=SQLiteSessionStore(database),
-            faults=SQLiteFaultStore(database), database=database, _prune=_prune_superseded,
+            faults=SQLiteFaultStore(database), teaching=TeachingStore(database), database=database, _prune=_prune_superseded,
         )
         removed = await storage.prune()  # left by a crash, or by a version that kept them all
     except BaseException:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from langchain_core.tools import BaseTool
 
-from ...tools.gate import AfterCall, ToolErrorPolicy, ToolGate, is_read_only
+from ...tools.gate import AfterCall, BeforeCall, ToolErrorPolicy, ToolGate, is_read_only
 
 __all__ = ["DEFAULT_MODE", "MODES", "check_mode", "gate_for_mode", "tools_for_mode"]
 
@@ -32,8 +32,10 @@ def tools_for_mode(tools: Sequence[BaseTool], mode: str) -> list[BaseTool]:
 
 
 def gate_for_mode(
-    tools: Sequence[BaseTool], mode: str, errors: ToolErrorPolicy | None = None, after: Sequence[AfterCall] = ()
+    tools: Sequence[BaseTool], mode: str, errors: ToolErrorPolicy | None = None, after: Sequence[AfterCall] = (),
+    before: Sequence[BeforeCall] = (),
 ) -> ToolGate:
     """The tool gate of a run in ``mode``: every tool known, read-only ones only in teaching."""
     check_mode(mode)
-    return ToolGate(tools, read_only=mode != "lab_automation", restriction=f"in {mode} mode", errors=errors, after=after)
+    return ToolGate(tools, read_only=mode != "lab_automation", restriction=f"in {mode} mode", errors=errors, after=after,
+                    before=before)

@@ -22,6 +22,7 @@ from . import (
     projects,
     sessions,
     skills,
+    teaching,
 )
 
 PREFIX = "/v3/copilot"
@@ -43,6 +44,7 @@ def copilot_router() -> APIRouter:
     router.include_router(sessions.router, tags=["Copilot sessions"])
     router.include_router(faults.router, tags=["Copilot fault injection"])
     router.include_router(skills.router, tags=["Copilot prompts"])
+    router.include_router(teaching.router, tags=["Copilot graded labs"])
     router.include_router(llm_configs.router, prefix="/llm-configs", tags=["Copilot LLM configs"])
     router.include_router(console.router, prefix="/console", tags=["Copilot device consoles"])
     router.include_router(console_credentials.router, tags=["Copilot device consoles"])

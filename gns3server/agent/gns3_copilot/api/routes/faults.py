@@ -29,18 +29,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
-from collections.abc import Mapping
+import uuid
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from fastapi import APIRouter, Request
 from langchain_core.tools import ToolException
 from pydantic import ValidationError
 
+from ...agent import events
 from ...agent.model.prompts import FAULT_INJECTION
 from ...errors import CopilotError, ErrorKind
 from ...service.copilot import User
 from ...service.faults import FaultRecord
+from ...teaching.service import learner_for
+from ...teaching.store import Assignment
 from ...tools.approval import ApprovalGrant
 from ...tools.config_undo import holds
 from ...tools.errors import TOOL_ERRORS, failure_outcome
@@ -63,6 +68,7 @@ NODE_ACTION = "gns3_node_action"
 CONFIG_COMMANDS = "gns3_config_commands"
 SHOW_COMMANDS = "gns3_show_commands"
 UNDO_NODE_ACTION = {"stop": "start", "suspend": "start"}
+_SCENARIOS = re.compile(r"^\s*scenarios?\s*:\s*([a-z0-9][a-z0-9_.,\s-]*?)\s*$", re.IGNORECASE)
 REVERTING_TOOLS = {NODE_ACTION, UPDATE_LINK, CONFIG_COMMANDS}
 """The tools a recorded undo may call (a stored record naming another is not run)."""
 
@@ -131,10 +137,19 @@ async def inject(
 ) -> object:
     """Break the lab for a student to troubleshoot (GNS3 3.1's "Inject Fault").
 
+    A message ``scenario: <id>[, <id>]`` assigns those graded-lab scenarios instead
+    (teachers only, ``docs/teaching.md``): no model runs; the answer says what was assigned.
+
     The faults are made by the copilot's own tools, acting as the caller: GNS3
     refuses what the caller may not do, configuration commands wait for the
     caller's approval (``confirm``), and everything sent to a device is audited.
     """
+    named = scenario_ids_in(body.message)
+    if named and state.teaching is not None:  # "scenario: <id>[, <id>]": a graded lab, no model needed
+        who = learner_for(user.user_id, user.username, lambda: state.gns3_client(user.token), state.console)
+        made = await state.teaching.assign(who, project_id, scenario_ids=named, superadmin=user.is_superadmin)
+        session_id = body.session_id or str(uuid.uuid4())
+        return await respond(request, session_id, _assigned(session_id, made), body.stream)
     if body.session_id is not None:
         await session_for_chat(state, user, body.session_id, project_id)
     if INJECTION_MODE not in state.settings.modes:
@@ -145,6 +160,20 @@ async def inject(
         kind=FAULT_INJECTION,
     )
     return await respond(request, record.session_id, events, body.stream)
+
+
+def scenario_ids_in(message: str) -> list[str]:
+    """The scenario ids an Inject Fault message names (``scenario: id[, id]``), or none."""
+    found = _SCENARIOS.match(message)
+    return [i for i in re.split(r"[\s,]+", found.group(1)) if i] if found else []
+
+
+async def _assigned(session_id: str, made: list[Assignment]) -> AsyncGenerator[events.Event, None]:
+    """What the assignments are, said as 3.1's chat events."""
+    titles = ", ".join(f"{a.scenario_id} on {', '.join(a.nodes.values())}" for a in made)
+    yield events.content(f"Assigned {titles}. The faults are listed (and reverted) under the project's faults; "
+                         "students check their work with gns3_check_work or POST .../teaching/check.")
+    yield events.done(session_id, {}, "completed")
 
 
 async def _faults(state: CopilotState, project_id: str, user: User) -> list[FaultRecord]:
