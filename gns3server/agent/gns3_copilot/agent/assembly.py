@@ -14,6 +14,7 @@ neither builds tools nor knows how a model server is probed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from .server.tool_results import template_keeps_tool_results
 from .server.tools_cost import offer_key, tools_prompt_tokens
 from .server.traits import ServerTraits, ServerTraitsMemory
 from .summaries.writer import SummaryWriter
+from .tools_node import EvidenceNote
 
 if TYPE_CHECKING:
     import httpx
@@ -135,12 +137,14 @@ class AgentAssembly:
         return list(self._tools_factory(context))
 
     def settings(
-        self, spec: RunSpec, *, summary_writer: SummaryWriter | None = None, after_tool: Sequence[AfterCall] = ()
+        self, spec: RunSpec, *, summary_writer: SummaryWriter | None = None, after_tool: Sequence[AfterCall] = (),
+        evidence: EvidenceNote | None = None,
     ) -> AgentSettings:
         """One run's agent settings. CPU work (tools are pydantic models): call it off the event loop.
 
         ``summary_writer`` writes running summaries in the background (none: no summaries);
-        ``after_tool`` sees every tool call's outcome (a fault-injection run records faults).
+        ``after_tool`` sees every tool call's outcome (a fault-injection run records faults);
+        ``evidence`` keeps what the calls read (its note follows each output).
         """
         run = _RunParts(self, spec)
         profile = run.profile
@@ -165,6 +169,7 @@ class AgentAssembly:
             summary_timeout=profile.timeouts.summary,
             tool_errors=TOOL_ERRORS,
             after_tool=tuple(after_tool),
+            evidence=evidence,
         )
 
     async def preview(self, spec: RunSpec, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -183,11 +188,20 @@ class AgentAssembly:
 
     def graph(
         self, spec: RunSpec, checkpointer: BaseCheckpointSaver | None, *, summary_writer: SummaryWriter | None = None,
-        after_tool: Sequence[AfterCall] = (),
+        after_tool: Sequence[AfterCall] = (), evidence: EvidenceNote | None = None,
     ) -> CompiledStateGraph:
         """The run's compiled graph (CPU work: off the event loop)."""
-        return build_copilot_graph(self.settings(spec, summary_writer=summary_writer, after_tool=after_tool),
-                                   checkpointer)
+        settings = self.settings(spec, summary_writer=summary_writer, after_tool=after_tool, evidence=evidence)
+        return build_copilot_graph(settings, checkpointer)
+
+    async def topology(self, spec: RunSpec) -> Any:
+        """The run's project topology as the user sees it (REST-shaped); None (logged) when GNS3 cannot give it."""
+        try:
+            async with self._client_factory(spec.token) as client:
+                return await self._load_topology(client, spec.project_id)
+        except GNS3Error as exc:
+            log.warning("Topology of project %s unavailable: %s", spec.project_id, exc)
+            return None
 
     def traits_for(self, llm_config: Mapping[str, Any]) -> ServerTraits:
         """What the config's model server has taught the runs so far (shared, mutable)."""
@@ -249,12 +263,8 @@ class _RunParts:
 
     async def load_topology(self, project_id: str) -> Any:
         """The project's topology as the user sees it; None (logged) when GNS3 cannot give it."""
-        try:
-            async with self._assembly._client_factory(self._spec.token) as client:
-                return await self._assembly._load_topology(client, project_id)
-        except GNS3Error as exc:
-            log.warning("Topology of project %s unavailable: %s", project_id, exc)
-            return None
+        spec = self._spec if project_id == self._spec.project_id else dataclasses.replace(self._spec, project_id=project_id)
+        return await self._assembly.topology(spec)
 
     async def summarize(self, request: list[BaseMessage]) -> AIMessage:
         """The same model without tools; building it imports the provider SDK: off the loop."""

@@ -49,7 +49,7 @@ from .policies.modes import gate_for_mode
 from .server.traits import ServerTraits
 from .summaries.coordinator import SummaryCoordinator
 from .summaries.writer import SummaryWriter
-from .tools_node import ToolsNode
+from .tools_node import EvidenceNote, ToolsNode
 from .usage import add_usage
 
 logger = logging.getLogger(__name__)
@@ -129,6 +129,8 @@ class AgentSettings:
     probe_tool_results: Callable[[], Awaitable[bool | None]] | None = None
     # Answered tool calls whose arguments are longer (characters) are cut in the history.
     max_argument_chars: int | None = None
+    # Keeps what each tool call read from devices as evidence; its note (the ids) follows the output.
+    evidence: EvidenceNote | None = None
 
 
 def _stop_answer(messages: Sequence[BaseMessage], calls: int, max_calls: int) -> str | None:
@@ -215,7 +217,7 @@ def build_copilot_graph(settings: AgentSettings, checkpointer: BaseCheckpointSav
 
     builder = StateGraph(AgentState)
     builder.add_node(LLM_CALL, llm_call)
-    builder.add_node(TOOLS, ToolsNode(gate))
+    builder.add_node(TOOLS, ToolsNode(gate, settings.evidence))
     builder.add_edge(START, LLM_CALL)
     builder.add_conditional_edges(LLM_CALL, after_llm, [TOOLS, END])
     builder.add_edge(TOOLS, LLM_CALL)

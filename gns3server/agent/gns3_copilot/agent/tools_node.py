@@ -6,12 +6,17 @@ then the calls run concurrently, each announced (``tool_start``) and answered
 does not allow, a failure, a rejection. Calls whose arguments are not valid JSON
 (LangChain's ``invalid_tool_calls``) are answered with an error, so that no call
 is ever left without an answer.
+
+``evidence`` (optional) sees each call's outcome once it ended and returns a note
+for the model, appended to what it reads (and to what the user sees of the
+output): the ids under which what the call read from devices is kept, so that
+the answer can cite them (``evidence/recorder.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -23,14 +28,18 @@ from . import events
 from .policies.approval import decide
 from .policies.arguments import EXCERPT_CHARS, cut_arguments
 
-__all__ = ["ToolsNode"]
+__all__ = ["EvidenceNote", "ToolsNode"]
+
+EvidenceNote = Callable[[ToolOutcome], Awaitable[str]]
+"""Keeps what a call read as evidence; returns the note the model reads after the output ("" for none)."""
 
 
 class ToolsNode:
     """The ``tools`` node of a graph whose calls pass ``gate``."""
 
-    def __init__(self, gate: ToolGate) -> None:
+    def __init__(self, gate: ToolGate, evidence: EvidenceNote | None = None) -> None:
         self._gate = gate
+        self._evidence = evidence
 
     async def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         last = state["messages"][-1]
@@ -55,11 +64,14 @@ class ToolsNode:
             outcome = await self._gate.refuse(call, refused[0], status="rejected" if refused[1] == "rejected" else "error")
         else:
             outcome = await self._gate.run(call, config, approved=approved)
-        writer(events.tool_end(outcome.call_id, outcome.name, outcome.output, outcome.status, outcome.undo))
+        output = outcome.output
+        if self._evidence is not None:
+            output += await self._evidence(outcome)
+        writer(events.tool_end(outcome.call_id, outcome.name, output, outcome.status, outcome.undo))
         # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
         rejected = outcome.status == "rejected"
         return ToolMessage(
-            content=outcome.output, tool_call_id=outcome.call_id, name=outcome.name,
+            content=output, tool_call_id=outcome.call_id, name=outcome.name,
             status="error" if rejected else outcome.status,
             response_metadata={"copilot_status": "rejected"} if rejected else {},
         )

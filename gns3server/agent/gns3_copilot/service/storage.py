@@ -2,7 +2,7 @@
 
 The embedded default is one SQLite file in the server's data directory, one
 :class:`..db.Database` (one connection on a thread of its own) shared by
-LangGraph's SQLite checkpointer and our session, in-flight and fault tables, so
+LangGraph's SQLite checkpointer and our session, in-flight, fault and evidence tables, so
 the event loop never waits on SQLite. Anything else (PostgreSQL for several
 servers) only needs to provide a ``BaseCheckpointSaver`` with ``adelete_thread``
 and a ``SessionStore``.
@@ -31,6 +31,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ..db import Database, SchemaError, checkpoint_wal
+from ..evidence.store import EVIDENCE_SCHEMA, SQLiteEvidenceStore
 from .checkpointer import ThreadedCheckpointer
 from .faults import FAULTS_SCHEMA, SQLiteFaultStore
 from .session_store import SESSIONS_SCHEMA, SessionStore, SQLiteSessionStore
@@ -59,8 +60,10 @@ class Storage:
     sessions: SessionStore
     faults: SQLiteFaultStore | None = None
     """Faults injected by ``chat/inject`` (None: this storage does not keep them)."""
+    evidence: SQLiteEvidenceStore | None = None
+    """What tools read from devices and each answer's judgement (None: no evidence is kept)."""
     database: Database | None = None
-    """The database the three share (None: whoever made them closes them)."""
+    """The database they share (None: whoever made them closes them)."""
     _prune: Callable[[sqlite3.Connection, str | None], int] | None = None
 
     async def prune(self, thread_id: str | None = None) -> int:
@@ -96,12 +99,14 @@ async def open_sqlite_storage(data_dir: str | Path) -> Storage:
     migration, LangGraph tables without the columns pruning reads.
     """
     path = Path(data_dir) / DATABASE_NAME
-    database = await Database.open(path, (SESSIONS_SCHEMA, FAULTS_SCHEMA), synchronous="NORMAL", name="conversations")
+    database = await Database.open(path, (SESSIONS_SCHEMA, FAULTS_SCHEMA, EVIDENCE_SCHEMA), synchronous="NORMAL",
+                                   name="conversations")
     try:
         saver = await database.call(_open_saver)
         storage = Storage(
             checkpointer=ThreadedCheckpointer(saver, database), sessions=SQLiteSessionStore(database),
-            faults=SQLiteFaultStore(database), database=database, _prune=_prune_superseded,
+            faults=SQLiteFaultStore(database), evidence=SQLiteEvidenceStore(database), database=database,
+            _prune=_prune_superseded,
         )
         removed = await storage.prune()  # left by a crash, or by a version that kept them all
     except BaseException:

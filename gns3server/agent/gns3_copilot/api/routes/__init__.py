@@ -11,7 +11,18 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from . import chat, console, console_credentials, faults, llm_configs, llm_model_configs, mcp, sessions, skills
+from . import (
+    chat,
+    console,
+    console_credentials,
+    evidence,
+    faults,
+    llm_configs,
+    llm_model_configs,
+    mcp,
+    sessions,
+    skills,
+)
 
 PREFIX = "/v3/copilot"
 ACCESS_PREFIX = "/v3/access"
@@ -29,6 +40,7 @@ def copilot_router() -> APIRouter:
     router = APIRouter(prefix=PREFIX, responses=COMMON_RESPONSES)
     router.include_router(chat.router, tags=["Copilot chat"])
     router.include_router(sessions.router, tags=["Copilot sessions"])
+    router.include_router(evidence.router, tags=["Copilot evidence"])
     router.include_router(faults.router, tags=["Copilot fault injection"])
     router.include_router(skills.router, tags=["Copilot prompts"])
     router.include_router(llm_configs.router, prefix="/llm-configs", tags=["Copilot LLM configs"])
