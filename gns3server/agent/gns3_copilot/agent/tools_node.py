@@ -7,10 +7,10 @@ does not allow, a failure, a rejection. Calls whose arguments are not valid JSON
 (LangChain's ``invalid_tool_calls``) are answered with an error, so that no call
 is ever left without an answer.
 
-``evidence`` (optional) sees each call's outcome once it ended and returns a note
-for the model, appended to what it reads (and to what the user sees of the
-output): the ids under which what the call read from devices is kept, so that
-the answer can cite them (``evidence/recorder.py``).
+``evidence`` (optional) sees each call's outcome once it ended and returns the
+ids under which what the call read from devices is kept (``evidence/recorder.py``);
+the model reads them with the output, so that the answer can cite them: under an
+``evidence`` key of a result that is a JSON object, else on a line after the text.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
-from ..tools.gate import Approved, ToolGate, ToolOutcome
+from ..tools.gate import Approved, ToolGate, ToolOutcome, tool_text
 from . import events
 from .policies.approval import decide
 from .policies.arguments import EXCERPT_CHARS, cut_arguments
 
 __all__ = ["EvidenceNote", "ToolsNode"]
 
-EvidenceNote = Callable[[ToolOutcome], Awaitable[str]]
-"""Keeps what a call read as evidence; returns the note the model reads after the output ("" for none)."""
+EvidenceNote = Callable[[ToolOutcome], Awaitable[Mapping[str, str]]]
+"""Keeps what a call read as evidence; returns the ids it is kept under, each with what it is."""
 
 
 class ToolsNode:
@@ -66,7 +66,7 @@ class ToolsNode:
             outcome = await self._gate.run(call, config, approved=approved)
         output = outcome.output
         if self._evidence is not None:
-            output += await self._evidence(outcome)
+            output = _with_evidence(outcome, await self._evidence(outcome))
         writer(events.tool_end(outcome.call_id, outcome.name, output, outcome.status, outcome.undo))
         # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
         rejected = outcome.status == "rejected"
@@ -75,6 +75,15 @@ class ToolsNode:
             status="error" if rejected else outcome.status,
             response_metadata={"copilot_status": "rejected"} if rejected else {},
         )
+
+
+def _with_evidence(outcome: ToolOutcome, ids: Mapping[str, str]) -> str:
+    """What the model reads of the call, with the evidence ids of what it read."""
+    if not ids:
+        return outcome.output
+    if outcome.status == "success" and isinstance(outcome.result, Mapping) and "evidence" not in outcome.result:
+        return tool_text({**outcome.result, "evidence": dict(ids)})
+    return outcome.output + "\n[evidence: " + "; ".join(f"{k} = {v}" for k, v in ids.items()) + "]"
 
 
 def _invalid_arguments(bad: Mapping[str, Any]) -> ToolMessage:

@@ -4,8 +4,8 @@ The service makes an :class:`EvidenceRecorder` for each chat run, bound to the
 session and the turn (the user's message that opened it: a run resumed after an
 approval continues its turn). The graph's tools node hands it every call's
 outcome (:meth:`EvidenceRecorder.record`): the reads are stored, numbered, and
-their ids come back as a note the model reads after the tool's output
-(``[evidence: E3 = PC1 "show ip"]``), so that it can cite them. Once the run has
+their ids come back for the model to read with the tool's output
+(``"evidence": {"E3": "PC1 \"show ip\""}``), so that it can cite them. Once the run has
 answered, :meth:`EvidenceRecorder.judge` finds the claims of the turn's answer
 (``claims.py``), reads from GNS3 the nodes they name that no tool of the turn
 read from GNS3 (their status and links: the model was shown them in its
@@ -57,17 +57,17 @@ def _span(records: Sequence[Evidence]) -> str:
     return first if first == last else f"{first}-{last}"
 
 
-def note(records: Sequence[Evidence]) -> str:
-    """What the model reads after a tool's output: the ids of what the call read."""
+def note(records: Sequence[Evidence]) -> dict[str, str]:
+    """The ids of what a call read, each with what it is, for the model (``E3``: ``PC1 "show ip"``)."""
     console = [r for r in records if r.source == "console"]
     nodes = [r for r in records if r.source == "gns3"]
-    items = [f'{r.evidence_id} = {r.device} "{r.command}"' for r in console[:NOTE_ITEMS]]
+    items = {r.evidence_id: f'{r.device} "{r.command}"' for r in console[:NOTE_ITEMS]}
     if len(console) > NOTE_ITEMS:
-        items.append(f"{_span(console[NOTE_ITEMS:])} = {len(console) - NOTE_ITEMS} more reads")
+        items[_span(console[NOTE_ITEMS:])] = f"{len(console) - NOTE_ITEMS} more reads"
     if nodes:
         names = ", ".join(r.device for r in nodes[:NOTE_ITEMS]) + (" ..." if len(nodes) > NOTE_ITEMS else "")
-        items.append(f"{_span(nodes)} = GNS3 status and links of {names}")
-    return f"\n[evidence: {'; '.join(items)}]" if items else ""
+        items[_span(nodes)] = f"GNS3 status and links of {names}"
+    return items
 
 
 def _answers(messages: Sequence[BaseMessage]) -> list[AIMessage]:
@@ -102,17 +102,17 @@ class EvidenceRecorder:
         self.turn_id = turn_id
         self._clock = clock
 
-    async def record(self, outcome: ToolOutcome) -> str:
-        """Store what the call read; the note for the model ("" when it read nothing)."""
+    async def record(self, outcome: ToolOutcome) -> dict[str, str]:
+        """Store what the call read; its ids for the model (empty when it read nothing)."""
         failure = failure_outcome(outcome.error) if outcome.error is not None else None
         reads = reads_of(outcome, failure)
         if not reads:
-            return ""
+            return {}
         try:
             stored = await self._store.add(self.session_id, self.turn_id, reads, self._clock())
         except Exception:
             log.exception("Could not store the evidence of %s in session %s", outcome.name, self.session_id)
-            return ""
+            return {}
         return note(stored)
 
     async def judge(self, messages: Sequence[BaseMessage], topology: Mapping[str, Any] | None) -> dict[str, Any] | None:
