@@ -144,7 +144,7 @@ class AgentAssembly:
 
         ``summary_writer`` writes running summaries in the background (none: no summaries);
         ``after_tool`` sees every tool call's outcome (a fault-injection run records faults);
-        ``evidence`` keeps what the calls read (its note follows each output).
+        ``evidence`` gives the ids what each call read is kept under (they follow its output).
         """
         run = _RunParts(self, spec)
         profile = run.profile

@@ -7,31 +7,34 @@ does not allow, a failure, a rejection. Calls whose arguments are not valid JSON
 (LangChain's ``invalid_tool_calls``) are answered with an error, so that no call
 is ever left without an answer.
 
-``evidence`` (optional) sees each call's outcome once it ended and returns the
-ids under which what the call read from devices is kept (``evidence/recorder.py``);
-the model reads them with the output, so that the answer can cite them: under an
-``evidence`` key of a result that is a JSON object, else on a line after the text.
+``evidence`` (optional) gives, for a call that ended, the ids under which what it
+read from devices is kept: the recorder stored them from the gate's after-callback
+(``evidence/recorder.py``), which is shielded from a cancellation of the run, so
+this node only looks them up. The model reads them with the output, so that the
+answer can cite them: under an ``evidence`` key of a result that is a JSON
+object, else on a line after the text.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
-from ..tools.gate import Approved, ToolGate, ToolOutcome, tool_text
+from ..as_data import json_as_data
+from ..tools.gate import Approved, ToolGate, ToolOutcome
 from . import events
 from .policies.approval import decide
 from .policies.arguments import EXCERPT_CHARS, cut_arguments
 
 __all__ = ["EvidenceNote", "ToolsNode"]
 
-EvidenceNote = Callable[[ToolOutcome], Awaitable[Mapping[str, str]]]
-"""Keeps what a call read as evidence; returns the ids it is kept under, each with what it is."""
+EvidenceNote = Callable[[ToolOutcome], Mapping[str, str]]
+"""The ids what an ended call read is kept under, each with what it is (empty: it read nothing)."""
 
 
 class ToolsNode:
@@ -66,7 +69,7 @@ class ToolsNode:
             outcome = await self._gate.run(call, config, approved=approved)
         output = outcome.output
         if self._evidence is not None:
-            output = _with_evidence(outcome, await self._evidence(outcome))
+            output = _with_evidence(outcome, self._evidence(outcome))
         writer(events.tool_end(outcome.call_id, outcome.name, output, outcome.status, outcome.undo))
         # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
         rejected = outcome.status == "rejected"
@@ -82,7 +85,7 @@ def _with_evidence(outcome: ToolOutcome, ids: Mapping[str, str]) -> str:
     if not ids:
         return outcome.output
     if outcome.status == "success" and isinstance(outcome.result, Mapping) and "evidence" not in outcome.result:
-        return tool_text({**outcome.result, "evidence": dict(ids)})
+        return json_as_data({**outcome.result, "evidence": dict(ids)})  # as the gate renders a result
     return outcome.output + "\n[evidence: " + "; ".join(f"{k} = {v}" for k, v in ids.items()) + "]"
 
 

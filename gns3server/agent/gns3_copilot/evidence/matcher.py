@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
+from ..as_data import as_data
 from .claims import Claim, Fact
 from .facts import OPPOSITE, Value, find_values, line_states, mask_of, ping_states
 from .reads import Evidence
@@ -101,7 +102,7 @@ class _Read:
         return [line for line, found in zip(self.lines, self.line_values) if _shown(value, found)]
 
     def label(self) -> str:
-        return f"{self.evidence.device} `{self.evidence.command}` ({self.id})"
+        return f"{as_data(self.evidence.device)} `{self.evidence.command}` ({self.id})"
 
 
 def _comparable(values: Iterable[Value]) -> set[str]:
@@ -182,7 +183,7 @@ def _judge_value(fact: Fact, reads: Sequence[_Read]) -> _Outcome:
 
 def _device_reads(device: str, reads: Sequence[_Read]) -> str:
     ids = ", ".join(_ids(reads))
-    return f"{device}'s reads in this turn ({ids})" if device else f"the cited reads ({ids})"
+    return f"{as_data(device)}'s reads in this turn ({ids})" if device else f"the cited reads ({ids})"
 
 
 def _polarity(stated: str, negated: bool, read: set[str], family: str) -> Verdict:
@@ -267,8 +268,8 @@ _FAMILY_NAMES = {"ospf": "OSPF adjacency", "bgp": "BGP session state", "link": "
 def _judge_peer(fact: Fact, reads: Sequence[_Read]) -> _Outcome:
     topology = [r for r in reads if r.evidence.source == "gns3"]
     if not topology:
-        return _Outcome("unverified", [], f"GNS3's topology of {fact.device} was not read")
-    peer = (fact.peer or "").lower()
+        return _Outcome("unverified", [], f"GNS3's topology of {as_data(fact.device)} was not read")
+    peer = as_data(fact.peer or "").lower()  # as the node's read names it (``reads.node_read``)
     linked = [(r, line) for r in topology for line in r.lines if f"linked to {peer} " in line.lower() + " "]
     wired = linked != []
     verdict: Verdict = "verified" if wired != fact.negated else "contradicted"
@@ -328,8 +329,8 @@ def _judge(claim: Claim, reads: Sequence[_Read]) -> Judgement:
         console = [r for r in own if r.evidence.source == "console"]
         if not own or (_needs_console(fact) and not console):
             failed = next((r for r in console if r.evidence.status == "failed"), None)
-            reason = (f"{fact.device}'s console could not be read ({failed.id}): {_quote(failed.evidence.output)}"
-                      if failed else f"no tool read {fact.device} in this turn")
+            reason = (f"{as_data(fact.device)}'s console could not be read ({failed.id}): {_quote(failed.evidence.output)}"
+                      if failed else f"no tool read {as_data(fact.device)} in this turn")
             outcomes.append(_Outcome("unverified", [failed.id] if failed else [], reason))
             continue
         outcomes.append(_judge_fact(fact, own, claim.targets))

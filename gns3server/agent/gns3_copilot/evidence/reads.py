@@ -15,7 +15,12 @@ the shapes below, without this module knowing them:
 * a **GNS3 topology** (``gns3_topology``'s result: ``{"nodes": [...], "links": [...]}``):
   one read per node (its type, status, console and links, as GNS3 says).
 
-A call refused or rejected before it ran read nothing. Outputs are kept up to
+A call refused or rejected before it ran read nothing. What is kept never holds
+a secret: commands and outputs pass :func:`..redaction.scrub` (the keys of the
+runs in progress, key-shaped strings, ``password=...`` pairs), which also keeps
+them out of logs and stored errors, and the secrets of device configurations
+(``enable secret 5 ...``, ``username u password ...``, ``neighbor X password
+...``, SNMP communities, key strings) are masked. Outputs are kept up to
 :data:`OUTPUT_MAX` characters (the head, with a marker), which is more than the
 model was shown of any one command (``console.telnet.DEFAULT_MAX_OUTPUT`` is per
 batch).
@@ -24,19 +29,28 @@ batch).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..as_data import as_data
+from ..redaction import MASK, scrub
 from ..tools.gate import ToolOutcome
 
-__all__ = ["OUTPUT_MAX", "DeviceRead", "Evidence", "node_read", "reads_of"]
+__all__ = ["OUTPUT_MAX", "DeviceRead", "Evidence", "node_read", "reads_of", "without_secrets"]
 
 Source = Literal["console", "gns3"]
 OUTPUT_MAX = 64 * 1024
 _CUT = "\n[... cut: the rest of this output is not kept as evidence ...]"
 _ANSWERED = ("ok", "error", "timeout")  # the device printed something for the command
 _MAX_DEPTH = 6
+# A configuration's secrets (IOS, FRR, BIRD, Juniper's set form): the keyword and its
+# encryption type stay (they say what is configured), the value is masked.
+_CONFIG_SECRET = re.compile(
+    r"(?i)(\b(?:password|secret|key-string|authentication-key|community|pre-shared-key|md5|psk|passphrase)"
+    r"(?:\s+[0-9])?\s+)(?!\[REDACTED\])(\"[^\"\n]*\"|\S+)"
+)
 
 
 @dataclass(frozen=True)
@@ -81,7 +95,13 @@ class Evidence:
         return shown
 
 
+def without_secrets(text: str) -> str:
+    """``text`` as evidence may keep it: no key, password or configured secret in it."""
+    return scrub(_CONFIG_SECRET.sub(lambda m: m.group(1) + MASK, text))
+
+
 def _kept(text: str) -> str:
+    text = without_secrets(text)
     return text if len(text) <= OUTPUT_MAX else text[:OUTPUT_MAX] + _CUT
 
 
@@ -96,7 +116,8 @@ def _batch_reads(batch: Mapping[str, Any], tool: str, call_id: str) -> Iterator[
         if not output and result.get("data") is not None:
             output = json.dumps(result["data"], ensure_ascii=False, indent=1, default=str)
         status = "ok" if result.get("status") == "ok" else "error"
-        yield DeviceRead(device, str(result.get("command") or ""), _kept(output), status, "console", tool, call_id)
+        command = without_secrets(str(result.get("command") or ""))
+        yield DeviceRead(device, command, _kept(output), status, "console", tool, call_id)
 
 
 def _is_batch(item: Mapping[str, Any]) -> bool:
@@ -111,13 +132,14 @@ def _is_topology(item: Mapping[str, Any]) -> bool:
 def node_read(node: Mapping[str, Any], tool: str, call_id: str = "") -> DeviceRead:
     """A node as GNS3 describes it (``Topology.to_dict()``'s node), as one read of that node."""
     console = node.get("console") or {}
-    parts = [f"{node.get('name')}: {node.get('node_type') or 'node'}, status {node.get('status') or 'unknown'}"]
+    parts = [f"{as_data(node.get('name'))}: {node.get('node_type') or 'node'}, status {node.get('status') or 'unknown'}"]
     if isinstance(console, Mapping) and console.get("port"):
         parts.append(f"console {console.get('type') or '?'} {console.get('host') or ''}:{console.get('port')}")
     lines = ["; ".join(parts)]
     for port in node.get("ports") or ():
         peer = port.get("linked_to")
-        names = f"{port.get('name')} ({port.get('short_name')})" if port.get("short_name") else str(port.get("name"))
+        name = as_data(port.get("name"))
+        names = f"{name} ({as_data(port.get('short_name'))})" if port.get("short_name") else name
         lines.append(f"port {names}: " + (f"linked to {peer}" if peer else "not linked"))
     return DeviceRead(str(node.get("name")), "GNS3 node status and links", "\n".join(lines), "ok", "gns3", tool, call_id)
 
@@ -137,7 +159,7 @@ def _walk(item: Any, tool: str, call_id: str, depth: int = 0) -> Iterator[Device
         if isinstance(explicit, Sequence) and not isinstance(explicit, str):
             for read in explicit:
                 if isinstance(read, Mapping) and read.get("device") and read.get("command") is not None:
-                    yield DeviceRead(str(read["device"]), str(read["command"]), _kept(str(read.get("output") or "")),
+                    yield DeviceRead(str(read["device"]), without_secrets(str(read["command"])), _kept(str(read.get("output") or "")),
                                      str(read.get("status") or "ok"), "console", tool, call_id)
         for key, value in item.items():
             if key != "reads":

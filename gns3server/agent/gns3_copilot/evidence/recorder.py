@@ -2,10 +2,11 @@
 
 The service makes an :class:`EvidenceRecorder` for each chat run, bound to the
 session and the turn (the user's message that opened it: a run resumed after an
-approval continues its turn). The graph's tools node hands it every call's
-outcome (:meth:`EvidenceRecorder.record`): the reads are stored, numbered, and
-their ids come back for the model to read with the tool's output
-(``"evidence": {"E3": "PC1 \"show ip\""}``), so that it can cite them. Once the run has
+approval continues its turn). The gate hands it every call's outcome
+(:meth:`EvidenceRecorder.record` is one of its after-callbacks): the reads are
+stored, numbered, and their ids (:meth:`EvidenceRecorder.noted`) go to the model
+with the tool's output (``"evidence": {"E3": "PC1 \"show ip\""}``), so that
+it can cite them. Once the run has
 answered, :meth:`EvidenceRecorder.judge` finds the claims of the turn's answer
 (``claims.py``), reads from GNS3 the nodes they name that no tool of the turn
 read from GNS3 (their status and links: the model was shown them in its
@@ -27,6 +28,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ..agent.context.counting import content_text
+from ..as_data import as_data
 from ..gns3_client.topology import Topology
 from ..tools.errors import failure_outcome
 from ..tools.gate import ToolOutcome
@@ -61,11 +63,11 @@ def note(records: Sequence[Evidence]) -> dict[str, str]:
     """The ids of what a call read, each with what it is, for the model (``E3``: ``PC1 "show ip"``)."""
     console = [r for r in records if r.source == "console"]
     nodes = [r for r in records if r.source == "gns3"]
-    items = {r.evidence_id: f'{r.device} "{r.command}"' for r in console[:NOTE_ITEMS]}
+    items = {r.evidence_id: f"{as_data(r.device)} {as_data(r.command)}" for r in console[:NOTE_ITEMS]}
     if len(console) > NOTE_ITEMS:
         items[_span(console[NOTE_ITEMS:])] = f"{len(console) - NOTE_ITEMS} more reads"
     if nodes:
-        names = ", ".join(r.device for r in nodes[:NOTE_ITEMS]) + (" ..." if len(nodes) > NOTE_ITEMS else "")
+        names = ", ".join(as_data(r.device) for r in nodes[:NOTE_ITEMS]) + (" ..." if len(nodes) > NOTE_ITEMS else "")
         items[_span(nodes)] = f"GNS3 status and links of {names}"
     return items
 
@@ -101,19 +103,25 @@ class EvidenceRecorder:
         self.session_id = session_id
         self.turn_id = turn_id
         self._clock = clock
+        self._noted: dict[str, dict[str, str]] = {}
 
-    async def record(self, outcome: ToolOutcome) -> dict[str, str]:
-        """Store what the call read; its ids for the model (empty when it read nothing)."""
+    async def record(self, outcome: ToolOutcome) -> None:
+        """Store what the call read (the gate's after-callback: it runs even when the run is cancelled
+        now); its ids wait for :meth:`noted`."""
         failure = failure_outcome(outcome.error) if outcome.error is not None else None
         reads = reads_of(outcome, failure)
         if not reads:
-            return {}
+            return
         try:
             stored = await self._store.add(self.session_id, self.turn_id, reads, self._clock())
         except Exception:
             log.exception("Could not store the evidence of %s in session %s", outcome.name, self.session_id)
-            return {}
-        return note(stored)
+            return
+        self._noted[outcome.call_id] = note(stored)
+
+    def noted(self, outcome: ToolOutcome) -> dict[str, str]:
+        """The ids :meth:`record` kept the call's reads under, for the model (empty when it read nothing)."""
+        return self._noted.pop(outcome.call_id, {})
 
     async def judge(self, messages: Sequence[BaseMessage], topology: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The turn's answer judged (the ``evidence`` event's body, stored), or None: no answer,

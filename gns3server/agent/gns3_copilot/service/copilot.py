@@ -530,8 +530,8 @@ class CopilotService:
             # work: keep them off the event loop.
             def build() -> Any:
                 return self.agent.graph(spec, self._storage.checkpointer, summary_writer=self._summaries,
-                                        after_tool=self._after_tool(spec),
-                                        evidence=recorder.record if recorder is not None else None)
+                                        after_tool=(*self._after_tool(spec), *((recorder.record,) if recorder else ())),
+                                        evidence=recorder.noted if recorder is not None else None)
 
             graph = await asyncio.to_thread(build)
             await self._summaries.idle(session_id)  # a summary being stored: read the state after it

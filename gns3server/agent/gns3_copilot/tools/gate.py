@@ -55,7 +55,6 @@ __all__ = [
     "ToolOutcome",
     "is_read_only",
     "needs_confirmation",
-    "tool_text",
     "validation_summary",
 ]
 
@@ -161,8 +160,7 @@ def validation_summary(exc: pydantic.ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
 
 
-def tool_text(result: Any) -> str:
-    """A tool's result as the model reads it: text as it is, anything else as JSON."""
+def _stringify(result: Any) -> str:
     if isinstance(result, str):
         return result
     if isinstance(result, BaseMessage):
@@ -284,7 +282,7 @@ class ToolGate:
             else:
                 undo = _undo(self.errors.outcome(exc))
             return ToolOutcome(call, "error", f"Error: {said}", error=exc, reason=said, undo=undo)
-        return ToolOutcome(call, "success", tool_text(result), result=result, undo=_undo(result))
+        return ToolOutcome(call, "success", _stringify(result), result=result, undo=_undo(result))
 
     async def _ended(self, outcome: ToolOutcome) -> ToolOutcome:
         tool = self._by_name.get(outcome.name)
