@@ -89,7 +89,10 @@ async def test_claims_link_to_the_reads_they_rest_on_and_unread_devices_are_mark
 
     # The records: listed without outputs, each with its output on its own route.
     status, records = await admin.get(evidence_path(project, session_id))
-    assert status == 200 and [(r["id"], r["device"], r["source"]) for r in records][0] == ("E1", "PC1", "console")
+    assert status == 200 and (records[0]["id"], records[0]["device"], records[0]["source"]) == ("E1", "PC1", "console")
+    # What GNS3 says of the nodes the answer named, read by the copilot once the answer was given.
+    assert {(r["device"], r["source"], r["tool"]) for r in records[1:]} == {("PC1", "gns3", "copilot"),
+                                                                             ("PC2", "gns3", "copilot")}
     assert all(r["output"] is None for r in records)
     status, record = await admin.get(evidence_path(project, session_id, "/E1"))
     assert status == 200 and "00:50:79:66:68:00" in record["output"] and record["turn_id"] == shown["turn_id"]

@@ -238,6 +238,8 @@ class EvidenceRecord(BaseModel):
 
     id: str = Field(description="Its id in the session, e.g. E3 (what answers cite)")
     device: str
+    device_label: str = Field(description="The device's name as shown to the model and in the panel (quoted when not "
+                                          "a plain name, line breaks and control characters escaped)")
     command: str = Field(description="The command the device answered (GNS3's node reads: what GNS3 was asked)")
     status: str = Field(description="ok; error (the CLI answered with an error); failed (the console was not reachable)")
     source: Literal["console", "gns3"] = Field(description="console: the device's CLI said it; gns3: GNS3 said it")

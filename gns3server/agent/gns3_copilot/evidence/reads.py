@@ -87,7 +87,8 @@ class Evidence:
     def public(self, *, with_output: bool = False) -> dict[str, Any]:
         """As the API and the ``evidence`` event show it."""
         shown: dict[str, Any] = {
-            "id": self.evidence_id, "device": self.device, "command": self.command, "status": self.status,
+            "id": self.evidence_id, "device": self.device, "device_label": as_data(self.device),
+            "command": self.command, "status": self.status,
             "source": self.source, "tool": self.tool, "tool_call_id": self.tool_call_id, "at": self.at,
         }
         if with_output:
