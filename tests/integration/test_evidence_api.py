@@ -5,8 +5,10 @@ console port GNS3 gave it) with ``gns3_show_commands``, then answers with a
 claim the read shows, one it contradicts and one about PC2, which no tool read.
 The ``evidence`` event links the first to the read (device, command, when),
 marks the last not verified, and the history shows the same after the run; the
-records are the session owner's only. A real bash console (``ShellServer``)
-prints a configuration's secrets: the model reads them, the store never holds them.
+records are the session owner's only. A real FRR router's vtysh answers for R1:
+its router id and interface states are judged on FRR's own output. A real bash
+console (``ShellServer``) prints a configuration's secrets: the model reads
+them, the store never holds them.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from frr_router import FRRRouter
 from shell_process import ShellServer
 from test_copilot_api import (  # noqa: F401  (fixtures)
     API,
@@ -103,7 +107,7 @@ async def test_claims_link_to_the_reads_they_rest_on_and_unread_devices_are_mark
     bob = await users("bob-evidence")
     for path in (evidence_path(project, session_id), evidence_path(project, session_id, "/E1")):
         status, body = await bob.get(path)
-        assert status == 404, body
+        assert status == 404 and body["code"] == "session_not_found", body
 
     # Deleting the session deletes its evidence.
     status, _ = await admin.delete(sessions_path(project, session_id))
@@ -165,3 +169,48 @@ async def test_secrets_a_device_prints_never_reach_the_evidence_store(admin, gns
 
     rows = await asyncio.to_thread(stored)
     assert rows and all(secret not in text for row in rows for text in row for secret in (*SECRETS, "also-secret"))
+
+
+@pytest.fixture
+async def frr_lab(admin: API) -> AsyncIterator[str]:
+    """A project with R1 (its console: a real FRR router's vtysh; eth0 up with 10.0.12.1/24, eth1 down)
+    and R2 (never read)."""
+    status, made = await admin.post("/v3/projects", {"name": f"evidence-frr-{uuid.uuid4().hex[:8]}"})
+    assert status == 201, made
+    node = await add_vpcs_node(admin, made["project_id"], "R1")  # any node with a telnet console port
+    await add_vpcs_node(admin, made["project_id"], "R2")
+    router = await asyncio.to_thread(FRRRouter.start, "R1")
+    shell = None
+    try:
+        ip = ("ip", "-n", router.netns)
+        for command in (("link", "add", "eth0", "type", "veth", "peer", "name", "eth1"), ("link", "set", "eth0", "up"),
+                        ("addr", "add", "10.0.12.1/24", "dev", "eth0")):
+            await asyncio.to_thread(subprocess.run, [*ip, *command], check=True, capture_output=True)
+        await asyncio.to_thread(router.vtysh, "configure terminal", "router ospf", "ospf router-id 10.255.0.1")
+        shell = ShellServer.start(port=node["console"], command=router.console())
+        yield made["project_id"]
+    finally:
+        if shell is not None:
+            await asyncio.to_thread(shell.stop)
+        await asyncio.to_thread(router.stop)
+        await admin.delete(f"/v3/projects/{made['project_id']}")
+
+
+async def test_claims_about_a_real_frr_router_are_judged_on_its_output(admin, admin_llm, stub, frr_lab):
+    read = {"devices": ["R1"], "commands": ["show ip ospf", "show interface brief"], "driver": "frr"}
+    said = {
+        "R1's OSPF router id is 10.255.0.1.": ("verified", ["E1"]),
+        "R1's router id is 10.9.9.9.": ("contradicted", ["E1"]),
+        "On R1, eth0 is up with 10.0.12.1/24.": ("verified", ["E2"]),
+        "On R1, eth1 is up.": ("contradicted", ["E2"]),
+        "R2's eth0 is up.": ("unverified", []),
+    }
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_show_commands", read)]), " ".join(said))
+    result = await admin.chat(frr_lab, "How is R1's OSPF and its interfaces?")
+    assert result["status"] == "completed", result
+    judged = result["evidence"]
+    assert [(r["id"], r["command"]) for r in judged["reads"] if r["source"] == "console"] == [
+        ("E1", "show ip ospf"), ("E2", "show interface brief")]
+    assert {c["text"]: (c["verdict"], c["evidence"]) for c in judged["claims"]} == said
+    contradicted = next(c for c in judged["claims"] if c["text"] == "R1's router id is 10.9.9.9.")
+    assert "Router ID: 10.255.0.1" in contradicted["reason"]  # the line FRR printed, quoted
