@@ -191,8 +191,9 @@ def evidence_of(read: Sequence[Truth]) -> list[Evidence]:
     records: list[Evidence] = []
     for truth in read:
         for command, output in truth.reads:
-            records.append(Evidence(f"E{len(records) + 1}", "bench", "turn", time.time(), truth.device, command, output,
-                                    "ok", "console", "gns3_show_commands"))
+            records.append(Evidence(truth.device, command, output, "ok", "console", "gns3_show_commands",
+                                    evidence_id=f"E{len(records) + 1}", session_id="bench", turn_id="turn",
+                                    at=time.time()))
     return records
 
 

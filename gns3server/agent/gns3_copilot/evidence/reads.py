@@ -68,21 +68,14 @@ class DeviceRead:
     tool_call_id: str = ""
 
 
-@dataclass(frozen=True)
-class Evidence:
+@dataclass(frozen=True, kw_only=True)
+class Evidence(DeviceRead):
     """A stored read: its id in the session (``E3``), the turn it belongs to, when it was read."""
 
     evidence_id: str
     session_id: str
     turn_id: str
     at: float
-    device: str
-    command: str
-    output: str
-    status: str
-    source: Source
-    tool: str
-    tool_call_id: str = ""
 
     def public(self, *, with_output: bool = False) -> dict[str, Any]:
         """As the API and the ``evidence`` event show it."""

@@ -54,8 +54,8 @@ PREFIX = "E"
 
 
 def _evidence(row: Sequence[Any]) -> Evidence:
-    seq, *rest = row
-    return Evidence(f"{PREFIX}{seq}", *rest)
+    seq, session_id, turn_id, at, *read = row
+    return Evidence(*read, evidence_id=f"{PREFIX}{seq}", session_id=session_id, turn_id=turn_id, at=at)
 
 
 def parse_id(evidence_id: str) -> int | None:
