@@ -31,6 +31,6 @@ async def get_evidence(
     session: OwnedSession, user: CurrentUser, state: State,
     evidence_id: str = Path(max_length=16, description="The record's id in the session, e.g. E3"),
 ) -> EvidenceRecord:
-    """One read: the device, the command, when, and the output as the device gave it."""
+    """One read: the device, the command, when, and the output as the device gave it (secrets masked)."""
     (record,) = await state.service.evidence(user, session.session_id, evidence_id)
     return EvidenceRecord.from_evidence(record, with_output=True)
