@@ -6,10 +6,12 @@ here each part alone, and the graph with a scripted model and a real SQLite stor
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -21,7 +23,7 @@ from gns3server.agent.gns3_copilot.evidence import EVIDENCE_SCHEMA, EvidenceReco
 from gns3server.agent.gns3_copilot.evidence.reads import OUTPUT_MAX, DeviceRead, without_secrets
 from gns3server.agent.gns3_copilot.evidence.recorder import note
 from gns3server.agent.gns3_copilot.tools.errors import TOOL_ERRORS, ToolError
-from gns3server.agent.gns3_copilot.tools.gate import ToolOutcome
+from gns3server.agent.gns3_copilot.tools.gate import ToolGate, ToolOutcome
 from tests.support.scripted_model import ScriptedChatModel
 
 BATCH = {"device": "PC1", "status": "ok", "results": [
@@ -159,5 +161,35 @@ async def test_the_graph_gives_the_model_the_ids_its_reads_are_kept_under(tmp_pa
         assert judged is not None
         (claim,) = judged["claims"]
         assert (claim["verdict"], claim["evidence"]) == ("verified", [ids['PC1 "show ip"']])
+    finally:
+        await database.close()
+
+
+async def test_a_read_is_kept_when_the_run_is_cancelled_while_it_is_stored(tmp_path: Path):
+    """The recorder is the gate's after-callback, which a cancellation of the run does not cut short."""
+    database = await Database.open(tmp_path / "c.sqlite3", (EVIDENCE_SCHEMA,), name="conversations")
+    storing, release, stored = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    class SlowStore(SQLiteEvidenceStore):
+        async def add(self, *args: Any, **kwargs: Any) -> Any:
+            storing.set()
+            await release.wait()
+            try:
+                return await super().add(*args, **kwargs)
+            finally:
+                stored.set()
+
+    store = SlowStore(database)
+    recorder = EvidenceRecorder(store, "s1", "t1")
+    gate = ToolGate([read_pc1], after=(recorder.record,))
+    try:
+        run = asyncio.create_task(gate.run({"name": "read_pc1", "args": {}, "id": "a"}))
+        await asyncio.wait_for(storing.wait(), 30)
+        run.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        await asyncio.wait_for(stored.wait(), 30)
+        assert [(e.device, e.command) for e in await store.turn("s1", "t1")] == [("PC1", "show ip"), ("PC1", "bogus")]
     finally:
         await database.close()
