@@ -144,7 +144,7 @@ class AgentAssembly:
 
         ``summary_writer`` writes running summaries in the background (none: no summaries);
         ``after_tool`` sees every tool call's outcome (a fault-injection run records faults);
-        ``evidence`` gives the ids what each call read is kept under (they follow its output).
+        ``evidence`` gives what the model reads of each call: its output with the ids its reads are kept under.
         """
         run = _RunParts(self, spec)
         profile = run.profile

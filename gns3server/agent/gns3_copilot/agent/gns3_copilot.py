@@ -129,7 +129,7 @@ class AgentSettings:
     probe_tool_results: Callable[[], Awaitable[bool | None]] | None = None
     # Answered tool calls whose arguments are longer (characters) are cut in the history.
     max_argument_chars: int | None = None
-    # The ids what each tool call read from devices is kept under as evidence; they follow its output.
+    # What the model reads of each ended tool call: its output with the ids its device reads are kept under.
     evidence: EvidenceNote | None = None
 
 

@@ -7,12 +7,11 @@ does not allow, a failure, a rejection. Calls whose arguments are not valid JSON
 (LangChain's ``invalid_tool_calls``) are answered with an error, so that no call
 is ever left without an answer.
 
-``evidence`` (optional) gives, for a call that ended, the ids under which what it
-read from devices is kept: the recorder stored them from the gate's after-callback
-(``evidence/recorder.py``), which is shielded from a cancellation of the run, so
-this node only looks them up. The model reads them with the output, so that the
-answer can cite them: under an ``evidence`` key of a result that is a JSON
-object, else on a line after the text.
+``evidence`` (optional) gives, for a call that ended, what the model reads of it:
+its output with the ids under which what it read from devices is kept, so that
+the answer can cite them. The recorder stored the reads from the gate's
+after-callback (``evidence/recorder.py``), which is shielded from a cancellation
+of the run, so this node only asks it for the text.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
-from ..as_data import json_as_data
 from ..tools.gate import Approved, ToolGate, ToolOutcome
 from . import events
 from .policies.approval import decide
@@ -33,8 +31,8 @@ from .policies.arguments import EXCERPT_CHARS, cut_arguments
 
 __all__ = ["EvidenceNote", "ToolsNode"]
 
-EvidenceNote = Callable[[ToolOutcome], Mapping[str, str]]
-"""The ids what an ended call read is kept under, each with what it is (empty: it read nothing)."""
+EvidenceNote = Callable[[ToolOutcome], str]
+"""What the model reads of an ended call: its output, with the ids what it read is kept under."""
 
 
 class ToolsNode:
@@ -67,9 +65,7 @@ class ToolsNode:
             outcome = await self._gate.refuse(call, refused[0], status="rejected" if refused[1] == "rejected" else "error")
         else:
             outcome = await self._gate.run(call, config, approved=approved)
-        output = outcome.output
-        if self._evidence is not None:
-            output = _with_evidence(outcome, self._evidence(outcome))
+        output = self._evidence(outcome) if self._evidence is not None else outcome.output
         writer(events.tool_end(outcome.call_id, outcome.name, output, outcome.status, outcome.undo))
         # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
         rejected = outcome.status == "rejected"
@@ -78,15 +74,6 @@ class ToolsNode:
             status="error" if rejected else outcome.status,
             response_metadata={"copilot_status": "rejected"} if rejected else {},
         )
-
-
-def _with_evidence(outcome: ToolOutcome, ids: Mapping[str, str]) -> str:
-    """What the model reads of the call, with the evidence ids of what it read."""
-    if not ids:
-        return outcome.output
-    if outcome.status == "success" and isinstance(outcome.result, Mapping) and "evidence" not in outcome.result:
-        return json_as_data({**outcome.result, "evidence": dict(ids)})  # as the gate renders a result
-    return outcome.output + "\n[evidence: " + "; ".join(f"{k} = {v}" for k, v in ids.items()) + "]"
 
 
 def _invalid_arguments(bad: Mapping[str, Any]) -> ToolMessage:

@@ -28,7 +28,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ..agent.context.counting import content_text
-from ..as_data import as_data
+from ..as_data import as_data, json_as_data
 from ..gns3_client.topology import Topology
 from ..tools.errors import failure_outcome
 from ..tools.gate import ToolOutcome
@@ -119,9 +119,15 @@ class EvidenceRecorder:
             return
         self._noted[outcome.call_id] = note(stored)
 
-    def noted(self, outcome: ToolOutcome) -> dict[str, str]:
-        """The ids :meth:`record` kept the call's reads under, for the model (empty when it read nothing)."""
-        return self._noted.pop(outcome.call_id, {})
+    def noted(self, outcome: ToolOutcome) -> str:
+        """What the model reads of the call: its output with the ids :meth:`record` kept its reads under,
+        under an ``evidence`` key of a result that is a JSON object, else on a line after the text."""
+        ids = self._noted.pop(outcome.call_id, {})
+        if not ids:
+            return outcome.output
+        if outcome.status == "success" and isinstance(outcome.result, Mapping) and "evidence" not in outcome.result:
+            return json_as_data({**outcome.result, "evidence": ids})  # as the gate renders a result
+        return outcome.output + "\n[evidence: " + "; ".join(f"{k} = {v}" for k, v in ids.items()) + "]"
 
     async def judge(self, messages: Sequence[BaseMessage], topology: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The turn's answer judged (the ``evidence`` event's body, stored), or None: no answer,
