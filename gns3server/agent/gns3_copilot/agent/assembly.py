@@ -16,6 +16,7 @@ only runs sessions: it neither builds tools nor knows how a model server is prob
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
@@ -51,6 +52,7 @@ from .server.tools_cost import offer_key, tools_prompt_tokens
 from .server.traits import ServerTraits, ServerTraitsMemory
 from .shared import KEPT_MODELS, KEPT_OFFERS, Kept, config_key, offer_shape
 from .summaries.writer import SummaryWriter
+from .tools_node import EvidenceNote
 
 if TYPE_CHECKING:
     import httpx
@@ -147,11 +149,13 @@ class AgentAssembly:
     def settings(
         self, spec: RunSpec, *, summary_writer: SummaryWriter | None = None, after_tool: Sequence[AfterCall] = (),
         before_tool: Sequence[BeforeCall] = (),
+        evidence: EvidenceNote | None = None,
     ) -> AgentSettings:
         """One run's agent settings. CPU work (tools are pydantic models): call it off the event loop.
 
         ``summary_writer`` writes running summaries in the background (none: no summaries);
-        ``after_tool`` sees every tool call's outcome (a fault-injection run records faults).
+        ``after_tool`` sees every tool call's outcome (a fault-injection run records faults);
+        ``evidence`` gives what the model reads of each call: its output with the ids its reads are kept under.
         """
         run = _RunParts(self, spec)
         profile = run.profile
@@ -177,6 +181,7 @@ class AgentAssembly:
             tool_errors=TOOL_ERRORS,
             after_tool=tuple(after_tool),
             before_tool=tuple(before_tool),
+            evidence=evidence,
         )
 
     async def preview(self, spec: RunSpec, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -196,11 +201,12 @@ class AgentAssembly:
     def graph(
         self, spec: RunSpec, checkpointer: BaseCheckpointSaver | None, *, summary_writer: SummaryWriter | None = None,
         after_tool: Sequence[AfterCall] = (), before_tool: Sequence[BeforeCall] = (),
+        evidence: EvidenceNote | None = None,
     ) -> CompiledStateGraph:
         """The graph over ``checkpointer`` (compiled once) with the run's parts bound (CPU work: off the event loop)."""
         return bind_run(self._compiled(checkpointer),
                         self.settings(spec, summary_writer=summary_writer, after_tool=after_tool,
-                                      before_tool=before_tool))
+                                      before_tool=before_tool, evidence=evidence))
 
     def _compiled(self, checkpointer: BaseCheckpointSaver | None) -> CompiledStateGraph:
         with self._graphs_lock:
@@ -230,6 +236,15 @@ class AgentAssembly:
         """Build the profile's model now (or find it built): a provider package missing or a key the
         provider needs is refused before a run starts (LLMConfigError). Nothing is sent to the provider."""
         await asyncio.to_thread(self.model, user_id, profile, [])
+
+    async def topology(self, spec: RunSpec) -> Any:
+        """The run's project topology as the user sees it (REST-shaped); None (logged) when GNS3 cannot give it."""
+        try:
+            async with self._client_factory(spec.token) as client:
+                return await self._load_topology(client, spec.project_id)
+        except GNS3Error as exc:
+            log.warning("Topology of project %s unavailable: %s", spec.project_id, exc)
+            return None
 
     def traits_for(self, llm_config: Mapping[str, Any]) -> ServerTraits:
         """What the config's model server has taught the runs so far (shared, mutable)."""
@@ -285,12 +300,8 @@ class _RunParts:
 
     async def load_topology(self, project_id: str) -> Any:
         """The project's topology as the user sees it; None (logged) when GNS3 cannot give it."""
-        try:
-            async with self._assembly._client_factory(self._spec.token) as client:
-                return await self._assembly._load_topology(client, project_id)
-        except GNS3Error as exc:
-            log.warning("Topology of project %s unavailable: %s", project_id, exc)
-            return None
+        spec = self._spec if project_id == self._spec.project_id else dataclasses.replace(self._spec, project_id=project_id)
+        return await self._assembly.topology(spec)
 
     async def summarize(self, request: list[BaseMessage]) -> AIMessage:
         """The same model without tools; building it (the first time) imports the provider SDK: off the loop."""

@@ -3,7 +3,8 @@
 Each event is a JSON-able dict with a ``type``; the HTTP layer sends one per
 ``data:`` line. The graph emits the run's own events (content, tool calls, the
 context report); the service adds the lifecycle ones (error, abort, done,
-heartbeat). Shapes follow GNS3 3.1's copilot chat API, plus our ``context``.
+heartbeat, evidence). Shapes follow GNS3 3.1's copilot chat API, plus our ``context``
+and ``evidence``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ def approval_asked(calls: Sequence[Mapping[str, Any]], digest: str) -> Event:
     """The run pauses until the user decides on these calls (their approval bound to ``digest``);
     internal: the service stores the one record of the request and sends ``confirm``."""
     return {"type": "approval_asked", "calls": [dict(c) for c in calls], "digest": digest}
+
+
+def evidence(judgement: Mapping[str, Any]) -> Event:
+    """The answer's claims judged against what the turn's tools read (``evidence/recorder.py``):
+    ``turn_id``, ``message_id`` (the answer), ``reads``, ``claims``, ``counts``; sent before ``done``."""
+    return {"type": "evidence", **dict(judgement)}
 
 
 def usage(totals: Mapping[str, int]) -> Event:

@@ -53,7 +53,7 @@ from .policies.modes import gate_for_mode
 from .server.traits import ServerTraits
 from .summaries.coordinator import SummaryCoordinator
 from .summaries.writer import SummaryWriter
-from .tools_node import ToolsNode
+from .tools_node import EvidenceNote, ToolsNode
 from .turn_topology import TurnTopology
 from .usage import add_usage
 
@@ -138,6 +138,8 @@ class AgentSettings:
     probe_tool_results: Callable[[], Awaitable[bool | None]] | None = None
     # Answered tool calls whose arguments are longer (characters) are cut in the history.
     max_argument_chars: int | None = None
+    # What the model reads of each ended tool call: its output with the ids its device reads are kept under.
+    evidence: EvidenceNote | None = None
 
 
 def _stop_answer(messages: Sequence[BaseMessage], calls: int, max_calls: int) -> str | None:
@@ -244,7 +246,7 @@ def compile_agent_graph(checkpointer: BaseCheckpointSaver | None = None) -> Comp
 
     builder = StateGraph(AgentState)
     builder.add_node(LLM_CALL, llm_call)
-    builder.add_node(TOOLS, ToolsNode(lambda config: run_of(config).gate))
+    builder.add_node(TOOLS, ToolsNode(lambda config: run_of(config).gate, lambda config: run_of(config).settings.evidence))
     builder.add_edge(START, LLM_CALL)
     builder.add_conditional_edges(LLM_CALL, after_llm, [TOOLS, END])
     builder.add_edge(TOOLS, LLM_CALL)

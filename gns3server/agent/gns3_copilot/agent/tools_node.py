@@ -6,6 +6,12 @@ then the calls run concurrently, each announced (``tool_start``) and answered
 does not allow, a failure, a rejection. Calls whose arguments are not valid JSON
 (LangChain's ``invalid_tool_calls``) are answered with an error, so that no call
 is ever left without an answer.
+
+``evidence`` (optional) gives, for a call that ended, what the model reads of it:
+its output with the ids under which what it read from devices is kept, so that
+the answer can cite them. The recorder stored the reads from the gate's
+after-callback (``evidence/recorder.py``), which is shielded from a cancellation
+of the run, so this node only asks it for the text.
 """
 
 from __future__ import annotations
@@ -23,15 +29,23 @@ from . import events
 from .policies.approval import decide
 from .policies.arguments import EXCERPT_CHARS, cut_arguments
 
-__all__ = ["ToolsNode"]
+__all__ = ["EvidenceNote", "ToolsNode"]
+
+EvidenceNote = Callable[[ToolOutcome], str]
+"""What the model reads of an ended call: its output, with the ids what it read is kept under."""
 
 
 class ToolsNode:
     """The ``tools`` node of a graph whose calls pass the gate of the run (``gate_of(config)``:
-    the graph is shared by runs, each with its own tools and gate)."""
+    the graph is shared by runs, each with its own tools and gate); ``evidence_of(config)`` is
+    the run's note of what the model reads of an ended call (None: the output as it is)."""
 
-    def __init__(self, gate_of: Callable[[RunnableConfig], ToolGate]) -> None:
+    def __init__(
+        self, gate_of: Callable[[RunnableConfig], ToolGate],
+        evidence_of: Callable[[RunnableConfig], EvidenceNote | None] = lambda config: None,
+    ) -> None:
         self._gate_of = gate_of
+        self._evidence_of = evidence_of
 
     async def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         last = state["messages"][-1]
@@ -45,9 +59,8 @@ class ToolsNode:
         answers += [_invalid_arguments(bad) for bad in last.invalid_tool_calls]
         return {"messages": answers}
 
-    @staticmethod
     async def _run(
-        gate: ToolGate, call: Mapping[str, Any], config: RunnableConfig, approved: Approved | None,
+        self, gate: ToolGate, call: Mapping[str, Any], config: RunnableConfig, approved: Approved | None,
         refused: tuple[str, str] | None,
     ) -> ToolMessage:
         """Run one call; ``refused`` (its answer and status) answers it without running it."""
@@ -58,11 +71,13 @@ class ToolsNode:
             outcome = await gate.refuse(call, refused[0], status="rejected" if refused[1] == "rejected" else "error")
         else:
             outcome = await gate.run(call, config, approved=approved)
-        writer(events.tool_end(outcome.call_id, outcome.name, outcome.output, outcome.status, outcome.undo))
+        evidence = self._evidence_of(config)
+        output = evidence(outcome) if evidence is not None else outcome.output
+        writer(events.tool_end(outcome.call_id, outcome.name, output, outcome.status, outcome.undo))
         # ToolMessage knows only success/error; the user sees (live and in the history) a rejection as such.
         rejected = outcome.status == "rejected"
         return ToolMessage(
-            content=outcome.output, tool_call_id=outcome.call_id, name=outcome.name,
+            content=output, tool_call_id=outcome.call_id, name=outcome.name,
             status="error" if rejected else outcome.status,
             response_metadata={"copilot_status": "rejected"} if rejected else {},
         )

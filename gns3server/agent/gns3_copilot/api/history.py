@@ -2,8 +2,9 @@
 
 The service returns the stored messages (LangChain's); this is their public
 shape: role, text, tool calls and results (a rejected call says ``rejected``),
-ids. A fault-injection session hides what would give its faults away (the tool
-calls' arguments and results) unless its owner asks to reveal them.
+ids, and on each judged answer its ``evidence`` (the turn's ``evidence`` event,
+as stored). A fault-injection session hides what would give its faults away (the
+tool calls' arguments and results) unless its owner asks to reveal them.
 """
 
 from __future__ import annotations
@@ -57,4 +58,9 @@ async def session_history(
     faults) are hidden unless ``reveal`` (only its owner, or a superadmin, reaches it at all)."""
     record = await service.session(user, session_id)
     messages = await service.messages(user, session_id)
-    return history_view(messages, hide_faults=record.kind == FAULT_INJECTION and not reveal)
+    shown = history_view(messages, hide_faults=record.kind == FAULT_INJECTION and not reveal)
+    judgements = await service.judgements(user, session_id)
+    for message in shown:
+        if message.get("role") == "assistant" and message.get("id") in judgements:
+            message["evidence"] = judgements[message["id"]]
+    return shown

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
 from pydantic.json_schema import JsonDict
 
+from ..evidence.reads import Evidence
 from ..service.session_ids import canonical_session_id
 from ..service.session_store import TITLE_MAX, SessionRecord
 from ..tools.approval import PendingApproval
@@ -105,6 +106,9 @@ class ChatResult(BaseModel):
         default_factory=list, description="status waiting_confirmation: the calls to approve or reject"
     )
     approval: Approval | None = Field(None, description="status waiting_confirmation: the approval asked for")
+    evidence: dict[str, Any] | None = Field(
+        None, description="The answer's claims judged against the turn's device reads (the evidence event)"
+    )
 
 
 class ConfirmRequest(RequestBody):
@@ -214,6 +218,9 @@ class HistoryMessage(BaseModel):
     tool_calls: list[HistoryToolCall] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     status: str | None = Field(None, description="Tool messages: success, error, ...")
+    evidence: dict[str, Any] | None = Field(
+        None, description="An answer's claims judged against the turn's device reads (the evidence event, as stored)"
+    )
 
     @classmethod
     def from_stored(cls, message: dict[str, Any], fallback_id: str) -> HistoryMessage:
@@ -224,6 +231,27 @@ class HistoryMessage(BaseModel):
             **{**data, "id": data.get("id") or fallback_id},
             tool_calls=[HistoryToolCall.from_call(c) for c in calls] if calls else None,
         )
+
+
+class EvidenceRecord(BaseModel):
+    """One device read kept as evidence (``evidence/reads.py``)."""
+
+    id: str = Field(description="Its id in the session, e.g. E3 (what answers cite)")
+    device: str
+    device_label: str = Field(description="The device's name as shown to the model and in the panel (quoted when not "
+                                          "a plain name, line breaks and control characters escaped)")
+    command: str = Field(description="The command the device answered (GNS3's node reads: what GNS3 was asked)")
+    status: str = Field(description="ok; error (the CLI answered with an error); failed (the console was not reachable)")
+    source: Literal["console", "gns3"] = Field(description="console: the device's CLI said it; gns3: GNS3 said it")
+    tool: str = Field(description="The tool whose call read it (copilot: read by the copilot after the answer)")
+    tool_call_id: str
+    turn_id: str = Field(description="The id of the user's message whose turn read it")
+    at: float = Field(description="When it was read, seconds since the epoch")
+    output: str | None = Field(None, description="What the device (or GNS3) answered; only on the record's own route")
+
+    @classmethod
+    def from_evidence(cls, evidence: Evidence, *, with_output: bool = False) -> EvidenceRecord:
+        return cls(**evidence.public(with_output=with_output), turn_id=evidence.turn_id)
 
 
 class SessionHistory(BaseModel):

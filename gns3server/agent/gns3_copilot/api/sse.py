@@ -78,6 +78,7 @@ async def gather_result(session_id: str, events: EventStream) -> ChatResult:
     error: Mapping[str, Any] | None = None
     pending: list[ToolCallSummary] = []
     approval: Approval | None = None
+    evidence: dict[str, Any] | None = None
     done: Mapping[str, Any] = {}
     try:
         async for event in events:
@@ -100,6 +101,8 @@ async def gather_result(session_id: str, events: EventStream) -> ChatResult:
             elif kind == "confirm":
                 pending = [ToolCallSummary.model_validate(c) for c in event["calls"]]
                 approval = Approval.model_validate(event) if event.get("approval_id") else None
+            elif kind == "evidence":
+                evidence = {k: v for k, v in event.items() if k != "type"}
             elif kind == "error":
                 error = event
             elif kind == "done":
@@ -121,6 +124,7 @@ async def gather_result(session_id: str, events: EventStream) -> ChatResult:
         usage=dict(done.get("usage") or {}),
         pending_calls=pending,
         approval=approval,
+        evidence=evidence,
     )
 
 

@@ -122,6 +122,9 @@ class ThreadedCheckpointer(BaseCheckpointSaver[Any]):
     def _count(self, connection: sqlite3.Connection | None, thread_id: str) -> int | None:
         return None if self.log is None else self.log.count(thread_id)
 
+    def _latest(self, connection: sqlite3.Connection | None, thread_id: str) -> Sequence[Any] | None:
+        return None if self.log is None else self.log.latest(thread_id)
+
     # The synchronous API is the wrapped saver's own (on the database's thread, if any).
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self._blocking(lambda connection: self._get(connection, config))
@@ -192,3 +195,7 @@ class ThreadedCheckpointer(BaseCheckpointSaver[Any]):
     async def message_count(self, thread_id: str) -> int | None:
         """How many messages the thread's latest checkpoint holds, when known without reading it."""
         return await self._off_loop(lambda connection: self._count(connection, thread_id))
+
+    async def latest_messages(self, thread_id: str) -> Sequence[Any] | None:
+        """The thread's latest checkpoint's messages, when known without reading it."""
+        return await self._off_loop(lambda connection: self._latest(connection, thread_id))

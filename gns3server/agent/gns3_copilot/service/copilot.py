@@ -41,6 +41,7 @@ from ..agent.model.prompts import FAULT_INJECTION
 from ..agent.policies.modes import check_mode
 from ..agent.server.kind import server_kind
 from ..agent.summaries.writer import SummaryWriter
+from ..evidence import Evidence, EvidenceRecorder, turn_of
 from ..redaction import SECRETS, scrub
 from ..tools.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
 from ..tools.gate import AfterCall, BeforeCall
@@ -48,6 +49,7 @@ from .errors import (
     ApprovalExpiredError,
     ApprovalNotPendingError,
     ConfirmationPendingError,
+    EvidenceNotFoundError,
     NoPendingConfirmationError,
     NoRunningRunError,
     ServiceClosingError,
@@ -243,6 +245,8 @@ class CopilotService:
             await run.stop()
         await self._summaries.cancel(session_id)  # a summary landing later must not write it back
         await self._storage.checkpointer.adelete_thread(session_id)
+        if self._storage.evidence is not None:
+            await self._storage.evidence.delete_session(session_id)
         await self._storage.sessions.delete(session_id)
         await self._storage.scrub()
 
@@ -259,6 +263,23 @@ class CopilotService:
             if leftover is not None:  # a run the server was killed in: shown until the next run folds it in
                 history += _remains(leftover)
         return history
+
+    async def judgements(self, user: User, session_id: str) -> dict[str, dict[str, Any]]:
+        """The judgements of the session's answers (the ``evidence`` events), by the id of the answer."""
+        await self.session(user, session_id)
+        store = self._storage.evidence
+        return await store.judgements(session_id) if store is not None else {}
+
+    async def evidence(self, user: User, session_id: str, evidence_id: str | None = None) -> list[Evidence]:
+        """The session's evidence records (all, or the one named: EvidenceNotFoundError if none)."""
+        await self.session(user, session_id)
+        store = self._storage.evidence
+        if evidence_id is None:
+            return await store.list(session_id) if store is not None else []
+        found = await store.get(session_id, evidence_id) if store is not None else None
+        if found is None:
+            raise EvidenceNotFoundError(f"Evidence {evidence_id} not found in session {session_id}")
+        return [found]
 
     async def preview_context(
         self, user: User, session_id: str, *, llm_config: Mapping[str, Any], mode: str = "lab_automation"
@@ -469,6 +490,31 @@ class CopilotService:
             return ()
         return (FaultRecorder(faults, spec.session_id, spec.project_id, spec.user_id),)
 
+    async def _recorder(self, spec: RunSpec, kind: str, start: Any) -> EvidenceRecorder | None:
+        """The run's evidence recorder, bound to its turn (a resumed run continues the stored one's);
+        None where no evidence is kept (a fault injection's reads would give its faults away)."""
+        store = self._storage.evidence
+        if store is None or kind == FAULT_INJECTION:
+            return None
+        if isinstance(start, Mapping):
+            turn = start["messages"][0].id or ""
+        else:
+            turn = turn_of(list((await self._values(spec.session_id)).get("messages", [])))
+        return EvidenceRecorder(store, spec.session_id, turn, clock=self._clock)
+
+    async def _judge(self, graph: Any, spec: RunSpec, recorder: EvidenceRecorder, run: _Run) -> None:
+        """Judge the turn's answer against its reads and send the ``evidence`` event; never fails the run."""
+        try:
+            messages = await self._storage.latest_messages(spec.session_id)  # what the run just wrote
+            if messages is None:
+                messages = list((await graph.aget_state(self._thread(spec.session_id))).values.get("messages") or [])
+            body = await recorder.judge(messages, await self.agent.topology(spec))
+        except Exception:
+            log.exception("Could not judge the evidence of the answer in session %s", spec.session_id)
+            return
+        if body is not None:
+            await run.queue.put(events.evidence(body))
+
     async def _execute_hiding_key(
         self, run: _Run, user: User, project_id: str, start: Any, llm_config: Mapping[str, Any], mode: str, kind: str
     ) -> None:
@@ -489,14 +535,16 @@ class CopilotService:
         try:
             if self._run_tools is not None and kind != FAULT_INJECTION:
                 spec = replace(spec, extra_tools=tuple(await self._run_tools(user, project_id)))
+            recorder = await self._recorder(spec, kind, start)
             # Building the tools (pydantic models), compiling the graph and creating the
             # provider client (which imports the provider SDK the first time) are CPU
             # work: keep them off the event loop.
             def build() -> Any:
                 return self.agent.graph(spec, self._storage.checkpointer, summary_writer=self._summaries,
-                                        after_tool=self._after_tool(spec),
+                                        after_tool=(*self._after_tool(spec), *((recorder.record,) if recorder else ())),
                                         before_tool=self._before_tool(spec.user_id, spec.project_id)
-                                        if self._before_tool else ())
+                                        if self._before_tool else (),
+                                        evidence=recorder.noted if recorder is not None else None)
 
             graph = await asyncio.to_thread(build)
             await self._summaries.idle(session_id)  # a summary being stored: read the state after it
@@ -543,6 +591,8 @@ class CopilotService:
                 await self._storage.sessions.set_pending(session_id, pending.as_dict())
                 status = "waiting_confirmation"
                 await run.queue.put(events.confirm(pending.calls, pending.public()))
+            elif recorder is not None:
+                await self._judge(graph, spec, recorder, run)
         except asyncio.CancelledError:
             status = "aborted"
             if graph is not None:

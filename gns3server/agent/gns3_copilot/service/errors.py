@@ -17,6 +17,7 @@ __all__ = [
     "ApprovalNotPendingError",
     "ConfirmationPendingError",
     "CopilotError",
+    "EvidenceNotFoundError",
     "NoPendingConfirmationError",
     "NoRunningRunError",
     "ServiceClosingError",
@@ -84,6 +85,13 @@ class ApprovalExpiredError(CopilotError):
 
     kind = ErrorKind.GONE
     code = "approval_expired"
+
+
+class EvidenceNotFoundError(CopilotError):
+    """No evidence record of that id in the session."""
+
+    kind = ErrorKind.NOT_FOUND
+    code = "evidence_not_found"
 
 
 class SessionKindError(CopilotError):

@@ -129,6 +129,11 @@ class MessageLog:
         kept = self._kept.get(thread_id)
         return None if kept is None else len(kept)
 
+    def latest(self, thread_id: str) -> list[Any] | None:
+        """The thread's latest message list (a copy), if it is in memory."""
+        kept = self._kept.get(thread_id)
+        return None if kept is None else list(kept)
+
     def delete(self, connection: sqlite3.Connection, thread_id: str) -> None:
         """Delete the thread's rows (uncommitted: with the saver's delete of its checkpoints)."""
         self.forget(thread_id)

@@ -2,7 +2,7 @@
 
 The embedded default is one SQLite file in the server's data directory, one
 :class:`..db.Database` (one connection on a thread of its own) shared by
-LangGraph's SQLite checkpointer and our session, in-flight and fault tables, so
+LangGraph's SQLite checkpointer and our session, in-flight, fault and evidence tables, so
 the event loop never waits on SQLite. Anything else (PostgreSQL for several
 servers) only needs to provide a ``BaseCheckpointSaver`` with ``adelete_thread``
 and a ``SessionStore``.
@@ -27,11 +27,13 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ..db import Database, SchemaError, checkpoint_wal
+from ..evidence.store import EVIDENCE_SCHEMA, SQLiteEvidenceStore
 from ..teaching.store import TEACHING_SCHEMA, TeachingStore
 from .checkpointer import ThreadedCheckpointer
 from .faults import FAULTS_SCHEMA, SQLiteFaultStore
@@ -64,8 +66,10 @@ class Storage:
     """Faults injected by ``chat/inject`` (None: this storage does not keep them)."""
     teaching: TeachingStore | None = None
     """Graded labs' assignments, attempts and hints (``teaching/store.py``)."""
+    evidence: SQLiteEvidenceStore | None = None
+    """What tools read from devices and each answer's judgement (None: no evidence is kept)."""
     database: Database | None = None
-    """The database the three share (None: whoever made them closes them)."""
+    """The database they share (None: whoever made them closes them)."""
     _prune: Callable[[sqlite3.Connection, str | None], int] | None = None
 
     async def prune(self, thread_id: str | None = None) -> int:
@@ -81,6 +85,13 @@ class Storage:
         (the checkpointer remembers the list it last read or wrote); None: read the state."""
         count = getattr(self.checkpointer, "message_count", None)
         return await count(thread_id) if count is not None else None
+
+    async def latest_messages(self, thread_id: str) -> list[Any] | None:
+        """The conversation's latest messages, when known without reading its state (as
+        :meth:`message_count`); None: read the state."""
+        latest = getattr(self.checkpointer, "latest_messages", None)
+        found = await latest(thread_id) if latest is not None else None
+        return None if found is None else list(found)
 
     async def scrub(self) -> None:
         """Push deleted content out of the write-ahead log too (after a conversation is deleted).
@@ -107,13 +118,15 @@ async def open_sqlite_storage(data_dir: str | Path) -> Storage:
     migration, LangGraph tables without the columns pruning reads.
     """
     path = Path(data_dir) / DATABASE_NAME
-    database = await Database.open(path, (SESSIONS_SCHEMA, FAULTS_SCHEMA, TEACHING_SCHEMA), synchronous="NORMAL", name="conversations")
+    database = await Database.open(path, (SESSIONS_SCHEMA, FAULTS_SCHEMA, TEACHING_SCHEMA, EVIDENCE_SCHEMA),
+                                   synchronous="NORMAL", name="conversations")
     try:
         saver = await database.call(_open_saver)
         storage = Storage(
             checkpointer=ThreadedCheckpointer(saver, database, MessageLog(saver.serde)),
             sessions=SQLiteSessionStore(database),
-            faults=SQLiteFaultStore(database), teaching=TeachingStore(database), database=database, _prune=_prune_superseded,
+            faults=SQLiteFaultStore(database), teaching=TeachingStore(database), evidence=SQLiteEvidenceStore(database),
+            database=database, _prune=_prune_superseded,
         )
         removed = await storage.prune()  # left by a crash, or by a version that kept them all
     except BaseException:

@@ -15,6 +15,7 @@ from . import (
     chat,
     console,
     console_credentials,
+    evidence,
     faults,
     llm_configs,
     llm_model_configs,
@@ -42,6 +43,7 @@ def copilot_router() -> APIRouter:
     router.include_router(projects.router, tags=["Copilot projects"])
     router.include_router(chat.router, tags=["Copilot chat"])
     router.include_router(sessions.router, tags=["Copilot sessions"])
+    router.include_router(evidence.router, tags=["Copilot evidence"])
     router.include_router(faults.router, tags=["Copilot fault injection"])
     router.include_router(skills.router, tags=["Copilot prompts"])
     router.include_router(teaching.router, tags=["Copilot graded labs"])

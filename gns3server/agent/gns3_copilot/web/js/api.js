@@ -102,6 +102,10 @@ export class Api {
   session(projectId, sessionId) {
     return this.request("GET", `${this.chatBase(projectId)}/sessions/${enc(sessionId)}`);
   }
+  /** One device read kept as evidence in the session (`id`: E1, E2 ...), with its output. */
+  evidence(projectId, sessionId, id) {
+    return this.request("GET", `${this.chatBase(projectId)}/sessions/${enc(sessionId)}/evidence/${enc(id)}`);
+  }
   /** `llmConfigId`: the budget of that config (absent: the user's default). */
   context(projectId, sessionId, mode, llmConfigId) {
     const query = new URLSearchParams();

@@ -147,6 +147,9 @@ function handleEvent(run, event) {
     case "context":
       showReport(event.report);
       break;
+    case "evidence":
+      turn.showEvidence(event, (id) => state.api.evidence(state.projectId, run.sessionId || state.sessionId, id));
+      break;
     case "error":
       turn.note("error", event.message || "The copilot run failed.");
       if (event.code === "llm_not_configured") {

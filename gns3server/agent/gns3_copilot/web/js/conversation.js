@@ -2,6 +2,7 @@
 // in the order they happened), a stored history drawn again, and the scrolling that
 // follows a streaming answer unless the user scrolled up.
 
+import { evidenceCard } from "./evidence.js";
 import { resetMeter } from "./meter.js";
 import { el, markdownFragment, toolCard, updateToolCard } from "./render.js";
 import { $ } from "./state.js";
@@ -95,6 +96,18 @@ export class Turn {
     scrollDown();
   }
 
+  /**
+   * The evidence of the answer so far (the `evidence` event, or an answer's in the history):
+   * a mark after each claim in the answer's text, the card after it. `load(id)`: a read's record.
+   */
+  showEvidence(judgement, load) {
+    this.flush();
+    const answers = this.node.querySelectorAll(".bubble.markdown");
+    this.node.append(evidenceCard(judgement, answers[answers.length - 1] || null, load));
+    this.segment = null; // text after it (a later run of the turn) starts a new segment
+    scrollDown();
+  }
+
   finish(status) {
     this.flush();
     for (const card of this.cards.values()) {
@@ -107,8 +120,9 @@ export class Turn {
   }
 }
 
-/** Draw a stored conversation; returns its last assistant turn (null if it ends with the user). */
-export function renderHistory(messages) {
+/** Draw a stored conversation; returns its last assistant turn (null if it ends with the user).
+ * `load(id)`: an evidence record of the session, for the answers' evidence cards. */
+export function renderHistory(messages, load) {
   const box = $("messages");
   box.replaceChildren($("empty-chat") || emptyChat());
   hideEmpty();
@@ -128,6 +142,7 @@ export function renderHistory(messages) {
         turn.flush();
         turn.segment = null;
       }
+      if (message.evidence) turn.showEvidence(message.evidence, load);
       for (const call of message.tool_calls || []) turn.card({ tool_call_id: call.id, name: call.name, args: call.args });
     } else if (message.role === "tool") {
       if (!turn) {

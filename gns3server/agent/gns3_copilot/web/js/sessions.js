@@ -203,7 +203,8 @@ export async function openSession(sessionId, token = ++state.loadToken) {
     return;
   }
   if (token !== state.loadToken) return;
-  const turn = renderHistory(Array.isArray(history) ? history : history.messages || []);
+  const load = (id) => state.api.evidence(state.projectId, sessionId, id);
+  const turn = renderHistory(Array.isArray(history) ? history : history.messages || [], load);
   const pending = Array.isArray(session?.pending_calls) ? session.pending_calls : [];
   if (pending.length) {
     let owner = turn;
