@@ -38,9 +38,15 @@ def test_anything_else_in_the_batch_is_not(commands):
     assert undo.snapshot == () and "cannot undo" in undo.reason
 
 
+@pytest.mark.parametrize("driver", ["ios", "frr"])
+def test_the_ios_family_is_undone_from_its_running_configuration_read_before_and_after(driver):
+    undo = plan(driver, ["interface e0/0", "shutdown"])  # any configuration: the two captures tell what changed
+    assert undo.snapshot == ("show running-config",) and undo.rollback is not None and undo.restore is None
+
+
 def test_other_device_families_are_not_undone():
-    undo = plan("ios", ["interface e0/0", "shutdown"])
-    assert undo.snapshot == () and "ios devices" in undo.reason
+    undo = plan("junos", ["set interfaces ge-0/0/0 disable"])
+    assert undo.snapshot == () and "junos devices" in undo.reason
 
 
 def test_the_restore_commands_put_back_address_gateway_dns_and_domain():

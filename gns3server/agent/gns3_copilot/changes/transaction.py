@@ -126,6 +126,7 @@ class ChangeTransaction:
         by_command = {r.command: r for r in base}
         baseline_ok = bool(base) and base_batch.get("status") == "ok"
         served = {"first": True}
+        self._after_config: dict[str, Reading] = {}
 
         async def read(snapshot: list[str]) -> list[str] | None:
             """with_undo's captures: the first from the baseline, the second read now."""
@@ -137,7 +138,6 @@ class ChangeTransaction:
             self._after_config = {r.command: r for r in readings}
             return [r.output for r in readings] if batch.get("status") == "ok" else None
 
-        self._after_config: dict[str, Reading] = {}
         backup = await self._back_up(by_command) if baseline_ok else None
         result, undo = await config_undo.with_undo(
             undo_plan, read, lambda: self._run(self.commands, "config"), sent=_sent)
