@@ -1,4 +1,4 @@
-"""One real FRR router in a network namespace of its own, for the console tests of vtysh.
+"""One real FRR router in network namespaces of its own: the way every test runs FRR.
 
 :meth:`FRRRouter.start` runs Debian's FRR daemons (zebra, staticd, ospfd, bgpd)
 in a new network namespace and a UTS namespace whose hostname is the router's
@@ -9,6 +9,10 @@ Names come from a random suffix, so parallel runs never collide. :meth:`console`
 is the command that runs the router's interactive vtysh (served on a console by
 ``shell_process.ShellServer``), :meth:`vtysh` reads it outside the copilot, and
 :meth:`stop` kills the daemons and removes the namespaces and the directory.
+A network of them (``frr_lab.FRRLab``) names and places each router itself:
+:meth:`FRRRouter.create` makes its namespaces, :meth:`FRRRouter.start_daemons`
+starts (and, after :meth:`FRRRouter.stop_daemons`, restarts) its daemons with a
+configuration given through vtysh.
 
 :func:`record_commands` asks the running vtysh for its command syntaxes (``list``)
 in each node of :data:`NODES`: the data file the FRR grammar resolves abbreviations
@@ -27,11 +31,14 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 FRR_DIR = Path("/usr/lib/frr")
 DAEMONS = ("zebra", "staticd", "ospfd", "bgpd")
+T = TypeVar("T")
 # The nodes whose commands are recorded: how vtysh enters each from the config node.
 NODES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("enable", ()),
@@ -50,27 +57,32 @@ NODES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def _run(argv: list[str] | tuple[str, ...], timeout: float = 60) -> str:
+def run_command(argv: list[str] | tuple[str, ...], timeout: float = 60) -> str:
     done = subprocess.run(list(argv), check=False, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
     return done.stdout
 
 
-def _wait_for(path: Path, process: subprocess.Popen[bytes], what: str, timeout: float = 30) -> None:
-    """Until ``path`` exists (a daemon's socket): the daemon's own readiness, polled on the file system."""
+def poll(check: Callable[[], T | None], timeout: float, what: str, pause: float = 0.25) -> T:
+    """``check()``'s first true answer, polled until ``timeout``; RuntimeError naming ``what`` after it.
+
+    The pause is the interval between reads of a state, not a synchronisation.
+    """
     deadline = time.monotonic() + timeout
-    while not path.exists():
-        if process.poll() is not None:
-            raise RuntimeError(f"{what} exited with {process.returncode}")
+    while True:
+        answer = check()
+        if answer:
+            return answer
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not create {path.name} within {timeout:g}s")
-        time.sleep(0.02)
+            raise RuntimeError(f"{what} within {timeout:g}s")
+        time.sleep(pause)
 
 
 @dataclass
 class FRRRouter:
-    """A running FRR router (see the module docstring)."""
+    """An FRR router (see the module docstring): :meth:`start` for one on its own, or
+    :meth:`create` then :meth:`start_daemons` for one of a network (``frr_lab.FRRLab``)."""
 
     name: str
     netns: str
@@ -81,16 +93,16 @@ class FRRRouter:
 
     @classmethod
     def start(cls, name: str = "R1") -> FRRRouter:
-        if not (FRR_DIR / "zebra").exists() or shutil.which("vtysh") is None:
-            raise RuntimeError("FRR is not installed (apt-get install frr; scripts/test does it)")
+        """A router with no configuration, in a temporary directory of its own."""
+        check_installed()
         suffix = uuid.uuid4().hex[:8]
         # Not pytest's tmp_path: the daemons run as user frr, who must reach their directory.
         directory = Path(tempfile.mkdtemp(prefix=f"copilot-frr-{suffix}-"))
         directory.chmod(0o755)
-        shutil.chown(directory, "frr", "frr")
         router = cls(name, f"copilot-frr-{suffix}", directory)
         try:
-            router._build()
+            router.create()
+            router.start_daemons()
         except BaseException:
             router.stop()
             raise
@@ -98,34 +110,68 @@ class FRRRouter:
 
     @property
     def uts(self) -> Path:
+        """The file its UTS namespace is bound to (``nsenter --uts=``)."""
         return self.directory / "uts"
 
     def enter(self) -> tuple[str, ...]:
         """The prefix that runs a program inside the router (its network and UTS namespaces)."""
         return ("nsenter", f"--net=/run/netns/{self.netns}", f"--uts={self.uts}")
 
-    def _build(self) -> None:
-        _run(["ip", "netns", "add", self.netns])
+    def create(self) -> None:
+        """The router's directory (owned by user frr), network namespace (``lo`` up) and UTS namespace."""
+        self.directory.mkdir(exist_ok=True)
+        shutil.chown(self.directory, "frr", "frr")
+        run_command(["ip", "netns", "add", self.netns])
         self._netns_made = True
-        _run(["ip", "-n", self.netns, "link", "set", "lo", "up"])
+        run_command(["ip", "-n", self.netns, "link", "set", "lo", "up"])
         self.uts.touch()
-        _run(["unshare", f"--uts={self.uts}", "hostname", self.name])
+        run_command(["unshare", f"--uts={self.uts}", "hostname", self.name])
         self._uts_mounted = True
         (self.directory / "vtysh.conf").write_text("service integrated-vtysh-config\n")
+
+    def start_daemons(self, config: Path | None = None) -> None:
+        """Start the daemons with no configuration, then give them ``config`` (if any) through vtysh.
+
+        zebra first, until it listens: a daemon that finds no zebra socket retries only
+        seconds later, and answers no vty command meanwhile; vtysh needs every daemon's
+        vty socket. Sockets a previous run left are removed first, so that a restart
+        waits for the new daemons' own.
+        """
         empty = self.directory / "empty.conf"
         empty.touch()
         zserv = self.directory / "zserv.api"
+        zserv.unlink(missing_ok=True)
         for daemon in DAEMONS:
+            (self.directory / f"{daemon}.vty").unlink(missing_ok=True)
             argv = [*self.enter(), str(FRR_DIR / daemon), "-f", str(empty), "-i", str(self.directory / f"{daemon}.pid"),
                     "-z", str(zserv), "--vty_socket", str(self.directory), "-A", "127.0.0.1", "-P", "0",
                     "--limit-fds", "1024", "--log", f"file:{self.directory / daemon}.log"]
             process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL, start_new_session=True)
             self.daemons.append(process)
-            # Each daemon after zebra needs zebra's socket; vtysh needs every daemon's vty socket.
-            _wait_for(self.directory / f"{daemon}.vty", process, f"{self.name}'s {daemon}")
             if daemon == "zebra":
-                _wait_for(zserv, process, f"{self.name}'s zebra")
+                self._wait_listening(daemon, process, zserv)
+            self._wait_listening(daemon, process, self.directory / f"{daemon}.vty")
+        if config is not None:
+            output = run_command([*self.vtysh_argv(), "-f", str(config)])
+            if "%" in output or "Error" in output:
+                raise RuntimeError(f"{self.name} refused its configuration: {output}")
+
+    def _wait_listening(self, daemon: str, process: subprocess.Popen[bytes], socket_file: Path) -> None:
+        def listening() -> bool:
+            if process.poll() is not None:
+                raise RuntimeError(f"{self.name}'s {daemon} exited with {process.returncode}: "
+                                   f"{self.log_tail(daemon)}")
+            return socket_file.exists()
+
+        poll(listening, 30, f"{self.name}'s {daemon} did not open {socket_file.name}", pause=0.02)
+
+    def log_tail(self, daemon: str, lines: int = 20) -> str:
+        try:
+            text = (self.directory / f"{daemon}.log").read_text(errors="replace")
+        except OSError as exc:
+            return f"(no log: {exc})"
+        return "\n".join(text.splitlines()[-lines:])
 
     def vtysh_argv(self) -> tuple[str, ...]:
         """vtysh inside the router, on its own sockets and config directory (never /etc/frr)."""
@@ -142,19 +188,28 @@ class FRRRouter:
 
     def vtysh(self, *commands: str) -> str:
         """What vtysh prints for ``commands`` (each a ``-c``), read directly, with no policy or audit."""
-        return _run([*self.vtysh_argv(), *(a for c in commands for a in ("-c", c))])
+        return run_command([*self.vtysh_argv(), *(a for c in commands for a in ("-c", c))])
 
-    def stop(self) -> None:
-        """Kill the daemons, remove the namespaces and the directory; raise if something stays."""
-        errors: list[str] = []
+    def pids(self) -> list[int]:
+        """Its live daemons."""
+        return [p.pid for p in self.daemons if p.poll() is None]
+
+    def stop_daemons(self, timeout: float = 30) -> list[str]:
+        """Kill the daemons; what could not be (for :meth:`stop`'s error)."""
+        errors = []
         for process in self.daemons:
             if process.poll() is None:
                 process.kill()
             try:
-                process.wait(timeout=30)
+                process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 errors.append(f"pid {process.pid} outlived SIGKILL")
         self.daemons.clear()
+        return errors
+
+    def stop(self) -> None:
+        """Kill the daemons, remove the namespaces and the directory; raise if something stays."""
+        errors = self.stop_daemons()
         if self._uts_mounted:
             done = subprocess.run(["umount", str(self.uts)], capture_output=True, text=True, check=False)
             if done.returncode != 0:
@@ -170,10 +225,15 @@ class FRRRouter:
             raise RuntimeError(f"FRR router {self.name} was not torn down cleanly: " + "; ".join(errors))
 
 
+def check_installed() -> None:
+    if not (FRR_DIR / "zebra").exists() or shutil.which("vtysh") is None:
+        raise RuntimeError("FRR is not installed (apt-get install frr; scripts/test does it)")
+
+
 def frr_version(router: FRRRouter) -> str:
     """``FRRouting 8.4.4`` and Debian's package version, as the data file's header names them."""
     first = router.vtysh("show version").splitlines()[0]
-    package = _run(["dpkg-query", "-W", "-f", "${Version}", "frr"]).strip()
+    package = run_command(["dpkg-query", "-W", "-f", "${Version}", "frr"]).strip()
     return f"{' '.join(first.split()[:2])} (Debian package {package})"
 
 

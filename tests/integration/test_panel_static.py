@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import urllib.error
 import urllib.request
 from importlib import resources
 from pathlib import Path
@@ -51,6 +52,19 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str,
 def test_the_panel_is_served_with_the_right_types(gns3_server: Any, path: str, mime: str) -> None:
     status, headers, body = get(gns3_server.base_url + path)
     assert status == 200 and mime in headers["content-type"] and body
+
+
+@pytest.mark.parametrize("path", ["/copilot/", "/copilot/panel.css", *(f"/copilot/{m}" for m in MODULES)])
+def test_the_panel_is_revalidated_on_every_use(gns3_server: Any, path: str) -> None:
+    """An upgrade never runs a fresh module with one reused from a heuristic cache."""
+    status, headers, _ = get(gns3_server.base_url + path)
+    assert status == 200 and headers["cache-control"] == "no-cache" and headers["etag"]
+    try:  # unchanged: a 304 without a body, still to be revalidated next time
+        get(gns3_server.base_url + path, {"If-None-Match": headers["etag"]})
+    except urllib.error.HTTPError as answer:
+        assert answer.code == 304 and answer.headers["Cache-Control"] == "no-cache"
+    else:
+        pytest.fail("an unchanged file was sent again")
 
 
 def test_every_file_the_panel_loads_is_in_the_package() -> None:

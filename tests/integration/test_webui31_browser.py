@@ -167,8 +167,15 @@ class WebUI:
         self.css("input[formcontrolname=password]").send_keys(password, Keys.ENTER)
         self.wait(lambda d: d.current_url.endswith("/projects"), "not signed in")
 
-    def open_project(self, project_id: str) -> None:
-        self.driver.get(f"{self.proxy.base_url}/static/web-ui/controller/1/project/{project_id}")
+    def open_project(self, project: dict[str, Any]) -> None:
+        """Open the project's page and wait until the page holds the project.
+
+        The toolbar's buttons render before the project is read: a dialog opened from them
+        before that is handed no project (its requests go to ``projects/undefined``). The
+        page titles itself with the project's name once it has it.
+        """
+        self.driver.get(f"{self.proxy.base_url}/static/web-ui/controller/1/project/{project['project_id']}")
+        self.wait(lambda d: d.title == project["name"], "the project page did not load the project")
         self.wait(lambda d: self.ai_button(), "no AI button on the project page")
 
     def ai_button(self) -> WebElement | None:
@@ -236,7 +243,7 @@ def test_a_new_chat_streams_shows_its_tool_call_and_is_listed(
     ui: WebUI, user_rest: Rest, project: dict[str, Any], model_configs: list[dict[str, Any]], stub: OpenAIStub
 ) -> None:
     ui.sign_in(USER, PASSWORD)
-    ui.open_project(project["project_id"])
+    ui.open_project(project)
     ui.open_chat()
     # The UI's name for "stub-model", the default config ("Model" until the list is loaded).
     ui.wait(lambda d: ui.chip_text() == "Stub Model", "the model chip did not show the default model")
@@ -266,7 +273,7 @@ def test_a_new_chat_streams_shows_its_tool_call_and_is_listed(
 
 
 def test_a_session_reopens_with_its_whole_history(ui: WebUI, user_rest: Rest, project: dict[str, Any]) -> None:
-    ui.open_project(project["project_id"])  # a fresh page: nothing held in memory
+    ui.open_project(project)  # a fresh page: nothing held in memory
     ui.open_chat()
     ui.open_sidebar()
     ui.wait(lambda d: ui.session_rows(), "no sessions listed")
@@ -282,7 +289,7 @@ def test_the_model_list_is_filled_and_model_and_mode_switch(
     ui: WebUI, user_rest: Rest, project: dict[str, Any], model_configs: list[dict[str, Any]], stub: OpenAIStub
 ) -> None:
     base = f"/v3/access/users/{user_rest.user_id}/llm-model-configs"  # type: ignore[attr-defined]
-    ui.open_project(project["project_id"])
+    ui.open_project(project)
     ui.open_chat()
     menu = ui.model_menu()
     assert "stub-model (127.0.0.1)" in menu and "stub-model-b (127.0.0.1)" in menu
@@ -310,7 +317,7 @@ def test_the_model_list_is_filled_and_model_and_mode_switch(
 
 
 def test_pin_and_unpin_from_the_session_menu(ui: WebUI, user_rest: Rest, project: dict[str, Any]) -> None:
-    ui.open_project(project["project_id"])
+    ui.open_project(project)
     ui.open_chat()
     ui.open_sidebar()
     # Newest first; the list renders its rows before their titles: wait for the text, not the count.
@@ -325,7 +332,7 @@ def test_pin_and_unpin_from_the_session_menu(ui: WebUI, user_rest: Rest, project
     assert ui.session_rows()[0].find_elements(By.CSS_SELECTOR, ".gns3-chat-session-list__pin-icon")
 
     # Reloaded, the pin holds (it is the server's, not the page's).
-    ui.open_project(project["project_id"])
+    ui.open_project(project)
     ui.open_chat()
     ui.open_sidebar()
     ui.wait(lambda d: len(ui.session_rows()) == 2 and "What is in my lab?" in ui.session_rows()[0].text,
@@ -343,7 +350,7 @@ def test_an_injected_fault_is_shown_and_recorded_for_its_injector(
     pid = project["project_id"]
     if not ui.driver.current_url.startswith(ui.proxy.base_url + "/static/web-ui/controller"):
         ui.sign_in(USER, PASSWORD)  # run on its own
-    ui.open_project(pid)
+    ui.open_project(project)
     ui.click(ui.wait(lambda d: ui.css(".fault-inject-button"), "no Inject Fault button"))
     dialog = ui.wait(lambda d: ui.css("mat-dialog-container"), "no fault injection dialog")
 

@@ -12,16 +12,17 @@ loaded its config, and kept on ``app.state.copilot``.
 from __future__ import annotations
 
 import logging
+import re
 
 from fastapi import FastAPI
 from starlette.routing import Route
-from starlette.staticfiles import StaticFiles
 
 from ..mcp.server import MCP_PATH, MCPRoute
 from ..redaction import install_log_scrubber
 from .errors import install_error_handlers
 from .lifecycle import install_lifespan
 from .middleware import BodySizeLimitMiddleware
+from .panel_files import PanelFiles
 from .routes import OUR_PATHS, access_router, copilot_router
 from .webui import (
     WebUIButtonMiddleware,  # the Copilot button in GNS3's web UI
@@ -41,10 +42,11 @@ def install(app: FastAPI) -> None:
     app.include_router(copilot_router())
     app.include_router(access_router())
     app.router.routes.append(Route(MCP_PATH, MCPRoute(), include_in_schema=False))  # MCP clients (an ASGI app: not a FastAPI route)
-    app.mount(PANEL_PATH, StaticFiles(packages=[PANEL_PACKAGE], html=True), name="copilot")
+    app.mount(PANEL_PATH, PanelFiles(packages=[PANEL_PACKAGE], html=True), name="copilot")
     install_error_handlers(app, OUR_PATHS)
     install_log_scrubber()  # no key in any log line of the process, whatever logs it
-    app.add_middleware(BodySizeLimitMiddleware, prefix=OUR_PATHS)
+    mcp_endpoint = re.compile(re.escape(MCP_PATH) + "/?$")  # the endpoint itself, not the REST routes under it
+    app.add_middleware(BodySizeLimitMiddleware, prefix=OUR_PATHS, jsonrpc=mcp_endpoint)
     app.add_middleware(WebUIButtonMiddleware)  # adds its script to /static/web-ui/ pages
     install_lifespan(app)
 

@@ -2,7 +2,7 @@
 
 GNS3 3.1 keeps LLM model configs per user and per user group
 (``/v3/access/users/{id}/llm-model-configs``, ``/v3/access/groups/{id}/...``);
-we keep every config in one encrypted store (:mod:`.llm_store`), keyed by an
+we keep every config in one encrypted store (:mod:`.llm_config_store`), keyed by an
 owner string. A user's configs are owned by their user id, a group's by
 ``group:<group id>``, so ``/v3/copilot/llm-configs`` and the 3.1 routes read and
 write the same records. 3.1's table-level fields (``name``, ``model_type``) and

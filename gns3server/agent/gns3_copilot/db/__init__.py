@@ -2,7 +2,7 @@
 
 :class:`Database` runs every use of a file on a thread of its own; :class:`Schema`
 lists a component's migrations. Nothing here knows what the tables hold: each store
-(``service.store``, ``service.faults``, ``console.audit``, ``api.llm_store``,
+(``service.session_store``, ``service.faults``, ``console.audit``, ``api.llm_config_store``,
 ``mcp.keys``) declares its own schema and queries through its database.
 """
 

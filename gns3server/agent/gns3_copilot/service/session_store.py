@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from ..db import Database, Migration, Schema, add_missing_columns
+from .session_ids import canonicalise_stored_ids
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS copilot_sessions (
@@ -63,7 +64,10 @@ def _baseline(db: sqlite3.Connection) -> None:
     add_missing_columns(db, "copilot_sessions", _ADDED_COLUMNS)
 
 
-SESSIONS_SCHEMA = Schema("sessions", (Migration(1, _baseline, "sessions and in-flight turns"),))
+SESSIONS_SCHEMA = Schema("sessions", (
+    Migration(1, _baseline, "sessions and in-flight turns"),
+    Migration(2, canonicalise_stored_ids, "session ids in their one spelling (lower-case UUIDs)"),
+))
 """The session and in-flight tables, in the conversations' database (``storage.py``)."""
 TITLE_MAX = 200
 
@@ -81,7 +85,7 @@ class SessionRecord:
     output_tokens: int = 0
     total_tokens: int = 0
     pending: str | None = None
-    """JSON of the approval the run waits for (``agent.approval.PendingApproval``: its tool calls,
+    """JSON of the approval the run waits for (``tools.approval.PendingApproval``: its tool calls,
     id, digest, expiry), or None. Older records hold a bare list of calls."""
     pinned: bool = False
     message_count: int = 0

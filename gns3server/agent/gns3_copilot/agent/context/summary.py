@@ -11,7 +11,7 @@ for its cut opens the question after it lands (new text in that request), the
 one before it staying where it was until the next cut (:func:`place_summaries`).
 
 Everything here is pure: the graph makes the model call (with a timeout, beside
-the conversation: ``summary_writer.py``) and keeps the result in its state (``{"text", "until", "until_id", "turns"}``:
+the conversation: ``summaries/writer.py``) and keeps the result in its state (``{"text", "until", "until_id", "turns"}``:
 the summary covers ``messages[:until]``, ``turns`` user turns of them). Where the
 summaries sent sit is remembered in the window state (``summaries``).
 """

@@ -5,7 +5,7 @@ same tools unstreamed, for a server that cannot stream tool calls, and the model
 without tools) and makes each call:
 
 * streamed, forwarding text deltas as ``content`` events; a stream that stops
-  without a finish reason is :class:`~..llm_errors.LLMStreamCutError`;
+  without a finish reason is :class:`~.errors.LLMStreamCutError`;
 * an empty streamed body with tools bound is asked again unstreamed, and the
   server remembered as unable to stream tool calls (``ServerTraits``);
 * an answer still empty with tools offered (llama-cpp-python's function-calling

@@ -1,7 +1,7 @@
 """The running summary's hand-offs around each model call of a run.
 
 The summary of the turns that left the history window is written beside the
-conversation (:class:`~..summary_writer.SummaryWriter` makes the calls), never
+conversation (:class:`~.writer.SummaryWriter` makes the calls), never
 before a question. Around each model call the graph asks a
 :class:`SummaryCoordinator`:
 

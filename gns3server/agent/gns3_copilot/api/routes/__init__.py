@@ -11,7 +11,18 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from . import chat, console, console_credentials, faults, llm_configs, llm_model_configs, mcp, sessions, skills
+from . import (
+    chat,
+    console,
+    console_credentials,
+    faults,
+    llm_configs,
+    llm_model_configs,
+    mcp,
+    projects,
+    sessions,
+    skills,
+)
 
 PREFIX = "/v3/copilot"
 ACCESS_PREFIX = "/v3/access"
@@ -27,6 +38,7 @@ COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
 def copilot_router() -> APIRouter:
     """Every copilot route, ready for ``app.include_router``."""
     router = APIRouter(prefix=PREFIX, responses=COMMON_RESPONSES)
+    router.include_router(projects.router, tags=["Copilot projects"])
     router.include_router(chat.router, tags=["Copilot chat"])
     router.include_router(sessions.router, tags=["Copilot sessions"])
     router.include_router(faults.router, tags=["Copilot fault injection"])

@@ -8,13 +8,21 @@ calls are recorded as faults; its session's history hides them. Whoever
 injected them (or a superadmin) reads them with ``GET .../faults`` and undoes
 one with ``POST .../faults/{fault_id}/revert``: a node stopped or suspended is
 started, a link is put back as it was (suspended or not, its filters), a device
-address gets its previous value (read from the device before the change). The
+address gets its previous value (read from the device before the change), an
+IOS-family device (FRR included) its running configuration from before (the
+rollback computed from the configuration before and after the change). The
 revert runs the recorded undo call through the same tool as the caller, so
 GNS3's RBAC, the console policy and the audit apply, through the tool gate
 like every other call; it asks no second approval: the POST is the caller's
 explicit decision about exactly the call ``GET .../faults`` shows as ``undo``,
 and the audit records it as approved by them under the approval id
-``revert:<fault_id>``, with the digest of that call in the project.
+``revert:<fault_id>``, with the digest of the calls the revert makes in the
+project. An undo computed from the configuration after the fault (``expects``)
+first reads the device's configuration (read-only, through the gate under that
+approval): it runs only on the configuration it was computed from, does nothing
+on a device already back to what it had, and is a 409 on one changed otherwise
+since; once it ran, the device must hold what it had before the fault (read
+again), or the revert is a 409 too.
 """
 
 from __future__ import annotations
@@ -34,8 +42,9 @@ from ...errors import CopilotError, ErrorKind
 from ...service.copilot import User
 from ...service.faults import FaultRecord
 from ...tools.approval import ApprovalGrant
+from ...tools.config_undo import holds
 from ...tools.errors import TOOL_ERRORS, failure_outcome
-from ...tools.gate import ToolGate
+from ...tools.gate import Approved, ToolGate
 from ...tools.links import UPDATE_LINK
 from ...tools.permissions import PermissionRefused
 from ...tools.toolset import RunContext, build_tools
@@ -52,6 +61,7 @@ router = APIRouter()
 INJECTION_MODE = "lab_automation"
 NODE_ACTION = "gns3_node_action"
 CONFIG_COMMANDS = "gns3_config_commands"
+SHOW_COMMANDS = "gns3_show_commands"
 UNDO_NODE_ACTION = {"stop": "start", "suspend": "start"}
 REVERTING_TOOLS = {NODE_ACTION, UPDATE_LINK, CONFIG_COMMANDS}
 """The tools a recorded undo may call (a stored record naming another is not run)."""
@@ -219,10 +229,27 @@ async def _run_undo(
     if gate.tool(undo["tool"]) is None:
         raise NotRevertibleError(f"{undo['tool']} is not available on this server: undo the fault by hand")
     call = {"name": undo["tool"], "args": dict(undo["args"]), "id": ""}
+    expects = undo.get("expects") if undo["tool"] == CONFIG_COMMANDS else None  # a computed rollback
+    rollback: Mapping[str, Any] | None = expects if isinstance(expects, Mapping) else None
+    calls = [call] if rollback is None else [_configuration_read(undo["args"], rollback), call]
     scope = {"project_id": project_id, "fault_id": record.fault_id}
-    # Approved by the caller's POST, bound to exactly this call in this project (the audit records it).
-    grant = ApprovalGrant(f"revert:{record.fault_id}", gate.digest([call], **scope), user.username, time.time())
-    outcome = await gate.run(call, approved=gate.verify(grant, [call], **scope))
+    # Approved by the caller's POST, bound to exactly the calls the revert makes in this project
+    # (the audit records it): the undo, and for a rollback the reads of the configuration around it.
+    grant = ApprovalGrant(f"revert:{record.fault_id}", gate.digest(calls, **scope), user.username, time.time())
+    approved = gate.verify(grant, calls, **scope)
+    if rollback is not None:
+        held = await _device_state(gate, approved, record, undo["args"], rollback)
+        if held == "before":
+            log.info("Fault %s: %s already holds what it had before; nothing to run", record.fault_id,
+                     undo["args"].get("device"))
+            return
+        if held == "other":
+            raise NotRevertibleError(
+                f"{undo['args'].get('device')}'s configuration changed since fault {record.fault_id} was injected: "
+                "its recorded undo would not restore what it had exactly; undo it by hand "
+                "(GET .../faults shows the undo)"
+            )
+    outcome = await gate.run(call, approved=approved)
     exc = outcome.error
     if isinstance(exc, PermissionRefused):
         raise RevertDeniedError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
@@ -244,6 +271,47 @@ async def _run_undo(
         raise NotRevertibleError(f"GNS3 did not restart every node: {result.get('results')}")
     if undo["tool"] == CONFIG_COMMANDS and result.get("status") != "ok":  # the commands ran, some said no
         raise NotRevertibleError(_not_restored(result))
+    if rollback is not None and await _device_state(gate, approved, record, undo["args"], rollback) != "before":
+        raise NotRevertibleError(
+            f"{result.get('device')} was not restored exactly: the undo ran, but its configuration is not "
+            "what it had before the fault; undo the rest by hand"
+        )
+
+
+def _configuration_read(args: Mapping[str, Any], expects: Mapping[str, Any]) -> dict[str, Any]:
+    """The read-only call that shows the device's configuration, as the rollback was computed from."""
+    read_args: dict[str, Any] = {"devices": [str(args.get("device"))], "commands": [str(expects.get("command"))]}
+    if args.get("driver") is not None:
+        read_args["driver"] = args["driver"]
+    return {"name": SHOW_COMMANDS, "args": read_args, "id": ""}
+
+
+async def _device_state(
+    gate: ToolGate, approved: Approved | None, record: FaultRecord, args: Mapping[str, Any], expects: Mapping[str, Any]
+) -> str:
+    """The device's configuration now (read-only, through the gate under the revert's approval): "after"
+    when it still holds what the fault left, "before" when it holds what it had, "other" otherwise.
+
+    An undo computed from the configuration after the fault is exact from there only: run on a
+    configuration changed since (a student's own fix, say), it would leave neither; and once it
+    ran, the device must hold what it had.
+    """
+    device = str(args.get("device"))
+    if gate.tool(SHOW_COMMANDS) is None:
+        raise NotRevertibleError(f"{SHOW_COMMANDS} is not available on this server: undo the fault by hand")
+    outcome = await gate.run(_configuration_read(args, expects), approved=approved)
+    exc = outcome.error
+    if isinstance(exc, PermissionRefused):
+        raise RevertDeniedError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
+    if exc is not None and not isinstance(exc, ToolException):  # a bug: the error tree answers it
+        raise exc
+    if outcome.status != "success":
+        raise NotRevertibleError(
+            f"Fault {record.fault_id} was not reverted: {device} could not be read ({outcome.reason})") from exc
+    (answer,) = outcome.result["devices"]
+    if answer["status"] != "ok":
+        raise NotRevertibleError(_not_restored(answer).replace("was not restored", "could not be read"))
+    return await asyncio.to_thread(holds, expects, answer["results"][0]["output"])  # parses a whole configuration
 
 
 def _not_restored(result: Mapping[str, Any]) -> str:
