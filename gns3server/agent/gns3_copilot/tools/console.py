@@ -37,6 +37,7 @@ once they ran), and returns the commands that restore it (``undo``, see
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -63,7 +64,7 @@ from ..console import (
     driver_for,
     run_commands,
 )
-from ..console.runner import Mode, OutputFormat
+from ..console.runner import Mode, OutputFormat, judged
 from ..errors import CopilotError
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
@@ -277,6 +278,13 @@ class ConfigCommandsTool(ConsoleTool):
     async def _configure(
         self, target: Device, node_id: str, commands: list[str], driver: DriverName | None, who: Who
     ) -> dict[str, Any]:
+        _, decisions = await asyncio.to_thread(judged, target, commands, "config", self.policy)
+        if not all(d.allowed for d in decisions):  # refused as a whole: nothing is read or sent, not even a baseline
+            refused = await self._run_on(target, commands, "config", who)
+            if self.record_undo:
+                refused["undo_unknown"] = "nothing was changed"
+            return refused
+
         async def run(lines: list[str], mode: str) -> dict[str, Any]:
             return await self._run_on(target, lines, "config" if mode == "config" else "show", who)
 

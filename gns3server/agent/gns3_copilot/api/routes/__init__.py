@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from . import (
+    changes,
     chat,
     console,
     console_credentials,
@@ -42,6 +43,7 @@ def copilot_router() -> APIRouter:
     router.include_router(chat.router, tags=["Copilot chat"])
     router.include_router(sessions.router, tags=["Copilot sessions"])
     router.include_router(faults.router, tags=["Copilot fault injection"])
+    router.include_router(changes.router, tags=["Copilot changes, backups and snapshots"])
     router.include_router(skills.router, tags=["Copilot prompts"])
     router.include_router(llm_configs.router, prefix="/llm-configs", tags=["Copilot LLM configs"])
     router.include_router(console.router, prefix="/console", tags=["Copilot device consoles"])
