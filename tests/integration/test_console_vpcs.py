@@ -161,7 +161,7 @@ async def test_console_tools(vpcs, vpcs2, policy, audit):
         "audit": audit, "authorize": authorize, "user": "alice", "session_id": "session-1", "timeout": 20,
     }
     show, config = ShowCommandsTool(**common), ConfigCommandsTool(**common)
-    assert show.metadata == {"read_only": True} and config.metadata == {"needs_confirmation": True}
+    assert show.metadata == {"read_only": True} and config.metadata == {"needs_confirmation": True, "changes_device": "device"}
     with pytest.raises(ToolException, match="asynchronous"):
         show.invoke({"devices": ["PC1"], "commands": ["show ip"]})
 

@@ -63,6 +63,11 @@ async def sent_to_devices(admin: API, session_id: str) -> list[tuple[str, str, s
     return [(e["device"], e["command"], e["outcome"]) for e in reversed(entries)]
 
 
+async def changes_sent(admin: API, session_id: str) -> list[tuple[str, str, str]]:
+    """What was sent to change devices: without the reads of each change's transaction and its summary line."""
+    return [s for s in await sent_to_devices(admin, session_id) if s[1] not in ("show ip", "<change>")]
+
+
 async def test_approved_commands_configure_the_device(admin, admin_llm, stub, lab, tmp_path):
     project, vpcs = lab
     session_id = await wait_for_approval(admin, stub, project)
@@ -85,8 +90,11 @@ async def test_approved_commands_configure_the_device(admin, admin_llm, stub, la
     assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
 
     status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={session_id}")
-    assert [(e["device"], e["command"], e["outcome"]) for e in reversed(entries)] == [
-        ("PC1", "ip 10.0.0.1/24 10.0.0.254", "ok"), ("PC1", "show ip", "ok")]
+    sent = [(e["device"], e["command"], e["outcome"]) for e in reversed(entries)]
+    # The change's baseline read first, its verdict, and the model's own read last.
+    assert sent[0] == ("PC1", "show ip", "ok") and ("PC1", "<change>", "verified") in sent
+    assert [s for s in sent if s[1] not in ("show ip", "<change>")] == [("PC1", "ip 10.0.0.1/24 10.0.0.254", "ok")]
+    assert sent[-1] == ("PC1", "show ip", "ok")
     assert {(e["user"], e["project"]) for e in entries} == {("admin", project)}
     status, session = await admin.get(sessions_path(project, session_id))
     assert session["pending_calls"] == []
@@ -217,7 +225,7 @@ async def test_an_approval_is_used_once_and_only_for_its_own_request(admin, admi
     # The first approval, replayed, does not approve the second change.
     status, body = await admin.post(confirm, {"approved": True, "approval_id": approval["approval_id"]})
     assert status == 409 and body["code"] == "approval_not_pending"
-    assert await sent_to_devices(admin, session_id) == [("PC1", "ip 10.0.0.1/24 10.0.0.254", "ok")]
+    assert await changes_sent(admin, session_id) == [("PC1", "ip 10.0.0.1/24 10.0.0.254", "ok")]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
 
     stub.enqueue("Left as it is.")
@@ -228,9 +236,12 @@ async def test_an_approval_is_used_once_and_only_for_its_own_request(admin, admi
     assert status == 409 and body["code"] == "approval_not_pending" and "already used" in body["message"]
 
     # The audit records the approval the command ran under: its id, its digest, who gave it and when.
-    status, (entry,) = await admin.get(f"{COPILOT}/console/audit?session_id={session_id}")
+    status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={session_id}")
+    (entry,) = [e for e in entries if e["command"] == CALL["commands"][0]]
     assert (entry["approval_id"], entry["approval_digest"], entry["approved_by"]) == (
         approval["approval_id"], approval["digest"], "admin")
+    # The change's own reads and summary line ran under that approval too.
+    assert {(e["approval_id"], e["approved_by"]) for e in entries} == {(approval["approval_id"], "admin")}
     assert entry["time"] >= entry["approved_at"] > 0
 
 

@@ -126,16 +126,19 @@ async def test_an_address_fault_is_reverted_to_what_the_device_had(users, stub, 
     status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={session_id}")
     assert status == 200, entries
     sent = [(e["command"], e["outcome"], e["approval_id"] or "", e["approved_by"]) for e in reversed(entries)]
-    assert ("arp", "ok") in [s[:2] for s in sent[:3]]  # the other call of the batch, concurrent
+    assert ("arp", "ok") in [s[:2] for s in sent[:6]]  # the other call of the batch (concurrent), after its baseline
     sent = [s for s in sent if s[0] != "arp"]
-    assert [s[:2] for s in sent] == [
-        ("show ip", "ok"), ("ip 10.0.0.99/24 10.0.0.250", "ok"),
+    # Each change is a transaction: its baseline read first, reads after it, a "<change>" line summing it up.
+    assert sent[0][:2] == ("show ip", "ok") and sent[-1][:2] == ("<change>", "verified")  # the revert, checked
+    configured = [s for s in sent if s[0] not in ("show ip", "<change>")]
+    assert [s[:2] for s in configured] == [
+        ("ip 10.0.0.99/24 10.0.0.250", "ok"),
         ("clear ip", "ok"), ("ip 10.0.0.1/24 10.0.0.254", "ok"), ("ip dns 10.0.0.53", "ok"),
         ("ip domain lab.example", "ok"),
     ]
-    reverts = sent[2:]
+    reverts = sent[sent.index(configured[1]) - 1:]  # from the revert's baseline on
     assert {(s[2], s[3]) for s in reverts} == {(f"revert:{changed['fault_id']}", "revert_teacher")}
-    assert not sent[1][2].startswith("revert:") and sent[1][3] == "revert_teacher"  # the injection's own approval
+    assert not configured[0][2].startswith("revert:") and configured[0][3] == "revert_teacher"  # the injection's own
     assert {e["user"] for e in entries} == {"revert_teacher"}
 
 

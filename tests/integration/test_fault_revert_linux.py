@@ -64,6 +64,11 @@ RESTORE_ADDRESSES = [
 ]
 
 
+def _read(command: str) -> bool:
+    """A change transaction's read (iproute2's show) or its summary line."""
+    return command == "<change>" or (command.startswith(("ip -o ", "ip -j ")) and " show" in command)
+
+
 @pytest.fixture
 def netns() -> Iterator[str]:
     """A network namespace of the test's own with the lab's eth0 (removed with it afterwards)."""
@@ -177,10 +182,15 @@ async def test_a_wrong_address_and_gateway_are_reverted_exactly(users, stub, adm
     assert status == 200, entries
     sent = [(e["command"], e["outcome"], e["approval_id"] or "") for e in reversed(entries)
             if e["command"] != opaque["commands"][0]]
-    assert [s[:2] for s in sent] == [(c, "ok") for c in [
-        "ip -o -4 addr show dev eth0", "ip -o -4 route show table main", *wrong["commands"],
-        *RESTORE_ADDRESSES, *RESTORE_ROUTES]]
-    assert {s[2] for s in sent[-8:]} == {f"revert:{changed['fault_id']}"}
+    # Each change (the fault, the revert) is a transaction: its reads (configuration, state, what the undo
+    # needs) before it, reads after it and a summary line, all under the change's approval.
+    commands = [s[0] for s in sent]
+    assert commands.index("ip -o -4 addr show dev eth0") < commands.index(wrong["commands"][0])
+    configured = [s for s in sent if not _read(s[0])]
+    assert [s[:2] for s in configured] == [(c, "ok") for c in [*wrong["commands"], *RESTORE_ADDRESSES, *RESTORE_ROUTES]]
+    assert {s[2] for s in configured[-8:]} == {f"revert:{changed['fault_id']}"}
+    revert_reads = sent[sent.index(configured[-8]) - 1:]
+    assert {s[2] for s in revert_reads} == {f"revert:{changed['fault_id']}"}
 
 
 async def test_an_interface_shut_is_brought_up_with_the_routes_it_lost(users, stub, admin, linux_lab, tmp_path):

@@ -222,6 +222,11 @@ SCENARIOS = {
 }
 
 
+def _read(command: str) -> bool:
+    """A read of a change transaction (configuration, state) or its summary line: not a configuration command."""
+    return command.startswith("show ") or command == "<change>"
+
+
 async def fault_of(teacher: API, project_id: str, session_id: str) -> list[dict[str, Any]]:
     return [f for f in await faults(teacher, project_id) if f["session_id"] == session_id]
 
@@ -260,7 +265,11 @@ async def test_a_fault_is_injected_seen_fixed_with_approval_and_verified(name, f
 
     status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={fixed_in}")
     assert status == 200, entries
-    assert [(e["device"], e["command"], e["outcome"], e["approved_by"]) for e in reversed(entries)] == [
+    sent = [(e["device"], e["command"], e["outcome"], e["approved_by"]) for e in reversed(entries)]
+    # The fix is a change transaction: read first (configuration and state), then verified by its checks.
+    assert sent[0] == (scenario.router, "show running-config", "ok", "frr_student")
+    assert sent[-1][1:3] == ("<change>", "verified")
+    assert [s for s in sent if not _read(s[1])] == [
         (scenario.router, command, "ok", "frr_student") for command in scenario.fix]
 
 
@@ -291,10 +300,14 @@ async def test_faults_on_two_routers_are_reverted_through_the_revert_route(frr_l
     assert status == 200, entries
     r3 = [(e["command"], e["outcome"], e["approval_id"] or "") for e in reversed(entries) if e["device"] == "R3"]
     revert_id = f"revert:{recorded['R3']['fault_id']}"
+    # Each change (the fault, the undo) is a transaction: its state reads and summary line left out here,
+    # the configuration it reads before and after it stays.
+    r3 = [c for c in r3 if c[0] == "show running-config" or not _read(c[0])]
     assert [c[:2] for c in r3] == [(c, "ok") for c in [
         "show running-config", *mtu.fault, "show running-config",
-        "show running-config", *mtu.undo, "show running-config"]]
-    assert {c[2] for c in r3[-4:]} == {revert_id} and revert_id not in {c[2] for c in r3[:-4]}
+        "show running-config", "show running-config", *mtu.undo, "show running-config", "show running-config"]]
+    reverting = 4 + len(mtu.undo)
+    assert {c[2] for c in r3[-reverting:]} == {revert_id} and revert_id not in {c[2] for c in r3[:-reverting]}
 
 
 async def test_a_revert_refuses_a_router_changed_since_and_skips_one_already_fixed(frr_lab, frr_gns3, people, stub):

@@ -34,11 +34,11 @@ ALL_TOOLS = {
     "gns3_list_projects", "gns3_select_project", "gns3_topology", "gns3_topology_text", "gns3_list_templates",
     "gns3_node_action",
     "gns3_create_node", "gns3_create_link", "gns3_update_link", "gns3_show_commands", "gns3_config_commands",
-    "gns3_check_work", "gns3_lab_scenarios", "gns3_lab_assign", "gns3_lab_results",
+    "gns3_check_work", "gns3_lab_scenarios", "gns3_lab_assign", "gns3_lab_results", "gns3_verify",
 }
 READ_ONLY_TOOLS = {"gns3_list_projects", "gns3_select_project", "gns3_topology", "gns3_topology_text",
                    "gns3_list_templates", "gns3_show_commands", "gns3_check_work", "gns3_lab_scenarios",
-                   "gns3_lab_results"}
+                   "gns3_lab_results", "gns3_verify"}
 SET_IP = {"device": "PC1", "commands": ["ip 10.0.0.1/24 10.0.0.254"]}
 ElicitationCallback = Callable[[RequestContext[ClientSession, Any], types.ElicitRequestParams], Awaitable[Any]]
 
@@ -182,6 +182,10 @@ async def test_official_client_lists_and_calls_every_tool(gns3_server, admin, la
         shown = payload(await client.call_tool("gns3_show_commands", {"devices": ["PC1"], "commands": ["show ip"]}))
         (device,) = shown["devices"]
         assert device["status"] == "ok" and "IP/MASK" in device["results"][0]["output"]
+        # Checks on demand: a verdict with the values read (PC1 has no address in this lab).
+        checked = payload(await client.call_tool("gns3_verify", {"checks": ["PC1 address 10.0.0.1/24"]}))
+        (verdict,) = checked["checks"]
+        assert checked["passed"] is False and verdict["status"] == "fail" and verdict["evidence"], checked
 
         bad = await client.call_tool("gns3_show_commands", {"devices": [], "commands": ["show ip"]})
         assert bad.isError and payload(bad).startswith("Invalid arguments: devices")
@@ -241,7 +245,10 @@ async def test_elicitation_asks_the_client_and_only_an_approval_runs(gns3_server
         assert not done.isError and payload(done)["status"] == "ok", payload(done)
     assert len(asked) == 2 and "ip 10.0.0.1/24 10.0.0.254" in asked[0] and "PC1" in asked[0]
     assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
-    (entry,) = await audit_entries(admin, "mcp:token", project)
+    entries = await audit_entries(admin, "mcp:token", project)
+    # The change is a transaction: its reads and its summary line come with it, under its approval.
+    (entry,) = [e for e in entries if e["command"] == SET_IP["commands"][0]]
+    assert {e["approval_id"] for e in entries} == {entry["approval_id"]} and "<change>" in [e["command"] for e in entries]
     assert (entry["user"], entry["command"], entry["outcome"]) == ("admin", "ip 10.0.0.1/24 10.0.0.254", "ok")
     assert entry["approval_id"].startswith("mcp-elicitation:") and entry["approved_by"] == "admin"
     assert entry["approval_digest"].startswith("sha256:")
@@ -282,7 +289,10 @@ async def test_approval_round_trip_without_elicitation(gns3_server, admin, users
         reused = await client.call_tool("gns3_config_commands", {**call, "approval_id": approval_id})
         assert reused.isError and "not found" in payload(reused)
     assert await vpcs.address(tmp_path) == "IP/MASK     : 10.0.0.1/24"
-    (entry,) = await audit_entries(admin, f"mcp:key:{key['name']}", project)
+    entries = await audit_entries(admin, f"mcp:key:{key['name']}", project)
+    # The change is a transaction: its reads and its summary line come with it, under its approval.
+    (entry,) = [e for e in entries if e["command"] == SET_IP["commands"][0]]
+    assert {e["approval_id"] for e in entries} == {entry["approval_id"]} and "<change>" in [e["command"] for e in entries]
     assert (entry["user"], entry["command"], entry["outcome"]) == ("admin", "ip 10.0.0.1/24 10.0.0.254", "ok")
     assert (entry["approval_id"], entry["approved_by"]) == (approval_id, "admin") and entry["approved_at"]
 

@@ -30,6 +30,7 @@ from gns3server.agent.gns3_copilot.api.launcher import install
 from gns3server.agent.gns3_copilot.api.lifecycle import copilot_running, exit_signals
 from gns3server.agent.gns3_copilot.api.llm_config_store import DATABASE_NAME as LLM_DB
 from gns3server.agent.gns3_copilot.api.settings import CopilotSettings
+from gns3server.agent.gns3_copilot.changes.store import CHANGES_DB_NAME
 from gns3server.agent.gns3_copilot.console.audit import AUDIT_DB_NAME, AUDIT_SCHEMA
 from gns3server.agent.gns3_copilot.console.credentials import DATABASE_NAME as CREDENTIALS_DB
 from gns3server.agent.gns3_copilot.console.policy import PolicyError
@@ -167,9 +168,10 @@ async def test_a_started_copilot_is_open_and_closes_everything(tmp_path: Path) -
         assert any(f.endswith(STORAGE_DB) for f in running["files"])
         assert any(f.endswith(MCP_KEYS_DB) for f in running["files"])
         assert any(f.endswith(CREDENTIALS_DB) for f in running["files"])
+        assert any(f.endswith(CHANGES_DB_NAME) for f in running["files"])
         assert len(running["http sessions"]) == 1  # one pool for every user and operation
-        # conversations, LLM configs, console credentials, audit, MCP keys
-        assert len(running["database threads"]) == 5
+        # conversations, LLM configs, console credentials, audit, MCP keys, changes and backups
+        assert len(running["database threads"]) == 6
         async with state.gns3_client("token-a") as a, state.gns3_client("token-b") as b:
             assert (a.token, b.token) == ("token-a", "token-b")
             assert len(_opened_since(before, tmp_path)["http sessions"]) == 1  # clients borrow the pool

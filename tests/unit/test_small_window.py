@@ -16,6 +16,7 @@ from gns3server.agent.gns3_copilot.agent.policies.modes import tools_for_mode
 from gns3server.agent.gns3_copilot.agent.policies.small_window import (
     ESSENTIAL_TOOLS,
     FIXED_SHARE,
+    ON_DEMAND_TOOLS,
     compact_tool,
     fit_to_window,
 )
@@ -100,3 +101,13 @@ def test_a_compact_tool_keeps_names_types_enums_and_required(tools):
 def test_optional_parameters_lose_their_null_alternative(tools):
     spec = compact_tool({t.name: t for t in tools}["gns3_list_templates"])["function"]
     assert spec["parameters"]["properties"]["category"] == {"type": "string"}
+
+
+def test_a_full_offer_that_does_not_fit_whole_leaves_out_the_on_demand_tools_first(tools):
+    """At 5K the nine full definitions are over the ceiling; the eight without gns3_verify fit."""
+    whole = fit(tools, 8)
+    assert whole.level == "full" and "gns3_verify" in [t["function"]["name"] for t in whole.tools]
+    chosen = fit(tools, 5)
+    assert chosen.level == "full"
+    assert [t["function"]["name"] for t in chosen.tools] == [t.name for t in tools if t.name not in ON_DEMAND_TOOLS]
+    assert COUNTER.tools(list(tools)) + COUNTER.text(chosen.system_prompt) > chosen.budget * FIXED_SHARE

@@ -6,6 +6,7 @@ path end to end); here the gate alone, with plain LangChain tools.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from typing import Any
@@ -21,7 +22,7 @@ from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, buil
 from gns3server.agent.gns3_copilot.mcp.approvals import Approvals
 from gns3server.agent.gns3_copilot.tools.approval import APPROVAL_KEY, ApprovalGrant, approval_digest
 from gns3server.agent.gns3_copilot.tools.errors import TOOL_ERRORS, ToolError
-from gns3server.agent.gns3_copilot.tools.gate import NOT_APPROVED, ToolGate, ToolOutcome
+from gns3server.agent.gns3_copilot.tools.gate import NOT_APPROVED, ToolGate, ToolOutcome, batch_of
 from tests.support.scripted_model import ScriptedChatModel
 
 SEEN: list[Any] = []
@@ -161,3 +162,37 @@ async def test_an_interrupt_raised_inside_a_tool_pauses_the_run_instead_of_faili
     _ = [u async for u in graph.astream(Command(resume="e0"), config, stream_mode="updates")]
     answered = (await graph.aget_state(config)).values["messages"][2]
     assert (answered.content, answered.status) == ("R1 e0 is up", "success")
+
+
+@tool
+async def configure(device: str, config: RunnableConfig) -> str:
+    """Change a device, once per batch doing the batch's shared work first."""
+    batch = batch_of(config)
+    assert batch is not None
+    made = await batch.once("snapshot", snapshot)
+    return f"{device} after snapshot {made} of {','.join(batch.devices)}"
+
+
+configure.metadata = {"needs_confirmation": True, "changes_device": "device"}
+SNAPSHOTS: list[int] = []
+
+
+async def snapshot() -> int:
+    await asyncio.sleep(0)  # let the other calls of the batch ask meanwhile
+    SNAPSHOTS.append(len(SNAPSHOTS) + 1)
+    return SNAPSHOTS[-1]
+
+
+async def test_the_calls_one_approval_covers_are_one_batch_that_does_shared_work_once() -> None:
+    """What must happen once before changes on several devices (a project snapshot) happens once."""
+    SNAPSHOTS.clear()
+    gate = ToolGate([configure], errors=TOOL_ERRORS)
+    calls = [call("configure", "c1", device="R1"), call("configure", "c2", device="R2"),
+             call("configure", "c3", device="R1")]
+    approved = gate.verify({**GRANT, "digest": gate.digest(calls, session_id="s")}, calls, session_id="s")
+    assert approved is not None and approved.batch.devices == ("R1", "R2")
+    ran = await asyncio.gather(*(gate.run(c, approved=approved) for c in calls))
+    assert [r.output for r in ran] == [f"{d} after snapshot 1 of R1,R2" for d in ("R1", "R2", "R1")]
+    assert SNAPSHOTS == [1]
+    unbatched = await gate.run(call("configure", device="R3"))  # not approved: refused, nothing made
+    assert unbatched.output == NOT_APPROVED and SNAPSHOTS == [1]

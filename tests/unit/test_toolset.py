@@ -39,7 +39,7 @@ def test_console_tools_act_for_the_run_and_config_needs_confirmation(tmp_path):
     assert tools["gns3_node_action"].audit is console.audit and tools["gns3_create_link"].user == "alice"
     assert needs_confirmation(config) and not needs_confirmation(show)
     teaching = {t.name for t in tools_for_mode(list(tools.values()), "teaching")}
-    assert teaching == {"gns3_topology", "gns3_list_templates", "gns3_show_commands"}
+    assert teaching == {"gns3_topology", "gns3_list_templates", "gns3_show_commands", "gns3_verify"}
 
 
 def test_only_fault_injection_runs_record_how_to_undo(tmp_path):

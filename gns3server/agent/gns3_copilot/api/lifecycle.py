@@ -2,7 +2,7 @@
 
 :func:`copilot_running` opens every part the copilot holds for the server's
 life (storage, LLM configs, console credentials, the GNS3 connection pool, the
-audit log, the runs' service, the MCP endpoint), each registered on an ``AsyncExitStack`` as soon as
+audit log, the change store, the runs' service, the MCP endpoint), each registered on an ``AsyncExitStack`` as soon as
 it is open. However start-up ends (a bad policy file, a prompt file that cannot
 be used, a database that cannot be opened) and however the server stops, what
 opened is closed, in reverse order, and nothing else.
@@ -38,6 +38,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from ..agent.model.prompts import load_prompts
+from ..changes.store import ChangeStore
 from ..console import AuditLog, CredentialStore, DeviceLocks, load_policy
 from ..gns3_client.client import GNS3Connection
 from ..mcp.auth import Caller, UserLookup, gns3_user_lookup
@@ -89,11 +90,13 @@ async def copilot_running(
         )
         audit = await AuditLog.open(settings.data_dir)  # a file the copilot cannot use stops the start
         stack.push_async_callback(audit.close)
+        changes = await ChangeStore.open(settings.data_dir)  # changes and configuration backups
+        stack.push_async_callback(changes.close)
         policy = await asyncio.to_thread(load_policy, settings.console_policy)
         host_permissions = HostPermissions(app)
         console = ConsoleServices(
             policy=policy, locks=DeviceLocks(), audit=audit, permissions=host_permissions.for_user,
-            credentials=credentials,
+            credentials=credentials, changes=changes, verify_seconds=settings.verify_seconds,
         )
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         projects = VisibleProjects(host_permissions)

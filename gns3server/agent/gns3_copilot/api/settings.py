@@ -15,6 +15,8 @@ case), which wins over the file, so a key need not be written in a config file::
     llm_context_limit = 32
     ; how long a request to approve device changes stays usable
     approval_minutes = 10
+    ; the longest a change's checks may wait for the network to show a problem (or come back)
+    verify_seconds = 60
     ; GNS3_COPILOT_LLM_API_KEY=... in the environment rather than here
     ; LLM endpoints ordinary users may use (default: public https endpoints)
     user_llm_endpoints = public, 10.1.0.0/16, ollama.lab.example
@@ -42,6 +44,8 @@ from typing import Any
 from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS
 from ..agent.model.config import LLMConfigError, llm_config_schema, validate_llm_config
 from ..agent.policies.modes import DEFAULT_MODE, MODES
+from ..changes.transaction import DEFAULT_VERIFY_SECONDS
+from ..checks.model import MAX_WAIT
 from ..errors import CopilotError, ErrorKind
 from ..service.copilot import HEARTBEAT_SECONDS
 from ..tools.approval import DEFAULT_APPROVAL_SECONDS
@@ -57,7 +61,7 @@ DATA_DIR_NAME = "copilot"
 KNOWN_KEYS = frozenset(
     {
         "data_dir", "secrets_dir", "modes", "default_mode", "heartbeat_seconds", "max_llm_calls", "server_url",
-        "console_policy", "approval_minutes", "user_llm_endpoints", "prompts_dir",
+        "console_policy", "approval_minutes", "user_llm_endpoints", "prompts_dir", "verify_seconds",
         "teaching_dir",
     }
 )
@@ -95,6 +99,8 @@ class CopilotSettings:
     """The administrator's prompt files (``system.md``, ``teaching.md``...; None: the packaged ones)."""
     teaching_dir: Path | None = None
     """The administrator's teaching scenario files, loaded after the shipped ones (``docs/teaching.md``)."""
+    verify_seconds: float = DEFAULT_VERIFY_SECONDS
+    """The longest a change's checks wait (a neighbour's dead interval, one coming back after a rollback)."""
 
 
 def read_copilot_section(config_files: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
@@ -226,6 +232,7 @@ def load_settings(
         user_llm_endpoints=_endpoints(values),
         prompts_dir=_path(values, "prompts_dir"),
         teaching_dir=_path(values, "teaching_dir"),
+        verify_seconds=min(_number(values, "verify_seconds", DEFAULT_VERIFY_SECONDS, float), MAX_WAIT),
     )
 
 

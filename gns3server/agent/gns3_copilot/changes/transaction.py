@@ -34,7 +34,17 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..checks import Check, CheckReport, DeviceState, Reading, commands_for, implied_checks, run_checks, state_of
+from ..checks import (
+    Check,
+    CheckReport,
+    CheckSpec,
+    DeviceState,
+    Reading,
+    commands_for,
+    implied_checks,
+    run_checks,
+    state_of,
+)
 from ..tools import config_undo, ios_rollback
 from .diff import config_diff, state_diff
 from .profiles import ChangeProfile, profile_for
@@ -126,6 +136,7 @@ class ChangeTransaction:
         by_command = {r.command: r for r in base}
         baseline_ok = bool(base) and base_batch.get("status") == "ok"
         served = {"first": True}
+        self._after_config: dict[str, Reading] = {}
 
         async def read(snapshot: list[str]) -> list[str] | None:
             """with_undo's captures: the first from the baseline, the second read now."""
@@ -137,7 +148,6 @@ class ChangeTransaction:
             self._after_config = {r.command: r for r in readings}
             return [r.output for r in readings] if batch.get("status") == "ok" else None
 
-        self._after_config: dict[str, Reading] = {}
         backup = await self._back_up(by_command) if baseline_ok else None
         result, undo = await config_undo.with_undo(
             undo_plan, read, lambda: self._run(self.commands, "config"), sent=_sent)
@@ -165,9 +175,13 @@ class ChangeTransaction:
             change["checks"] = report.as_dict()
         elif self._verify:
             change["checks"] = {"passed": None, "checks": [], "summary": self._unverified(baseline_ok, result)}
-        change["rollback"] = self._rollback(undo)
+        change["rollback"] = self._rollback(undo, checks)
         verified = "none" if report is None else "pass" if report.passed else "fail"
         change["verified"] = verified
+        if verified == "fail" and change["rollback"].get("commands"):
+            # Said in the result rather than the system prompt: it costs tokens only when a check failed.
+            change["next"] = ("A check failed: tell the user what the evidence shows, and propose rollback.commands "
+                              "as gns3_config_commands (the user approves it); then gns3_verify rollback.verify.")
         await self._record(result, change, verified, backup[0] if backup else None)
         return Outcome(result, change, undo)
 
@@ -215,12 +229,18 @@ class ChangeTransaction:
             state = state_diff(baseline, await self._state(list(after.values())))
         return {"config": config, "state": state}
 
-    def _rollback(self, undo: config_undo.Undo) -> dict[str, Any]:
+    def _rollback(self, undo: config_undo.Undo, checks: Sequence[Check]) -> dict[str, Any]:
+        """The way back, and the change's checks as ``gns3_verify`` lines (``verify``): a rollback is
+        verified by the checks that judged the change, each given the transaction's whole wait (what
+        broke needs time to come back, e.g. an OSPF adjacency)."""
         if undo.commands is None:
             return {"commands": None, "reason": undo.reason or "the previous settings could not be read"}
         rollback: dict[str, Any] = {"commands": list(undo.commands)}
         if undo.expects is not None:
             rollback["expects"] = dict(undo.expects)
+        if checks:
+            rollback["verify"] = list(dict.fromkeys(
+                CheckSpec.of(c).model_copy(update={"within": self._cap}).line() for c in checks))
         return rollback
 
     async def _record(self, result: Mapping[str, Any], change: dict[str, Any], verified: str,

@@ -26,8 +26,11 @@ change). Both 0: one reading decides. ``why`` says where the check came from, fo
 the people reading the verdict ("was Full before the change").
 
 :func:`parse_check` reads one from JSON (ValueError naming the field otherwise);
-:class:`CheckSpec` is the flat form a model writes (``kind``, ``device``,
-``target``, ``via``), read into a typed check by :meth:`CheckSpec.check`.
+:class:`CheckSpec` is the flat form (``kind``, ``device``, ``target``, ``via``,
+``within``), read into a typed check by :meth:`CheckSpec.check`; a model writes it as
+one line, ``DEVICE KIND TARGET [VIA] [within SECONDS]`` (:meth:`CheckSpec.parse`),
+with the short kinds ``up``, ``address``, ``ospf``, ``bgp``, ``route``, ``ping``:
+``R1 ospf 10.255.0.2``, ``PC1 ping 10.0.0.2``, ``R1 route 10.0.3.0/24 10.0.12.2 within 30``.
 """
 
 from __future__ import annotations
@@ -237,19 +240,70 @@ def check_key(check: Check) -> str:
     return "|".join(f"{k}={fields[k]}" for k in sorted(fields))
 
 
+SHORT_KINDS = {"up": "interface_up", "interface": "interface_up", "address": "address", "ospf": "ospf_neighbor",
+               "bgp": "bgp_neighbor", "route": "route", "ping": "ping"}
+"""The kinds as a check line names them (the full names are accepted too)."""
+
+
 class CheckSpec(BaseModel):
-    """A check as a model writes it: one flat object for every kind (small to offer as a tool schema)."""
+    """A check in one flat form for every kind (what a model writes, as a line: :meth:`parse`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["interface_up", "address", "ospf_neighbor", "bgp_neighbor", "route", "ping"]
     device: Name
-    target: Name = Field(description="interface, address, neighbour id, peer, prefix or ping target")
-    via: str | None = Field(None, description="route: next hop; neighbours: state")
+    target: Name
+    via: Annotated[str, Field(max_length=200)] | None = None
+    within: float = Field(default=0.0, ge=0, le=MAX_WAIT)
+
+    @classmethod
+    def parse(cls, line: str) -> CheckSpec:
+        """``DEVICE KIND TARGET [VIA] [within SECONDS]``; ValueError saying what is wrong in the line."""
+        words = line.split()
+        within = 0.0
+        if len(words) >= 2 and words[-2].casefold() == "within":
+            try:
+                within = float(words[-1].rstrip("s"))
+            except ValueError:
+                raise ValueError(f"{line!r}: within takes seconds, not {words[-1]!r}") from None
+            words = words[:-2]
+        if not 3 <= len(words) <= 4:
+            raise ValueError(f"{line!r}: expected DEVICE KIND TARGET [VIA] (e.g. 'R1 ospf 10.255.0.2')")
+        kind = SHORT_KINDS.get(words[1].casefold(), words[1].casefold())
+        if kind not in KINDS:
+            raise ValueError(f"{line!r}: unknown kind {words[1]!r} (up, address, ospf, bgp, route, ping)")
+        try:
+            return cls.model_validate({"kind": kind, "device": words[0], "target": words[2],
+                                       "via": words[3] if len(words) == 4 else None, "within": within})
+        except ValidationError as exc:
+            raise ValueError(f"{line!r}: {_summary(exc)}") from None
+
+    def line(self) -> str:
+        """The check as :meth:`parse` reads it."""
+        short = {v: k for k, v in SHORT_KINDS.items() if k != "interface"}[self.kind]
+        parts = [self.device, short, self.target, *([self.via] if self.via else [])]
+        return " ".join(parts + ([f"within {self.within:g}"] if self.within else []))
+
+    @classmethod
+    def of(cls, check: Check) -> CheckSpec:
+        """The flat form of a typed check (its ``hold`` is not kept: a flat check is read until it holds)."""
+        if isinstance(check, InterfaceUp):
+            target, via = check.interface, None
+        elif isinstance(check, AddressPresent):
+            target, via = check.address, None
+        elif isinstance(check, OSPFNeighbor):
+            target, via = check.neighbor, check.state
+        elif isinstance(check, BGPNeighbor):
+            target, via = check.peer, check.state
+        elif isinstance(check, RouteTo):
+            target, via = check.prefix, check.via
+        else:
+            target, via = check.target, None
+        return cls(kind=check.kind, device=check.device, target=target, via=via, within=check.within)
 
     def check(self) -> Check:
         """The typed check; ValueError naming the field (as the model wrote it) otherwise."""
-        fields: dict[str, Any] = {"kind": self.kind, "device": self.device}
+        fields: dict[str, Any] = {"kind": self.kind, "device": self.device, "within": self.within}
         target, via = self.target, self.via or None
         if self.kind == "interface_up":
             fields["interface"] = target

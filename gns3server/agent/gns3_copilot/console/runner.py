@@ -103,6 +103,18 @@ def requested(driver: Driver, commands: Sequence[str], output_format: OutputForm
     return lines
 
 
+def judged(device: Device, commands: Sequence[str], mode: Mode, policy: Policy,
+           output_format: OutputFormat = "text") -> tuple[list[str], list[Any]]:
+    """The lines a batch sends and the policy's decision on each (CPU work: call it in a worker thread).
+
+    A caller that must know before anything is sent whether a batch would be refused
+    (a change's baseline is read only for a change that may run) asks this too.
+    """
+    lines = requested(device.driver, commands, output_format)
+    family = device.driver.name if device.cli_known else None
+    return lines, [policy.check(c, family=family, read_only=mode == "show") for c in lines]
+
+
 async def run_commands(
     device: Device,
     commands: Sequence[str],
@@ -118,12 +130,7 @@ async def run_commands(
 ) -> DeviceResult:
     """Run ``commands`` on ``device`` in ``mode`` ("show" is read-only, "config" enters config mode)."""
     # Parsing a batch (up to 64 lines of 1,000 characters) is CPU work: off the event loop.
-    def judge() -> tuple[list[str], list[Any]]:
-        lines = requested(device.driver, commands, output_format)
-        family = device.driver.name if device.cli_known else None
-        return lines, [policy.check(c, family=family, read_only=mode == "show") for c in lines]
-
-    commands, decisions = await asyncio.to_thread(judge)
+    commands, decisions = await asyncio.to_thread(judged, device, commands, mode, policy, output_format)
     if not all(d.allowed for d in decisions):
         refused = [
             CommandResult(c, "not_run", reason="not sent: another command of the batch is blocked")

@@ -413,6 +413,19 @@ class GNS3Client:
             "POST", f"/projects/{_check_id(project_id, 'project')}/links", json={"nodes": endpoints}
         )
 
+    async def snapshots(self, project_id: str) -> list[dict[str, Any]]:
+        """The project's snapshots, oldest first (GNS3 needs ``Snapshot.Audit``)."""
+        return await self.request("GET", f"/projects/{_check_id(project_id, 'project')}/snapshots")
+
+    async def create_snapshot(self, project_id: str, name: str) -> dict[str, Any]:
+        """Snapshot the project as it is now (GNS3 needs ``Snapshot.Allocate``; names are unique per project)."""
+        return await self.request("POST", f"/projects/{_check_id(project_id, 'project')}/snapshots", json={"name": name})
+
+    async def restore_snapshot(self, project_id: str, snapshot_id: str) -> dict[str, Any]:
+        """Put the project back as the snapshot holds it (GNS3 needs ``Snapshot.Restore``; it closes and
+        reopens the project, stopping its nodes)."""
+        pid, sid = _check_id(project_id, "project"), _check_id(snapshot_id, "snapshot")
+        return await self.request("POST", f"/projects/{pid}/snapshots/{sid}/restore")
 
 
 class GNS3Connection:

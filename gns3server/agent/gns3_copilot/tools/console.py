@@ -37,7 +37,10 @@ once they ran), and returns the commands that restore it (``undo``, see
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+import uuid
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -45,6 +48,9 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, StringConstraints
 
 from ..as_data import as_data
+from ..changes.store import ChangeStore
+from ..changes.transaction import DEFAULT_VERIFY_SECONDS, ChangeTransaction, Target
+from ..changes.transaction import Who as ChangeWho
 from ..console import (
     AuditLog,
     Credentials,
@@ -58,13 +64,13 @@ from ..console import (
     driver_for,
     run_commands,
 )
-from ..console.runner import Mode, OutputFormat
+from ..console.runner import Mode, OutputFormat, judged
 from ..errors import CopilotError
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
 from .approval import grant_of
-from .config_undo import plan, with_undo
 from .errors import ToolError, every_item_failed, tool_error
+from .gate import batch_of
 from .nodes import PermissionErrors, ProjectTool, _by_name
 from .permissions import NODE_CONSOLE, Authorize, console_path, refusal
 
@@ -121,6 +127,12 @@ class ConsoleTool(ProjectTool):
 
     async def _devices(self, names: list[str], commands: list[str], driver_name: str | None, who: Who) -> list[Device]:
         """The named devices, once GNS3 lets the user use every one's console (else nothing is sent)."""
+        return [device for _, device in await self._targets(names, commands, driver_name, who)]
+
+    async def _targets(
+        self, names: list[str], commands: list[str], driver_name: str | None, who: Who
+    ) -> list[tuple[Mapping[str, Any], Device]]:
+        """:meth:`_devices`, each with its GNS3 node."""
         try:
             async with self.client_factory() as client:
                 nodes = await client.nodes(self.project_id)
@@ -140,7 +152,7 @@ class ConsoleTool(ProjectTool):
                 log.info("Console of %s refused to user %s: %s", name, self.user, reason)
             raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(as_data(name) for name, _ in refused))
         logins = await gather_cancelling(*(self._login_for(node) for node in chosen))
-        return [self._device(node, driver_name, login) for node, login in zip(chosen, logins)]
+        return [(node, self._device(node, driver_name, login)) for node, login in zip(chosen, logins)]
 
     def _who(self, config: RunnableConfig) -> Who:
         """Who the commands run for, with the approval they run under (if any)."""
@@ -226,36 +238,72 @@ class ConfigCommandsTool(ConsoleTool):
         "output and error lines; dangerous commands (reload, erase ...) are refused by policy."
     )
     args_schema: type[BaseModel] = ConfigCommandsInput
-    metadata: dict[str, Any] = Field(default_factory=lambda: {"needs_confirmation": True})
+    metadata: dict[str, Any] = Field(
+        default_factory=lambda: {"needs_confirmation": True, "changes_device": "device"})
     record_undo: bool = False
-    """Fault injection: read first what the commands replace, and return the commands that restore it."""
+    """Fault injection: nothing is verified, and the result says how to undo the change (``undo``)."""
+    changes: ChangeStore | None = Field(None, exclude=True)
+    verify_seconds: float = DEFAULT_VERIFY_SECONDS
 
     async def _arun(
         self, device: str, commands: list[str], driver: DriverName | None = None,
         *, config: RunnableConfig, **_: Any,
     ) -> dict[str, Any]:
         who = self._who(config)
-        (target,) = await self._devices([device], commands, driver, who)
-        result = await self._configure(target, commands, driver, who)
+        ((node, target),) = await self._targets([device], commands, driver, who)
+        batch = batch_of(config)
+        snapshot = await batch.once("snapshot", self._snapshot) if batch is not None and len(batch.devices) > 1 else None
+        result = await self._configure(target, str(node.get("node_id") or ""), commands, driver, who)
+        if snapshot is not None and isinstance(result.get("change"), dict):
+            result["change"]["snapshot"] = snapshot
         if result["status"] in BATCH_FAILED:  # blocked, or stopped part-way: its outcome says what was sent
             raise ToolError(f"the configuration of {as_data(target.name)} failed: {result['error']}", outcome=result)
         return result
 
+    async def _snapshot(self) -> dict[str, Any]:
+        """A GNS3 snapshot of the project, as the user, before a batch that changes several devices.
+
+        GNS3 decides (``Snapshot.Allocate``); a snapshot it refuses leaves the batch to run
+        without one, and the result says why.
+        """
+        name = f"copilot before changes {time.strftime('%Y-%m-%d %H:%M:%S')} {uuid.uuid4().hex[:6]}"
+        try:
+            async with self.client_factory() as client:
+                made = await client.create_snapshot(self.project_id, name)
+        except GNS3Error as exc:
+            log.info("No snapshot of project %s before a batch: %s", self.project_id, exc)
+            return {"snapshot_id": None, "error": f"GNS3 did not take a snapshot: {exc.public_message}"}
+        return {"snapshot_id": made.get("snapshot_id"), "name": made.get("name")}
+
     async def _configure(
-        self, target: Device, commands: list[str], driver: DriverName | None, who: Who
+        self, target: Device, node_id: str, commands: list[str], driver: DriverName | None, who: Who
     ) -> dict[str, Any]:
-        if not self.record_undo:
-            return await self._run_on(target, commands, "config", who)
+        _, decisions = await asyncio.to_thread(judged, target, commands, "config", self.policy)
+        if not all(d.allowed for d in decisions):  # refused as a whole: nothing is read or sent, not even a baseline
+            refused = await self._run_on(target, commands, "config", who)
+            if self.record_undo:
+                refused["undo_unknown"] = "nothing was changed"
+            return refused
 
-        async def read(snapshot: list[str]) -> list[str] | None:  # read-only: the policy and the audit apply
-            answer = await self._run_on(target, snapshot, "show", who)
-            return [r["output"] for r in answer["results"]] if answer["status"] == "ok" else None
+        async def run(lines: list[str], mode: str) -> dict[str, Any]:
+            return await self._run_on(target, lines, "config" if mode == "config" else "show", who)
 
-        result, undo = await with_undo(
-            plan(target.driver.name, commands), read, lambda: self._run_on(target, commands, "config", who),
-            sent=lambda done: done.get("status") != "blocked",  # refused before anything was sent
+        async def note(command: str, outcome: str, detail: str) -> None:
+            await self.audit.record(who, target.name, command, outcome, detail)
+
+        transaction = ChangeTransaction(
+            Target(target.name, node_id, target.driver.name), commands, run,
+            who=ChangeWho(self.project_id, self.session_id, self.user, who.approval_id), store=self.changes,
+            note=note, verify=not self.record_undo, verify_seconds=self.verify_seconds,
         )
-        if undo.commands is not None:
+        outcome = await transaction.run()
+        result = outcome.result
+        if outcome.change:
+            result["change"] = outcome.change
+        if not self.record_undo:
+            return result
+        undo = outcome.undo
+        if undo is not None and undo.commands is not None:
             args: dict[str, Any] = {"device": target.name, "commands": undo.commands}
             if driver is not None:
                 args["driver"] = driver
@@ -263,5 +311,6 @@ class ConfigCommandsTool(ConsoleTool):
             if undo.expects is not None:
                 result["undo"]["expects"] = undo.expects
         else:
-            result["undo_unknown"] = undo.reason or f"{as_data(target.name)}'s previous settings could not be read"
+            result["undo_unknown"] = (undo.reason if undo is not None else "") or \
+                f"{as_data(target.name)}'s previous settings could not be read"
         return result

@@ -18,7 +18,12 @@ copilot tool next: verified changes, graded labs) run tools through a
   except LangGraph's interrupts and cancellation, which are re-raised as they are;
 * **callbacks around execution**: ``before`` ones may refuse a call (by raising
   :class:`~.errors.ToolError`: its text answers it, nothing runs), ``after`` ones see
-  every call's outcome (fault recording), shielded from a cancellation of the run.
+  every call's outcome (fault recording), shielded from a cancellation of the run;
+* **batches**: the calls one approval covers are one batch (:class:`Batch`): each
+  approved call finds it in the run's configurable (:data:`BATCH_KEY`, read with
+  :func:`batch_of`), with the devices the batch changes (the argument a tool names in
+  ``metadata={"changes_device": "<argument>"}``), so that what must happen once
+  before a batch on several devices (a project snapshot) happens once.
 
 A gate is cheap: callers build one per run (or per MCP call) over that run's tools.
 """
@@ -31,7 +36,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pydantic
 from langchain_core.messages import BaseMessage
@@ -45,19 +50,25 @@ from .approval import APPROVAL_KEY, ApprovalGrant, approval_digest
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "BATCH_KEY",
     "NOT_APPROVED",
     "REJECTED",
     "AfterCall",
     "Approved",
+    "Batch",
     "BeforeCall",
     "ToolErrorPolicy",
     "ToolGate",
     "ToolOutcome",
+    "batch_of",
     "is_read_only",
     "needs_confirmation",
     "validation_summary",
 ]
 
+T = TypeVar("T")
+BATCH_KEY = "copilot_batch"
+"""Where a call run under an approval finds its :class:`Batch` in the run's configurable."""
 ToolCall = Mapping[str, Any]
 """A LangChain tool call: ``name``, ``args``, ``id`` (MCP's and a revert's have no id)."""
 Status = Literal["success", "error", "rejected"]
@@ -140,12 +151,40 @@ AfterCall = Callable[[ToolOutcome], Awaitable[None]]
 """Sees every call's outcome, refused ones included (a run's cancellation does not cut it short)."""
 
 
+class Batch:
+    """The calls one approval covers, as each of them sees the others: the devices they change, and
+    work done once for all of them (:meth:`once`)."""
+
+    def __init__(self, devices: Sequence[str] = ()) -> None:
+        self.devices = tuple(dict.fromkeys(devices))
+        self._once: dict[str, asyncio.Future[Any]] = {}
+
+    async def once(self, key: str, make: Callable[[], Awaitable[T]]) -> T:
+        """``make()``'s result, made by the first call that asks for ``key``; the others await that."""
+        future = self._once.get(key)
+        if future is None:
+            future = self._once[key] = asyncio.get_running_loop().create_future()
+            try:
+                future.set_result(await make())
+            except BaseException as exc:
+                future.set_exception(exc)
+                raise
+        return await asyncio.shield(future)
+
+
+def batch_of(config: RunnableConfig | None) -> Batch | None:
+    """The batch a tool call runs in (None: not under an approval), as the gate put it in the configurable."""
+    batch = ((config or {}).get("configurable") or {}).get(BATCH_KEY)
+    return batch if isinstance(batch, Batch) else None
+
+
 @dataclass(frozen=True)
 class Approved:
     """An approval verified against the calls it covers (:meth:`ToolGate.verify` makes them)."""
 
     grant: ApprovalGrant
     covered: frozenset[str]
+    batch: Batch = dataclasses.field(default_factory=Batch, compare=False)
 
     def covers(self, call: ToolCall) -> bool:
         return _identity(call) in self.covered
@@ -225,7 +264,18 @@ class ToolGate:
         given = grant if isinstance(grant, ApprovalGrant) else ApprovalGrant.from_mapping(grant)
         if given is None or given.digest != approval_digest(calls, **scope):
             return None
-        return Approved(given, frozenset(_identity(c) for c in calls))
+        return Approved(given, frozenset(_identity(c) for c in calls), Batch(self._devices(calls)))
+
+    def _devices(self, calls: Sequence[ToolCall]) -> list[str]:
+        """The devices ``calls`` change, by the argument each tool names (``changes_device``)."""
+        devices = []
+        for call in calls:
+            tool = self._by_name.get(str(call.get("name")))
+            argument = (tool.metadata or {}).get("changes_device") if tool is not None else None
+            value = (call.get("args") or {}).get(argument) if argument else None
+            if isinstance(value, str) and value:
+                devices.append(value)
+        return devices
 
     def invalid_arguments(self, call: ToolCall) -> pydantic.ValidationError | None:
         """What the tool's own schema refuses in the call's arguments (checked before anyone approves them)."""
@@ -258,7 +308,8 @@ class ToolGate:
             log.warning("A call of %s without an approval that covers it was refused; nothing was sent", name)
             return await self.refuse(call, NOT_APPROVED)
         if approved is not None and approved.covers(call):
-            configurable = {**((config or {}).get("configurable") or {}), APPROVAL_KEY: approved.grant.as_dict()}
+            configurable = {**((config or {}).get("configurable") or {}), APPROVAL_KEY: approved.grant.as_dict(),
+                            BATCH_KEY: approved.batch}
             config = {**(config or {}), "configurable": configurable}
         return await self._ended(await self._invoke(tool, call, config))
 

@@ -7,12 +7,15 @@ from dataclasses import dataclass
 
 from langchain_core.tools import BaseTool
 
+from ..changes.store import ChangeStore
+from ..changes.transaction import DEFAULT_VERIFY_SECONDS
 from ..console import AuditLog, CredentialStore, DeviceLocks, Policy
 from .console import ConfigCommandsTool, ShowCommandsTool
 from .links import UpdateLinkTool
 from .nodes import ClientFactory, CreateLinkTool, CreateNodeTool, ListTemplatesTool, NodeActionTool
 from .permissions import Authorize
 from .topology import GNS3TopologyTool
+from .verify import VerifyTool
 
 
 @dataclass(frozen=True)
@@ -31,14 +34,17 @@ class RunContext:
 @dataclass(frozen=True)
 class ConsoleServices:
     """Server-wide parts of the device console tools: command policy, device locks, audit,
-    GNS3's permission check (``permissions(user_id)``: an :data:`Authorize` for that user)
-    and the devices' console credentials (typed into a console that asks for a login)."""
+    GNS3's permission check (``permissions(user_id)``: an :data:`Authorize` for that user),
+    the devices' console credentials (typed into a console that asks for a login), where
+    changes and configuration backups are kept, and how long a change's checks may wait."""
 
     policy: Policy
     locks: DeviceLocks
     audit: AuditLog
     permissions: Callable[[str], Authorize]
     credentials: CredentialStore | None = None
+    changes: ChangeStore | None = None
+    verify_seconds: float = DEFAULT_VERIFY_SECONDS
 
 
 def build_tools(context: RunContext, console: ConsoleServices | None = None) -> list[BaseTool]:
@@ -70,7 +76,13 @@ def build_tools(context: RunContext, console: ConsoleServices | None = None) -> 
             ConfigCommandsTool(
                 client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
                 audit=console.audit, authorize=authorize, user=user, session_id=session_id,
-                credentials=console.credentials, record_undo=context.record_undo,
+                credentials=console.credentials, record_undo=context.record_undo, changes=console.changes,
+                verify_seconds=console.verify_seconds,
+            ),
+            VerifyTool(
+                client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
+                audit=console.audit, authorize=authorize, user=user, session_id=session_id,
+                credentials=console.credentials,
             ),
         ]
     return tools

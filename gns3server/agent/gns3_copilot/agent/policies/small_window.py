@@ -6,7 +6,10 @@ request carried the question alone. :func:`fit_to_window` chooses, once per run,
 the richest offer whose fixed part (tool definitions + system prompt, topology
 excluded) stays within :data:`FIXED_SHARE` of the input budget:
 
-- level 0, ``full``: the tools as written, the full prompt;
+- level 0, ``full``: the tools as written, the full prompt; when that is too big, the
+  same without the tools that only do on demand what the others already do
+  (:data:`ON_DEMAND_TOOLS`: a change verifies itself, ``gns3_verify`` only re-checks),
+  before any definition is shortened;
 - level 1, ``compact``: each tool's first sentence, parameters without their
   descriptions, titles or null alternatives, and a short prompt;
 - level 2, ``essential``: the compact offer reduced to the tools a small lab
@@ -34,13 +37,16 @@ from ..context.calibration import capped_budget
 from ..context.counting import TokenCounter
 from ..context_manager import ContextSettings, context_settings
 
-__all__ = ["ESSENTIAL_TOOLS", "FIXED_SHARE", "LEVELS", "WindowFit", "compact_tool", "fit_to_window"]
+__all__ = ["ESSENTIAL_TOOLS", "FIXED_SHARE", "LEVELS", "ON_DEMAND_TOOLS", "WindowFit", "compact_tool", "fit_to_window"]
 
 LEVELS = ("full", "compact", "essential")
 # The most of the input budget that tool definitions and the system prompt may take.
 FIXED_SHARE = 0.5
 # Read the lab, read devices, start/stop nodes: what a 2K conversation is mostly about.
 ESSENTIAL_TOOLS = ("gns3_topology", "gns3_show_commands", "gns3_node_action")
+# Left out of a full offer that does not fit whole: what they do also happens without them
+# (every configuration change runs the checks it implies; gns3_verify runs checks again on demand).
+ON_DEMAND_TOOLS = ("gns3_verify",)
 # Documentation and validation limits: the tool checks its arguments anyway.
 _DROPPED_KEYS = frozenset(
     {"description", "title", "default", "examples", "maxItems", "minItems", "maxLength", "minLength"}
@@ -119,7 +125,12 @@ def fit_to_window(
     full = [convert_to_openai_tool(t) for t in tools]
     compact = [compact_tool(spec) for spec in full]
     essential = [spec for spec in compact if spec["function"]["name"] in ESSENTIAL_TOOLS]
-    offers = (("full", system_prompt, full), ("compact", compact_prompt, compact), ("essential", compact_prompt, essential))
+    offers = (
+        ("full", system_prompt, full),
+        ("full", system_prompt, [spec for spec in full if spec["function"]["name"] not in ON_DEMAND_TOOLS]),
+        ("compact", compact_prompt, compact),
+        ("essential", compact_prompt, essential),
+    )
     fit = None
     for level, prompt, offered in offers:
         fixed = counter.tools(offered) + counter.text(prompt)

@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from . import (
+    changes,
     chat,
     console,
     console_credentials,
@@ -45,6 +46,7 @@ def copilot_router() -> APIRouter:
     router.include_router(sessions.router, tags=["Copilot sessions"])
     router.include_router(evidence.router, tags=["Copilot evidence"])
     router.include_router(faults.router, tags=["Copilot fault injection"])
+    router.include_router(changes.router, tags=["Copilot changes, backups and snapshots"])
     router.include_router(skills.router, tags=["Copilot prompts"])
     router.include_router(teaching.router, tags=["Copilot graded labs"])
     router.include_router(llm_configs.router, prefix="/llm-configs", tags=["Copilot LLM configs"])
