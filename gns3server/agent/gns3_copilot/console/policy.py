@@ -23,18 +23,59 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CopilotError, ErrorKind
-from .grammar import Analysis, IncompleteLine, TooComplex, ios, linux, vpcs
+from .grammar import (
+    Analysis,
+    IncompleteLine,
+    TooComplex,
+    cumulus,
+    eos,
+    fortios,
+    ios,
+    iosxr,
+    junos,
+    linux,
+    nxos,
+    routeros,
+    srlinux,
+    vpcs,
+    vrp,
+    vyos,
+)
 from .grammar.patterns import Pattern, PatternError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_POLICY_FILE = "policy.default.toml"
-FAMILIES = ("ios", "linux", "vpcs")
-_ANALYZERS: Mapping[str, Callable[[str], Analysis]] = {"ios": ios.analyze, "linux": linux.analyze, "vpcs": vpcs.analyze}
+_ANALYZERS: Mapping[str, Callable[[str], Analysis]] = {
+    "ios": ios.analyze,
+    "linux": linux.analyze,
+    "vpcs": vpcs.analyze,
+    "eos": eos.analyze,
+    "junos": junos.analyze,
+    "iosxr": iosxr.analyze,
+    "nxos": nxos.analyze,
+    "srlinux": srlinux.analyze,
+    "routeros": routeros.analyze,
+    "vrp": vrp.analyze,
+    "vyos": vyos.analyze,
+    "fortios": fortios.analyze,
+    "cumulus": cumulus.analyze,
+}
+FAMILIES = tuple(_ANALYZERS)
+# Families whose CLI is a Linux shell with more commands on top (VyOS's op mode is bash; Cumulus
+# is Debian): every Linux rule, read-only command, filter and refused option holds for them too.
+INHERITS: Mapping[str, tuple[str, ...]] = {"vyos": ("linux",), "cumulus": ("linux",)}
+# Families whose allow lists are matched with case (Linux options: -t is not -T).
+_CASE_SENSITIVE = frozenset({"linux", "vyos", "cumulus"})
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _EVERY = "patterns"  # a rule's or read-only list's key for patterns of every family
 _RULE_KEYS = {_EVERY, "reason", *FAMILIES}
-_READ_ONLY_KEYS = {"allowed", *FAMILIES, "ios_output_modifiers", "linux_filters", "linux_refused_options"}
+_READ_ONLY_KEYS = {"allowed", *FAMILIES, "ios_output_modifiers", "linux_filters", "linux_refused_options", "followers"}
+
+
+def lineage(family: str) -> tuple[str, ...]:
+    """The family and the ones whose rules it inherits (``vyos`` -> ``vyos``, ``linux``)."""
+    return (family, *INHERITS.get(family, ()))
 
 
 class PolicyError(CopilotError, ValueError):
@@ -59,7 +100,8 @@ class Rule:
     reason: str
 
     def matches(self, family: str, words: Sequence[str]) -> bool:
-        return any(p.matches(words) for p in (*self.patterns.get(_EVERY, ()), *self.patterns.get(family, ())))
+        own = (p for fam in lineage(family) for p in self.patterns.get(fam, ()))
+        return any(p.matches(words) for p in (*self.patterns.get(_EVERY, ()), *own))
 
 
 @dataclass(frozen=True)
@@ -70,9 +112,22 @@ class ReadOnly:
     ios_output_modifiers: tuple[Pattern, ...] = ()
     linux_filters: tuple[Pattern, ...] = ()
     linux_refused_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # What may follow a read command (behind "|") in the other families: family -> patterns.
+    other_followers: Mapping[str, tuple[Pattern, ...]] = field(default_factory=dict)
 
     def commands(self, family: str) -> tuple[Pattern, ...]:
-        return (*self.allowed.get(_EVERY, ()), *self.allowed.get(family, ()))
+        return (*self.allowed.get(_EVERY, ()), *(p for fam in lineage(family) for p in self.allowed.get(fam, ())))
+
+    def followers(self, family: str) -> tuple[Pattern, ...]:
+        """What a read command of ``family`` may be piped into (IOS: output modifiers; Linux: filters)."""
+        found: list[Pattern] = []
+        for fam in lineage(family):
+            found += self.ios_output_modifiers if fam == "ios" else self.linux_filters if fam == "linux" else ()
+            found += self.other_followers.get(fam, ())
+        return tuple(found)
+
+    def refused_options(self, family: str) -> Mapping[str, tuple[str, ...]]:
+        return self.linux_refused_options if "linux" in lineage(family) else {}
 
 
 @dataclass(frozen=True)
@@ -131,24 +186,25 @@ class Policy:
             return f"{', '.join(analysis.refusals)} not allowed"
         # Allowing is exact on Linux, where case matters (-t is not -T); everywhere else,
         # and for danger, case is ignored (the stricter reading).
-        fold = family != "linux"
+        fold = family not in _CASE_SENSITIVE
         if not analysis.stages or not any(p.matches(analysis.stages[0], fold) for p in self.read_only.commands(family)):
             return "only show, ping, traceroute and similar commands are allowed"
-        followers = self.read_only.ios_output_modifiers if family == "ios" else self.read_only.linux_filters
+        followers = self.read_only.followers(family)
         for stage in analysis.stages[1:]:
-            if family not in ("ios", "linux") or not any(p.matches(stage, fold) for p in followers):
+            if not any(p.matches(stage, fold) for p in followers):
                 known = "; ".join(p.text for p in followers) or "none"
-                what = f"output modifiers other than {known} are" if family == "ios" else f"pipes into anything but {known} are"
+                shell = "linux" in lineage(family)
+                what = f"pipes into anything but {known} are" if shell else f"output modifiers other than {known} are"
                 return f"{what} not allowed ({' '.join(stage) or 'empty'})"
-        if family == "linux":
-            for stage in analysis.stages:
-                refused = self.read_only.linux_refused_options.get(stage[0], ())
-                for word in stage[1:]:
-                    if refused and word.startswith("$"):
-                        return f"{stage[0]}: a glob or variable among its arguments is not allowed"
-                    hit = _refused_option(word, refused)
-                    if hit:
-                        return f"{stage[0]} {hit} is not allowed"
+        refused_options = self.read_only.refused_options(family)
+        for stage in analysis.stages if refused_options else ():
+            refused = refused_options.get(stage[0], ())
+            for word in stage[1:]:
+                if refused and word.startswith("$"):
+                    return f"{stage[0]}: a glob or variable among its arguments is not allowed"
+                hit = _refused_option(word, refused)
+                if hit:
+                    return f"{stage[0]} {hit} is not allowed"
         return ""
 
 
@@ -178,7 +234,7 @@ def _rules(table: Any, where: str) -> tuple[Rule, ...]:
     rules = []
     for name, body in table.items():
         if not isinstance(body, Mapping) or not any(isinstance(body.get(k), list) for k in (_EVERY, *FAMILIES)):
-            raise PolicyError(f"{where}: rule {name!r} needs a list of patterns (patterns, ios, linux or vpcs)")
+            raise PolicyError(f"{where}: rule {name!r} needs a list of patterns (patterns, or one of {', '.join(FAMILIES)})")
         unknown = set(body) - _RULE_KEYS
         if unknown:
             raise PolicyError(f"{where}: rule {name!r} has unknown keys: {', '.join(sorted(unknown))}")
@@ -189,7 +245,7 @@ def _rules(table: Any, where: str) -> tuple[Rule, ...]:
 
 def _read_only(table: Any, where: str) -> ReadOnly:
     if not isinstance(table, Mapping) or not any(k in table for k in ("allowed", *FAMILIES)):
-        raise PolicyError(f"{where}: [read_only] needs an allowed list (allowed, ios, linux or vpcs)")
+        raise PolicyError(f"{where}: [read_only] needs an allowed list (allowed, or one of {', '.join(FAMILIES)})")
     unknown = set(table) - _READ_ONLY_KEYS
     if unknown:
         raise PolicyError(f"{where}: [read_only] has unknown keys: {', '.join(sorted(unknown))}")
@@ -200,11 +256,15 @@ def _read_only(table: Any, where: str) -> ReadOnly:
         isinstance(v, list) and all(isinstance(o, str) and o.startswith("-") for o in v) for v in refused.values()
     ):
         raise PolicyError(f"{where}: read_only.linux_refused_options must map commands to lists of options (-x, --long)")
+    followers = table.get("followers", {})
+    if not isinstance(followers, Mapping) or set(followers) - set(FAMILIES):
+        raise PolicyError(f"{where}: read_only.followers must map CLI families ({', '.join(FAMILIES)}) to pattern lists")
     return ReadOnly(
         allowed,
         _patterns(table.get("ios_output_modifiers", []), f"{where}: read_only.ios_output_modifiers"),
         _patterns(table.get("linux_filters", []), f"{where}: read_only.linux_filters"),
         {str(k): tuple(v) for k, v in refused.items()},
+        {str(k): _patterns(v, f"{where}: read_only.followers.{k}") for k, v in followers.items()},
     )
 
 
