@@ -33,6 +33,8 @@ _SCRIPT_VALUES = frozenset({"source", "on-event", "on-up", "on-down", "on-error"
 _PATH_WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]*(?:/[A-Za-z][A-Za-z0-9-]*)+/?")
 _RELATIVE_IN_VALUE = ("f", "fi", "fin", "find", "g", "ge", "get")
 _NEVER_ENDS = ("follow", "follow-only", "interval=", "duration=")
+# Plain text to RouterOS (it has no pipes or redirections): never needed to read.
+_NOT_FOR_READING = frozenset("<>&|`'\\")
 
 
 class _Scanner:
@@ -95,14 +97,17 @@ def _tokens(text: str, line: _Line, depth: int) -> list[list[str]]:
     s = _Scanner(text)
     commands: list[list[str]] = [[]]
     word: list[str] = []
-    dynamic = False
+    dynamic = quoted_value = False
 
     def end_word() -> None:
-        nonlocal word, dynamic
+        nonlocal word, dynamic, quoted_value
         if word:
             text_ = "".join(word)
+            key, equals, value = text_.partition("=")
+            if equals and not quoted_value and _is_script_key(key):
+                _script(value, line, depth + 1)
             commands[-1].append("$" + text_ if dynamic else text_)
-        word, dynamic = [], False
+        word, dynamic, quoted_value = [], False, False
 
     while s.pos < len(s.text):
         ch = s.peek()
@@ -116,9 +121,9 @@ def _tokens(text: str, line: _Line, depth: int) -> list[list[str]]:
             line.refusals.append("separators (;)")
         elif ch == '"':
             value = _quoted(s)
-            key = "".join(word).rstrip("=")
-            if "".join(word).endswith("=") and key in _SCRIPT_VALUES:
+            if "".join(word).endswith("=") and _is_script_key("".join(word)[:-1]):
                 _script(value, line, depth + 1)
+                quoted_value = True
             word.append(value)
             if "$" in value:
                 dynamic = True
@@ -151,9 +156,16 @@ def _tokens(text: str, line: _Line, depth: int) -> list[list[str]]:
     return [c for c in commands if c]
 
 
+def _is_script_key(key: str) -> bool:
+    """Whether argument ``key`` names a value that is a script (RouterOS takes unique prefixes of
+    argument names too, in any case: ``so=`` and ``SOURCE=`` are ``source=``)."""
+    key = key.casefold()
+    return bool(key) and any(name.startswith(key) for name in _SCRIPT_VALUES)
+
+
 def _canonical(words: list[str]) -> tuple[str, ...]:
     """A command's words with the path's ``/`` removed (``~`` first for a relative command)."""
-    if words[0].startswith(":"):
+    if words[0].startswith((":", "$")):  # a global command, or one known only at run time
         return tuple(words)
     relative = not words[0].startswith("/")
     out: list[str] = ["~"] if relative else []
@@ -185,6 +197,9 @@ def analyze(text: str) -> Analysis:
     commands = _tokens(text, line, 0)
     for words in commands:
         line.commands.append(_canonical(words))
+    odd = sorted({ch for ch in text if ch in _NOT_FOR_READING})
+    if odd:
+        line.refusals.append(f"characters RouterOS does not need for reading ({' '.join(odd)})")
     if len(commands) == 1:
         line.stages = [_canonical(commands[0])]
         if line.stages[0][0] == "~":
