@@ -39,6 +39,7 @@ from fastapi import FastAPI
 
 from ..agent.prompts import load_prompts
 from ..console import AuditLog, DeviceLocks, load_policy
+from ..console.choices import FamilyChoices
 from ..gns3_client.client import GNS3Connection
 from ..mcp.auth import UserLookup, gns3_user_lookup
 from ..mcp.server import ENDPOINT_STATE, MCPEndpoint
@@ -83,9 +84,12 @@ async def copilot_running(
         )
         audit = await AuditLog.open(settings.data_dir)  # a file the copilot cannot use stops the start
         stack.push_async_callback(audit.close)
+        choices = await FamilyChoices.open(settings.data_dir)
+        stack.push_async_callback(choices.close)
         policy = await asyncio.to_thread(load_policy, settings.console_policy)
         console = ConsoleServices(
-            policy=policy, locks=DeviceLocks(), audit=audit, permissions=HostPermissions(app).for_user
+            policy=policy, locks=DeviceLocks(), audit=audit, permissions=HostPermissions(app).for_user,
+            choices=choices,
         )
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         state = CopilotState(settings, storage, llm_configs, gns3, console, prompts)

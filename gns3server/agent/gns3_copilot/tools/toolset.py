@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from langchain_core.tools import BaseTool
 
 from ..console import AuditLog, DeviceLocks, Policy
+from ..console.choices import FamilyChoices
 from .console import ConfigCommandsTool, ShowCommandsTool
 from .links import UpdateLinkTool
 from .nodes import ClientFactory, CreateLinkTool, CreateNodeTool, ListTemplatesTool, NodeActionTool
@@ -37,6 +38,7 @@ class ConsoleServices:
     locks: DeviceLocks
     audit: AuditLog
     permissions: Callable[[str], Authorize]
+    choices: FamilyChoices | None = None  # the per-node CLI families users chose
 
 
 def build_tools(context: RunContext, console: ConsoleServices | None = None) -> list[BaseTool]:

@@ -144,9 +144,12 @@ class Level:
     escalate_prompt: str = ""
     not_contains: tuple[str, ...] = ()
 
-    def matches(self, tail: str) -> bool:
-        match = self.prompt.search(tail)
-        return match is not None and not any(word in match.group(0) for word in self.not_contains)
+    def match(self, tail: str) -> str | None:
+        """The prompt that ends ``tail`` (CRs removed), if it is this level's."""
+        found = self.prompt.search(tail)
+        if found is None or any(word in found.group(0) for word in self.not_contains):
+            return None
+        return found.group(0)
 
 
 @dataclass(frozen=True)
@@ -170,10 +173,18 @@ class Family:
                 return level
         raise KeyError(name)
 
-    def level_of(self, output: str) -> Level | None:
-        """The privilege level whose prompt ends ``output`` (CRs and escape codes are ignored)."""
+    def prompt_of(self, output: str) -> tuple[Level, str] | None:
+        """The privilege level whose prompt ends ``output`` (CRs and escape codes are ignored), and the prompt."""
         tail = _ANSI.sub("", output[-_TAIL:]).replace("\r", "")
-        return next((level for level in self.levels if level.matches(tail)), None)
+        for level in self.levels:
+            prompt = level.match(tail)
+            if prompt is not None:
+                return level, prompt
+        return None
+
+    def level_of(self, output: str) -> Level | None:
+        found = self.prompt_of(output)
+        return found[0] if found else None
 
     def error_lines(self, output: str) -> list[str]:
         """The lines of ``output`` holding one of the family's error strings."""
