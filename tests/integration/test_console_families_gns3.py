@@ -56,11 +56,15 @@ async def lab(admin: API) -> AsyncIterator[dict[str, Any]]:
     status, project = await admin.post("/v3/projects", {"name": f"families-{suffix}"})
     assert status == 201, project
     templates, nodes = {}, {}
+    status, images = await admin.get("/v3/images")
+    assert status == 200, images
+    known = {image["filename"] for image in images}  # GNS3's built-in disks (empty30G.qcow2) among them
     try:
         for appliance in (*QEMU, *DOCKER):
             body = template_body(appliance, suffix)
             for field in IMAGE_FIELDS:  # GNS3 wants its images known; a QCOW2 header is all it checks
-                if field in body:
+                if field in body and body[field] not in known:
+                    known.add(body[field])
                     # (GNS3 keeps one image per checksum: each file's bytes differ)
                     status, image = await admin.call("POST", f"/v3/images/upload/{body[field]}",
                                                      raw=QCOW2 + body[field].encode())
