@@ -106,6 +106,13 @@ async def open_cli(sim: CliSimulator, name: str) -> SimClient:
     return client
 
 
+async def climb_to_config(client: SimClient, family: Family) -> None:
+    """From the read level to the config level with the library's escalate commands (none: typed as is)."""
+    spec = family.spec
+    for step in family.escalation(spec.config_level or spec.read_level)[len(family.escalation(spec.read_level)):]:
+        await command(client, family, step)
+
+
 @pytest.fixture
 async def sim(request):
     """The family's simulator, a confirmed commit's minute (or second) lasting a fraction of a second."""
@@ -192,11 +199,8 @@ async def test_configure_as_the_library_says_commit_and_read_it_back(sim):
     if name == "fortios":  # a config block, applied when it ends
         for step in ("config system interface", "edit port1"):
             await command(client, family, step)
-    climbed = []
     if spec.config_level is not None:
-        for step in family.escalation(spec.config_level)[len(family.escalation(spec.read_level)):]:
-            climbed.append(step)
-            await command(client, family, step)
+        await climb_to_config(client, family)
         assert family.level_of(client.transcript).name == spec.config_level
     assert not family.error_lines(await command(client, family, line))
     if spec.commit is not None and not spec.commit.session:  # EOS and NX-OS commit only in a session
@@ -219,8 +223,7 @@ async def test_a_confirmed_commit_not_confirmed_in_time_rolls_back_by_itself(sim
     commit = family.spec.commit
     client = await open_cli(sim, name)
     line, _show, expected = CONFIG[name]
-    for step in family.escalation(family.spec.config_level or family.spec.read_level)[len(family.escalation(family.spec.read_level)):]:
-        await command(client, family, step)
+    await climb_to_config(client, family)
     await command(client, family, line)
     client.line(commit.confirmed_command(max(commit.min_seconds, 60)))
     dialogs = "|".join(f"(?:{d.prompt})" for d in family.spec.dialogs)
@@ -245,8 +248,7 @@ async def test_leaving_config_with_uncommitted_changes_asks_and_the_familys_answ
     name = sim.transcript.family
     family = FAMILIES[name]
     client = await open_cli(sim, name)
-    for step in family.escalation(family.spec.config_level)[len(family.escalation(family.spec.read_level)):]:
-        await command(client, family, step)
+    await climb_to_config(client, family)
     line, _show, _expected = CONFIG[name]
     await command(client, family, line)
     client.line(family.level(family.spec.config_level).deescalate)
