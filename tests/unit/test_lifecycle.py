@@ -31,6 +31,7 @@ from gns3server.agent.gns3_copilot.api.lifecycle import copilot_running, exit_si
 from gns3server.agent.gns3_copilot.api.llm_store import DATABASE_NAME as LLM_DB
 from gns3server.agent.gns3_copilot.api.settings import CopilotSettings
 from gns3server.agent.gns3_copilot.console.audit import AUDIT_DB_NAME, AUDIT_SCHEMA
+from gns3server.agent.gns3_copilot.console.choices import CHOICES_DB_NAME
 from gns3server.agent.gns3_copilot.console.policy import PolicyError
 from gns3server.agent.gns3_copilot.db.schema import VERSION_TABLE, SchemaTooNewError
 from gns3server.agent.gns3_copilot.mcp.keys import DATABASE_NAME as MCP_KEYS_DB
@@ -165,8 +166,9 @@ async def test_a_started_copilot_is_open_and_closes_everything(tmp_path: Path) -
         running = _opened_since(before, tmp_path)
         assert any(f.endswith(STORAGE_DB) for f in running["files"])
         assert any(f.endswith(MCP_KEYS_DB) for f in running["files"])
+        assert any(f.endswith(CHOICES_DB_NAME) for f in running["files"])
         assert len(running["http sessions"]) == 1  # one pool for every user and operation
-        assert len(running["database threads"]) == 4  # conversations, LLM configs, audit, MCP keys
+        assert len(running["database threads"]) == 5  # conversations, LLM configs, audit, node families, MCP keys
         async with state.gns3_client("token-a") as a, state.gns3_client("token-b") as b:
             assert (a.token, b.token) == ("token-a", "token-b")
             assert len(_opened_since(before, tmp_path)["http sessions"]) == 1  # clients borrow the pool
