@@ -108,6 +108,7 @@ async def node_family(project_id: ProjectId, node_id: str, user: CurrentUser, st
     "/projects/{project_id}/nodes/{node_id}/family",
     response_model=NodeFamily,
     responses={403: {"description": "GNS3 does not let the user edit the node (Node.Modify)"},
+               413: {"description": "Request body too large"},
                422: {"description": "Not a CLI family the console knows"}},
 )
 async def choose_node_family(
