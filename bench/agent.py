@@ -42,6 +42,7 @@ from loop_stalls import loop_stalls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
 from gns3server.agent.gns3_copilot.agent.context.counting import DEFAULT_CACHE_BYTES, TokenCounter
 from gns3server.agent.gns3_copilot.agent.context.tokenizer import DEFAULT_ENCODING
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
@@ -114,17 +115,15 @@ def script_turn(model: ScriptedChatModel, turn: int) -> None:
 
 
 def make_service(storage: Any, model: ScriptedChatModel, baseline: bool) -> CopilotService:
-    service = CopilotService(
-        storage,
+    agent = AgentAssembly(
         tools_factory=make_tools,
         bind_tools=lambda tools, config: model.bind_tools(tools),
         is_context_length_error=lambda exc: False,
         client_factory=lambda token: NullClient(),
         load_topology=topology,
+        counters=FreshCounters() if baseline else None,
     )
-    if baseline:
-        service._counters = FreshCounters()
-    return service
+    return CopilotService(storage, agent)
 
 
 async def turn_times(
@@ -138,7 +137,7 @@ async def turn_times(
     model = ScriptedChatModel(chunk_chars=16)
     service = make_service(storage, model, baseline)
     if counter is not None:
-        service._counters[DEFAULT_ENCODING] = counter
+        service.agent._counters[DEFAULT_ENCODING] = counter
     session_id = None
     times = []
     try:

@@ -59,8 +59,8 @@ from context import TOPOLOGY, conversation, text_of
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter, message_key
 from gns3server.agent.gns3_copilot.agent.context.summary import summary_bounds
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
-from gns3server.agent.gns3_copilot.agent.prompts import compact_system_prompt_for, system_prompt_for
-from gns3server.agent.gns3_copilot.agent.small_window import fit_to_window
+from gns3server.agent.gns3_copilot.agent.model.prompts import compact_system_prompt_for, system_prompt_for
+from gns3server.agent.gns3_copilot.agent.policies.small_window import fit_to_window
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
 from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools
 

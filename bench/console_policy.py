@@ -7,6 +7,10 @@ run, is plain recursive backtracking over word slices (how the first policy
 matched), fed the same canonical words. Lines: everyday ones, and the worst a
 tool call may carry (1,000 characters: many words, many pipes, many ``-exec``).
 
+A second table times the FRR grammar's whole-line abbreviation resolution (a line
+matched against the ~2,800 command syntaxes vtysh lists): ours looks up the
+syntaxes a line's first word may begin, the naive baseline tries every syntax.
+
 Run: ``.venv/bin/python bench/console_policy.py`` (``--quick`` for a smoke run).
 """
 
@@ -22,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gns3server.agent.gns3_copilot.console import load_policy
+from gns3server.agent.gns3_copilot.console.grammar import frr
 from gns3server.agent.gns3_copilot.console.grammar.patterns import Pattern, Repeat, Word
 from gns3server.agent.gns3_copilot.console.policy import _ANALYZERS
 
@@ -37,6 +42,22 @@ LINES: list[tuple[str, str | None, str]] = [
     ("show, no family", None, "show ip interface brief | include up"),
     ("1000 chars: cp, no family", None, ("cp " + "a " * 300)[:1000]),
 ]
+
+
+FRR_LINES: list[tuple[str, str]] = [
+    ("w (is write)", "w"),
+    ("sh ip ospf nei", "sh ip ospf nei"),
+    ("show bgp neighbors ... json", "show ip bgp neighbors 10.0.0.2 advertised-routes json"),
+    ("clear ip bgp * soft", "clear ip bgp * soft"),
+    ("1000 chars: find 495 words", ("find " + "a " * 495)[:1000]),
+    ("1000 chars: show 495 words", ("show " + "a " * 495)[:1000]),
+]
+
+
+def _naive_readings(table: frr.CommandSet, words: Sequence[str]) -> list[tuple[str, ...]]:
+    """Every syntax tried on the line: the baseline."""
+    every = {s: None for syntaxes in table.by_first.values() for s in syntaxes}
+    return [got for s in (*every, *table.anywhere) for end, got in frr._match(s, words, 0) if end == len(words)]
 
 
 def _naive(tokens: Sequence[object], words: Sequence[str]) -> bool:
@@ -89,6 +110,17 @@ def main() -> None:
         ours, _ = _time(lambda: [p.matches(w) for w in analysis.commands for p in patterns], budget)  # noqa: B023
         naive, _ = _time(lambda: [_naive(p.tokens, w) for w in analysis.commands for p in patterns], budget)  # noqa: B023
         print(f"{name:28} {check * 1e3:11.3f} {ours * 1e3:14.3f} {naive * 1e3:15.3f} {naive / ours:10.1f}x")
+    table = frr.commands()
+    print(f"\nFRR abbreviations: {sum(len(v) for v in table.by_first.values())} syntaxes indexed by first keyword;"
+          " median time per line")
+    print(f"{'line':28} {'check() ms':>11} {'resolve ours ms':>16} {'resolve naive ms':>17} {'naive/ours':>11}")
+    for name, line in FRR_LINES:
+        words = line.split()
+        assert sorted(table.readings(words)) == sorted(set(_naive_readings(table, words))), name
+        check, _ = _time(lambda: policy.check(line, family="frr", read_only=True), budget)  # noqa: B023
+        ours, _ = _time(lambda: table.readings(words), budget)  # noqa: B023
+        naive, _ = _time(lambda: _naive_readings(table, words), budget)  # noqa: B023
+        print(f"{name:28} {check * 1e3:11.3f} {ours * 1e3:16.3f} {naive * 1e3:17.3f} {naive / ours:10.1f}x")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Benchmark of the pre-model hook against the seed's naive trimming.
+"""Benchmark of the pre-model hook against the design document's naive trimming.
 
 For agent conversations of 50 / 500 / 2000 messages (turns with tool calls whose
 outputs are 50-3000 tokens), context_limit 128 and the balanced strategy, it
@@ -80,7 +80,7 @@ def conversation(n_messages: int, seed: int = 42) -> list[BaseMessage]:
 
 
 def baseline(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """The seed's approach: trim_messages with a tiktoken counter over contents."""
+    """The design document's approach: trim_messages with a tiktoken counter over contents."""
     encoding = get_encoding("cl100k_base")
 
     def counter(msgs: list[BaseMessage]) -> int:

@@ -9,7 +9,7 @@ the same run:
 
 - ``session per read`` (naive baseline): a new ``GNS3Client`` with its own
   ``aiohttp.ClientSession``, so a new TCP connection, for every read;
-- ``shared connector`` (the copilot before issue 14): one ``TCPConnector`` kept
+- ``shared connector`` (how the copilot once did it): one ``TCPConnector`` kept
   by the server, but a ``ClientSession`` made and closed for every operation;
 - ``one pool`` (now): one ``GNS3Connection`` for the server's life, a per-user
   client over it (the token sent with each request).
@@ -163,7 +163,7 @@ async def run(rounds: int, sequential: int, concurrency: int, nodes: int) -> lis
 
 class _SessionPerOperation:
     """The naive baseline: a client over a session (and connections) of its own for each read, closed after it;
-    over ``connector`` (kept open), the copilot before issue 14: a ClientSession per operation on one connector."""
+    over ``connector`` (kept open), as the copilot once did: a ClientSession per operation on one connector."""
 
     def __init__(
         self, base_url: str, token: str, counter: Connections, connector: aiohttp.TCPConnector | None = None

@@ -41,15 +41,14 @@ sys.path.insert(0, str(ROOT))
 
 from gns3_process import GNS3ServerProcess
 
+from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
 from gns3server.agent.gns3_copilot.agent.context.calibration import answer_tokens, capped_budget
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.context_manager import resolve_budget
-from gns3server.agent.gns3_copilot.agent.model_factory import (
-    create_base_model_with_tools,
-    is_context_length_error,
-)
-from gns3server.agent.gns3_copilot.agent.prompts import system_prompt_for
-from gns3server.agent.gns3_copilot.agent.tool_results import TOOL_RESULT_HEADER
+from gns3server.agent.gns3_copilot.agent.model.errors import is_context_length_error
+from gns3server.agent.gns3_copilot.agent.model.factory import create_base_model_with_tools
+from gns3server.agent.gns3_copilot.agent.model.prompts import system_prompt_for
+from gns3server.agent.gns3_copilot.agent.server.tool_results import TOOL_RESULT_HEADER
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
@@ -106,7 +105,7 @@ def is_tool_result(message: dict[str, Any]) -> bool:
 
 
 def naive_room(config: dict[str, Any], tools: list[Any], counter: TokenCounter) -> int:
-    """Tokens left after the full tool definitions and the full prompt (the offer before issue 15)."""
+    """Tokens left after the full tool definitions and the full prompt (the offer before small windows got compact ones)."""
     budget = resolve_budget(config)
     fixed = counter.tools(tools) + counter.text(system_prompt_for("lab_automation"))
     return budget["budget"] - fixed
@@ -118,20 +117,19 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
     console = ConsoleServices(load_policy(), DeviceLocks(), AuditLog(work / f"audit-{window}"), lambda user_id: _superadmin)
     llama = await asyncio.to_thread(LlamaServer.start, n_ctx=n_ctx)
     storage = await open_sqlite_storage(work / f"copilot-{window}")
-    service = CopilotService(
-        storage,
+    service = CopilotService(storage, AgentAssembly(
         tools_factory=lambda context: build_tools(context, console),
         bind_tools=create_base_model_with_tools,
         bind_tools_unstreamed=lambda tools, config: create_base_model_with_tools(tools, config, stream=False),
         is_context_length_error=is_context_length_error,
         client_factory=lambda token: OwnSessionClient(gns3.base_url, token=token),
-    )
+    ))
     admin = User("admin-id", "admin", await gns3.token(), is_superadmin=True)
     try:
         async with RecordingProxy(llama.root_url) as proxy:
             config = {"model": MODEL_ALIAS, "base_url": proxy.base_url, "context_limit": window,
                       "temperature": 0, "timeout": 900, "max_retries": 0,
-                      # Issue 12's running summary off: its requests have no report of their own.
+                      # The running summary off: its requests have no report of their own.
                       "context_summary": False}
             reports: list[dict[str, Any]] = []
             session_id = None
@@ -150,7 +148,7 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
                 ends = [e for e in events if e["type"] == "tool_end"]
                 result.tool_calls += len(ends)
                 result.tool_successes += sum(1 for e in ends if e["status"] == "success")
-            result.tool_results = service._server_traits.for_config(config).tool_results or "not needed"
+            result.tool_results = service.agent.traits_for(config).tool_results or "not needed"
             bodies = proxy.model_requests
             # One per model call: the request its report describes (repeats carry the same messages).
             requests = [b for i, b in enumerate(bodies) if i == 0 or b["messages"] != bodies[i - 1]["messages"]]
@@ -180,6 +178,7 @@ async def run_window(window: int, turns: int, gns3: GNS3ServerProcess, project_i
             result.room_ours = budget - report.get("tools_tokens", 0) - report.get("system_tokens", 0)
     finally:
         await service.close()
+        await service.agent.aclose()
         await storage.close()
         await asyncio.to_thread(llama.stop)
     return result

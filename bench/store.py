@@ -34,7 +34,7 @@ from loop_stalls import loop_stalls
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gns3server.agent.gns3_copilot.api.crypto import SecretBox
-from gns3server.agent.gns3_copilot.api.llm_store import LLMConfigStore
+from gns3server.agent.gns3_copilot.api.llm_config_store import LLMConfigStore
 from gns3server.agent.gns3_copilot.console.audit import AuditLog, Who
 from gns3server.agent.gns3_copilot.mcp.keys import MCPKeyStore
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage

@@ -11,9 +11,9 @@ Starts the installed gns3-server exactly as the integration tests do
   rendering level, next to two baselines from the same data: the raw JSON of
   nodes+links as GNS3 returns them, and ``str()`` of a dict of node inventories
   (name -> server, console, type, template, id, ports, position; links as
-  tuples), the seed tool's shape.
+  tuples), the design document's tool's shape.
 
-Target (issue 3): level 0 at most 25% of the raw-JSON tokens, while keeping
+Target: level 0 at most 25% of the raw-JSON tokens, while keeping
 names, types, status, consoles and every link.
 
 Run: ``.venv/bin/python bench/topology.py`` (``--sizes 10`` for a smoke run).
@@ -46,7 +46,7 @@ from tests.support.gns3_admin import AdminClient
 
 
 def inventory_baseline(rest: dict[str, Any], base_url: str) -> str:
-    """``str()`` of the seed tool's result shape: a dict of node inventories plus link tuples."""
+    """``str()`` of the design document's tool result shape: a dict of node inventories plus link tuples."""
     server = urlparse(base_url).hostname
     by_id = {n["node_id"]: n for n in rest["nodes"]}
 

@@ -14,6 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
+from gns3server.agent.gns3_copilot.api.history import session_history
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from gns3server.agent.gns3_copilot.service.errors import SessionBusyError
 from gns3server.agent.gns3_copilot.service.storage import open_sqlite_storage
@@ -105,7 +106,7 @@ async def test_multi_turn_conversation_with_real_tools(copilot, stub, admin, gns
     start_result = stub.requests[-1]["messages"][-1]
     assert start_result["role"] == "tool" and start_result["content"] == start["output"]
 
-    history = await copilot.history(admin, record.session_id)
+    history = await session_history(copilot, admin, record.session_id)
     assert [m["role"] for m in history].count("user") == 2
     assert history[-1] == {**history[-1], "role": "assistant", "content": "PC8 and PC9 are linked, but PC8 could not start."}
 
@@ -118,6 +119,7 @@ async def test_conversation_survives_restart(tmp_path, gns3_server, stub, admin,
     record, stream = await service.chat(admin, project_id, "R1 is my core router", llm_config=llm(stub))
     await collect(stream)
     await service.close()
+    await service.agent.aclose()
     await storage.close()
 
     storage = await open_sqlite_storage(tmp_path / "restart")
@@ -132,6 +134,7 @@ async def test_conversation_survives_restart(tmp_path, gns3_server, stub, admin,
                         ("user", "Which is my core router?")]
     finally:
         await service.close()
+        await service.agent.aclose()
         await storage.close()
 
 

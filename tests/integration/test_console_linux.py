@@ -6,44 +6,26 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from console_runs import run_on, serving
 from shell_process import COLUMNS, PROMPT, ShellServer, session_pids
 
-from gns3server.agent.gns3_copilot.console import (
-    LINUX,
-    TRUNCATED_MARKER,
-    AuditLog,
-    Device,
-    DeviceLocks,
-    DeviceResult,
-    Policy,
-    Who,
-    run_commands,
-)
+from gns3server.agent.gns3_copilot.console import LINUX, TRUNCATED_MARKER, AuditLog, DeviceResult, Policy
 from gns3server.agent.gns3_copilot.console.runner import Mode
 
 pytestmark = pytest.mark.integration
 
-WHO = Who("alice", "session-1", "project-1")
-
 
 @pytest.fixture(scope="module")
 def shell() -> Iterator[ShellServer]:
-    server = ShellServer.start()
-    try:
+    with serving() as server:
         yield server
-    finally:
-        server.stop()
-        assert not server.pids()
 
 
 async def run(
     shell: ShellServer, commands: list[str], mode: Mode, policy: Policy, audit: AuditLog, **kw: Any
 ) -> DeviceResult:
     kw.setdefault("timeout", 10)
-    return await run_commands(
-        Device("Host1", shell.host, shell.port, LINUX), commands, mode=mode,
-        policy=policy, locks=DeviceLocks(), audit=audit, who=WHO, **kw,
-    )
+    return await run_on(shell, "Host1", LINUX, commands, mode, policy, audit, **kw)
 
 
 def outputs(result: DeviceResult) -> list[str]:

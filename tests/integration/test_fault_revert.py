@@ -1,4 +1,4 @@
-"""Injected faults reverted for real (issue 13): a device's address and a link's state put back.
+"""Injected faults reverted for real: a device's address and a link's state put back.
 
 The real server, real GNS3 users, the OpenAI-compatible stub as the LLM issuing
 the tool calls, ``chat/inject`` then ``POST .../faults/{id}/revert``. The device

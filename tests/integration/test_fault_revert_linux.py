@@ -1,4 +1,4 @@
-"""Injected faults on a Linux device reverted for real (issue 13): an interface shut, a wrong address and gateway.
+"""Injected faults on a Linux device reverted for real: an interface shut, a wrong address and gateway.
 
 The real server, real GNS3 users, the OpenAI-compatible stub as the LLM issuing
 ``gns3_config_commands`` in ``chat/inject``, then ``POST .../faults/{id}/revert``.

@@ -1,4 +1,4 @@
-"""Ollama's native API (provider ``ollama``, issue 15): its prompt counts calibrate the copilot.
+"""Ollama's native API (provider ``ollama``): its prompt counts calibrate the copilot.
 
 Ollama reports the prompt's tokens in the final chunk of a streamed answer
 (``prompt_eval_count``), which ``ChatOllama`` turns into ``usage_metadata``. The real
@@ -16,7 +16,7 @@ import pytest
 from langchain_ollama import ChatOllama
 
 from gns3server.agent.gns3_copilot.agent.context_manager import clamp_token_scale
-from gns3server.agent.gns3_copilot.agent.model_factory import create_chat_model
+from gns3server.agent.gns3_copilot.agent.model.factory import create_chat_model
 from gns3server.agent.gns3_copilot.service.copilot import User
 from tests.support.copilot_service import running_copilot
 from tests.support.ollama_stub import OllamaStub, ollama_reply

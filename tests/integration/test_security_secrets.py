@@ -1,4 +1,4 @@
-"""Issue 11, items 5-7, through a real gns3-server: secrets, outbound requests, input limits.
+"""Through a real gns3-server: secrets kept out of logs, streams and storage, outbound requests, input limits.
 
 The server here is one of this module's own, started in debug mode (the most
 verbose log: HTTP client request lines included) with the *default* endpoint

@@ -1,4 +1,4 @@
-"""GNS3 3.1's copilot API faces on our server (issue 13), over real HTTP.
+"""GNS3 3.1's copilot API faces on our server, over real HTTP.
 
 What the 3.1 web UI relies on, checked route by route with the real
 gns3-server (``gns3server-copilot``), real JWT auth and RBAC, and the

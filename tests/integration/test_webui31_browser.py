@@ -1,4 +1,4 @@
-"""GNS3 3.1's own web UI, its AI chat driven in Debian's Chromium, against our server (issue 13).
+"""GNS3 3.1's own web UI, its AI chat driven in Debian's Chromium, against our server.
 
 The client is the real one: the compiled Angular app of the ``gns3-server``
 3.1.0a7 wheel (``pip download`` only, never installed; ``tests/browser/webui31``),

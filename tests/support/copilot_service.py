@@ -13,7 +13,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from gns3server.agent.gns3_copilot.agent.model_factory import create_base_model_with_tools, is_context_length_error
+from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
+from gns3server.agent.gns3_copilot.agent.model.errors import is_context_length_error
+from gns3server.agent.gns3_copilot.agent.model.factory import create_base_model_with_tools
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService
 from gns3server.agent.gns3_copilot.service.storage import Storage, open_sqlite_storage
 from gns3server.agent.gns3_copilot.tools.toolset import build_tools
@@ -22,7 +24,7 @@ from tests.support.gns3_admin import OwnSessionClient
 
 def copilot_service(storage: Storage, gns3_base_url: str, **overrides: Any) -> CopilotService:
     """A service over ``storage`` whose tools reach the GNS3 server at ``gns3_base_url``;
-    ``overrides``: any of the service's keyword arguments (tools, limits ...)."""
+    ``overrides``: any of the agent assembly's keyword arguments (tools, limits ...)."""
     options: dict[str, Any] = {
         "tools_factory": build_tools,
         "bind_tools": create_base_model_with_tools,
@@ -31,7 +33,7 @@ def copilot_service(storage: Storage, gns3_base_url: str, **overrides: Any) -> C
         "client_factory": lambda token: OwnSessionClient(gns3_base_url, token=token),
     }
     options.update(overrides)
-    return CopilotService(storage, **options)
+    return CopilotService(storage, AgentAssembly(**options))
 
 
 @asynccontextmanager
@@ -43,4 +45,5 @@ async def running_copilot(directory: Path, gns3_base_url: str, **overrides: Any)
         yield service
     finally:
         await service.close()
+        await service.agent.aclose()
         await storage.close()

@@ -29,7 +29,7 @@ nothing in the stub or its tests sleeps to synchronise.
 :meth:`OpenAIStub.enqueue_for` scripts answers for the requests a predicate picks (say, the
 copilot's summary calls, which run beside its chat calls), ahead of the main script.
 
-The copilot's probes of how a server renders tool results (``agent/tool_results.py``)
+The copilot's probes of how a server renders tool results (``agent/server/tool_results.py``)
 are answered by the stub itself, without using the script, and kept in ``probes``
 rather than ``requests``; ``drops_tool_results=True`` makes it count them as
 llama-cpp-python's ``chatml-function-calling`` template renders them (no tool results).
@@ -54,8 +54,8 @@ from typing import Any, Self
 
 from aiohttp import web
 
-from gns3server.agent.gns3_copilot.agent.tool_results import is_template_probe
-from gns3server.agent.gns3_copilot.agent.tools_cost import is_tools_probe
+from gns3server.agent.gns3_copilot.agent.server.tool_results import is_template_probe
+from gns3server.agent.gns3_copilot.agent.server.tools_cost import is_tools_probe
 from tests.support.loopback import serve_on_loopback
 
 __all__ = [
@@ -223,9 +223,9 @@ class OpenAIStub:
         """Count prompts as llama-cpp-python's ``chatml-function-calling`` template renders them: without
         tool results. Only the copilot's template probes are answered from this (they use no script)."""
         self.probes: list[dict[str, Any]] = []
-        """The copilot's probes of how tool results are rendered (agent/tool_results.py), kept out of ``requests``."""
+        """The copilot's probes of how tool results are rendered (agent/server/tool_results.py), kept out of ``requests``."""
         self.tools_probes: list[dict[str, Any]] = []
-        """Its measures of what the tool definitions cost (agent/tools_cost.py), likewise."""
+        """Its measures of what the tool definitions cost (agent/server/tools_cost.py), likewise."""
         self.echo_key = echo_key
         """A wrong key is quoted whole in the 401 ("Incorrect API key provided: <key>"), as a careless
         provider might: what the copilot must never pass on to a log, a stream or storage."""

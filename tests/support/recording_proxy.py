@@ -9,7 +9,7 @@ recorded request really is (:func:`real_prompt_tokens`: the same body, unstreame
         config = {"base_url": proxy.base_url, ...}
         ...
         proxy.chat_requests  # JSON bodies of every POST /v1/chat/completions
-        proxy.model_requests  # the same without the copilot's probes (agent/tool_results.py, tools_cost.py)
+        proxy.model_requests  # the same without the copilot's probes (agent/server/tool_results.py, tools_cost.py)
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any, Self
 import aiohttp
 from aiohttp import web
 
-from gns3server.agent.gns3_copilot.agent.server_tokens import is_escape_probe
-from gns3server.agent.gns3_copilot.agent.tool_results import is_template_probe
-from gns3server.agent.gns3_copilot.agent.tools_cost import is_tools_probe
+from gns3server.agent.gns3_copilot.agent.server.tokens import is_escape_probe
+from gns3server.agent.gns3_copilot.agent.server.tool_results import is_template_probe
+from gns3server.agent.gns3_copilot.agent.server.tools_cost import is_tools_probe
 from tests.support.loopback import serve_on_loopback
 
 __all__ = ["RecordingProxy", "is_probe", "real_prompt_tokens"]
@@ -32,8 +32,8 @@ _HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connec
 
 def is_probe(body: dict[str, Any]) -> bool:
     """Whether ``body`` is one of the copilot's probes of the server: how it renders tool
-    results (``agent/tool_results.py``), what the tool definitions cost (``agent/tools_cost.py``),
-    whether it escapes message text (``agent/server_tokens.py``)."""
+    results (``agent/server/tool_results.py``), what the tool definitions cost (``agent/server/tools_cost.py``),
+    whether it escapes message text (``agent/server/tokens.py``)."""
     return is_template_probe(body) or is_tools_probe(body) or is_escape_probe(body)
 
 

@@ -13,13 +13,27 @@ ERASE_MORE = "\b" * len(MORE) + " " * len(MORE) + "\b" * len(MORE)
 INVALID = "                 ^\r\n% Invalid input detected at '^' marker.\r\n"
 
 
+# What IOS prints before its prompt, as IOS transcripts show it.
+SETUP_DIALOG = ("\r\n\r\n         --- System Configuration Dialog ---\r\n\r\n"
+                "Would you like to enter the initial configuration dialog? [yes/no]: ")
+AUTOINSTALL = "\r\nWould you like to terminate autoinstall? [yes]: "
+PRESS_RETURN = "\r\n\r\nPress RETURN to get started!\r\n\r\n\r\n"
+USER_ACCESS = "\r\n\r\nUser Access Verification\r\n\r\nUsername: "
+
+
 @dataclass
 class FakeIOS:
     """An IOS-like console: prompts R1# / R1(config)#, --More-- paging, % errors.
 
     ``honour_paging_off=False`` ignores ``terminal length 0`` so that paging is
     exercised. ``gate`` (if set) holds the ``show slow`` command until it is set;
-    ``slow_started`` is set when a ``show slow`` command arrives.
+    ``slow_started`` is set when a ``show slow`` command arrives. ``first_boot``:
+    the first connection meets the initial configuration dialog, autoinstall and
+    "Press RETURN" (once, as a router that has just booted); ``login``: every
+    connection is asked Username/Password (``% Login invalid`` on a wrong one,
+    three tries); ``enable_secret``: enable asks for it (``% Bad secrets``).
+    ``raw`` is every byte received (an interrupt, Ctrl-^, among them), ``answers``
+    what was typed at those questions.
     """
 
     hostname: str = "R1"
@@ -31,6 +45,11 @@ class FakeIOS:
     gate: asyncio.Event | None = None
     slow_started: asyncio.Event = field(default_factory=asyncio.Event)
     port: int = 0
+    first_boot: bool = False
+    login: tuple[str, str] | None = None
+    enable_secret: str | None = None
+    raw: bytearray = field(default_factory=bytearray)
+    answers: list[str] = field(default_factory=list)  # what was typed at its questions (passwords too)
     _server: asyncio.Server | None = None
     _connections: int = 0
     _state: dict[str, bool] | None = None  # the console line's mode outlives connections
@@ -55,6 +74,8 @@ class FakeIOS:
         state["paging"] = True
         writer.write(IAC_WILL_ECHO_SGA)
         try:
+            if not await self._before_prompt(reader, writer, state):
+                return
             while True:
                 line = await self._read_line(reader)
                 if line is None:
@@ -74,17 +95,58 @@ class FakeIOS:
             return f"{self.hostname}>"
         return f"{self.hostname}(config)#" if state["config"] else f"{self.hostname}#"
 
-    @staticmethod
-    async def _read_line(reader: asyncio.StreamReader) -> str | None:
+    async def _read_line(self, reader: asyncio.StreamReader) -> str | None:
         data = bytearray()
         while True:
             byte = await reader.read(1)
             if not byte:
                 return None
+            self.raw += byte
             if byte == b"\r":
                 return data.decode()
-            if byte != b"\n":
+            if byte not in (b"\n", b"\x1e"):
                 data += byte
+
+    async def _ask(self, question: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, echo: bool = True) -> str | None:
+        writer.write(question.encode())
+        await writer.drain()
+        answer = await self._read_line(reader)
+        if answer is not None:
+            self.answers.append(answer)
+            if echo:
+                writer.write(answer.encode())
+        return answer
+
+    async def _before_prompt(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: dict[str, bool]) -> bool:
+        """The first boot's questions, then the line's login; False if the client left or failed."""
+        if self.first_boot:
+            self.first_boot = False
+            await self._read_line(reader)  # the console shows the dialog when someone presses Enter
+            while (answer := await self._ask(SETUP_DIALOG, reader, writer)) not in ("no", None):
+                writer.write(b"\r\n% Please answer 'yes' or 'no'.")
+            if answer is None or await self._ask(AUTOINSTALL, reader, writer) is None:
+                return False
+            writer.write(PRESS_RETURN.encode())
+            if await self._read_line(reader) is None:
+                return False
+            state["user"] = True
+            if self.login is None:
+                writer.write(f"\r\n{self.prompt(state)}".encode())
+                return True
+        if self.login is not None:
+            await self._read_line(reader)
+            for _ in range(3):
+                username = await self._ask(USER_ACCESS if _ == 0 else "\r\nUsername: ", reader, writer)
+                password = await self._ask("\r\nPassword: ", reader, writer, echo=False)
+                if username is None or password is None:
+                    return False
+                if (username, password) == self.login:
+                    state["user"] = True
+                    writer.write(f"\r\n{self.prompt(state)}".encode())
+                    return True
+                writer.write(b"\r\n% Login invalid\r\n")
+            return False
+        return True
 
     async def _answer(self, line: str, state: dict[str, bool], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         words = line.split()
@@ -94,6 +156,13 @@ class FakeIOS:
             state["paging"] = not (self.honour_paging_off and words[2:] == ["0"])
         elif words[:2] == ["terminal", "width"]:
             pass
+        elif line == "enable" and self.enable_secret is not None:
+            secret = await self._ask("Password: ", reader, writer, echo=False)
+            writer.write(b"\r\n")
+            if secret == self.enable_secret:
+                state["user"] = False
+            else:
+                writer.write(b"% Bad secrets\r\n\r\n")
         elif line == "enable":
             state["user"] = False
         elif state["user"]:

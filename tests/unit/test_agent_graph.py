@@ -18,10 +18,10 @@ from gns3server.agent.gns3_copilot.agent.context_manager import clamp_token_scal
 from gns3server.agent.gns3_copilot.agent.gns3_copilot import (
     STEP_LIMIT_MESSAGE,
     AgentSettings,
-    ToolErrorPolicy,
     build_copilot_graph,
-    tools_for_mode,
 )
+from gns3server.agent.gns3_copilot.agent.policies.modes import tools_for_mode
+from gns3server.agent.gns3_copilot.tools.gate import ToolErrorPolicy
 from tests.support.scripted_model import ScriptedChatModel
 
 
@@ -291,7 +291,7 @@ async def test_conversation_continues_across_runs():
 
 
 async def test_an_answer_asked_without_tools_is_calibrated_against_the_estimate_without_them():
-    """Tools the request did not carry are not counted (issue 15): llama-cpp-python's function-calling
+    """Tools the request did not carry are not counted: llama-cpp-python's function-calling
     format answers empty once tools are offered; the text then comes from a request without them."""
     model = ScriptedChatModel()
     usage = {"input_tokens": 100, "output_tokens": 3, "total_tokens": 103}
@@ -306,7 +306,7 @@ async def test_an_answer_asked_without_tools_is_calibrated_against_the_estimate_
 
 async def test_with_the_tool_definitions_cost_measured_the_factor_learns_the_messages_alone():
     """One factor for definitions and messages misled a server that renders them very differently
-    (issue 15: 30 % short at 4K): with the definitions' server cost known, usage minus that cost
+    (30 % short at 4K): with the definitions' server cost known, usage minus that cost
     over the messages' estimate is the factor, and the budget keeps the definitions' real room."""
     model = ScriptedChatModel()
     measured = []
@@ -354,7 +354,7 @@ def expected_scale(report, counted: int, messages: int, framing: float) -> float
 
 async def test_the_factor_follows_the_content_of_each_request_before_it_is_sent():
     """At 4K a factor learnt on English left the first request with a JSON tool result 21 %
-    short (issue 15): where the server counts the request's text, that count sets the factor."""
+    short: where the server counts the request's text, that count sets the factor."""
     model = ScriptedChatModel()
     model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "alpha " * 60}, "a")]), "done")
     server = JsonCostsTriple()
@@ -399,3 +399,52 @@ async def test_a_usage_that_adds_up_several_calls_teaches_nothing():
     seen, state = await run(make_graph(model, measure_tools=tools_cost_40, count_text=JsonCostsTriple()))
     second = [e["report"] for e in seen if e["type"] == "context"][1]
     assert state["token_framing_samples"] == 0 and second["token_scale"] < 4.0
+
+
+def test_the_graph_is_a_short_orchestration_of_named_parts():
+    """build_copilot_graph wires parts (model calls, summaries, the request's fit, the calibrator, the
+    tools node); no long closure does their jobs."""
+    import ast
+    import inspect
+
+    from gns3server.agent.gns3_copilot.agent import gns3_copilot
+
+    tree = ast.parse(inspect.getsource(gns3_copilot))
+    build = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "build_copilot_graph")
+    nested = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(build)
+              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not build}
+    assert build.end_lineno - build.lineno + 1 <= 90 and set(nested) == {"llm_call", "after_llm"}
+    assert nested["llm_call"] <= 70, nested
+
+
+async def test_the_context_events_headline_is_the_figure_the_budget_is_judged_in():
+    """The meter showed our count (tools included) while the budget was judged in the server's
+    tokens: 86 % of 2,000 for a request at 72 % of the server's window. The headline is the
+    request in the server's tokens as calibrated, against the budget in the same tokens."""
+    model = ScriptedChatModel()
+    usage = {"input_tokens": 340, "output_tokens": 5, "total_tokens": 345}
+    model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "p"}, "a")], usage_metadata=usage), "done")
+    seen, _ = await run(make_graph(model))
+    first, second = [e["report"] for e in seen if e["type"] == "context"]
+    # Nothing calibrated the first request: the headline is our own count, the same number.
+    assert (first["headline_tokens"], first["headline_percent"], first["headline_calibrated"]) == (
+        first["total_tokens"], first["percent"], False)
+    assert first["headline_budget"] == first["budget"]
+    # Usage taught the factor: the second request's headline is in the server's tokens.
+    scale = second["token_scale"]
+    assert scale != 1.0 and second["headline_calibrated"] is True
+    assert second["headline_tokens"] == second["server_tokens_estimate"] == round(scale * second["total_tokens"])
+    assert second["headline_percent"] == round(100 * second["headline_tokens"] / second["limit_tokens"], 1)
+    assert second["headline_budget"] == round(second["budget"] * scale)
+
+
+async def test_a_request_the_server_counted_heads_its_report_with_that_count():
+    model = ScriptedChatModel()
+    model.enqueue(AIMessage("", tool_calls=[call("show_nodes", {"project_id": "alpha " * 60}, "a")]), "done")
+    server = JsonCostsTriple()
+    seen, _ = await run(make_graph(model, measure_tools=tools_cost_40, count_text=server))
+    for report, (n, counted) in zip([e["report"] for e in seen if e["type"] == "context"],
+                                    (server.counts[0], server.counts[-1]), strict=True):
+        assert report["headline_calibrated"] is True
+        assert report["headline_tokens"] == report["server_tokens_estimate"]
+        assert report["headline_tokens"] == pytest.approx(counted + DEFAULT_FRAMING * n + 40, abs=1)

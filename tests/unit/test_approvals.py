@@ -16,14 +16,9 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from gns3server.agent.gns3_copilot.agent.approval import PendingApproval, approval_digest
+from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
-from gns3server.agent.gns3_copilot.agent.gns3_copilot import (
-    APPROVAL_KEY,
-    MISMATCHED_RESULT,
-    AgentSettings,
-    build_copilot_graph,
-)
+from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, build_copilot_graph
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService
 from gns3server.agent.gns3_copilot.service.errors import (
     ApprovalExpiredError,
@@ -31,11 +26,19 @@ from gns3server.agent.gns3_copilot.service.errors import (
     ConfirmationPendingError,
     NoPendingConfirmationError,
 )
+from gns3server.agent.gns3_copilot.tools.approval import APPROVAL_KEY, PendingApproval
+from gns3server.agent.gns3_copilot.tools.approval import approval_digest as digest_within
+from gns3server.agent.gns3_copilot.tools.gate import NOT_APPROVED as MISMATCHED_RESULT
 from tests.support.scripted_model import ScriptedChatModel
 from tests.support.streams import collect
 from tests.unit.test_service import ALICE, LLM, FakeClient, fake_topology
 
 SENT: list[tuple[str, tuple[str, ...], Any]] = []
+
+
+def approval_digest(session_id: str, calls: list[dict[str, Any]]) -> str:
+    """The digest the agent binds an approval of ``calls`` in a session to."""
+    return digest_within(calls, session_id=session_id)
 
 
 @tool
@@ -73,16 +76,14 @@ def clock():
 
 @pytest.fixture
 def service(storage, model, clock) -> CopilotService:
-    return CopilotService(
-        storage,
+    agent = AgentAssembly(
         tools_factory=lambda context: [push_config],
         bind_tools=lambda tools, config: model.bind_tools(tools),
         is_context_length_error=lambda exc: False,
         client_factory=FakeClient,
         load_topology=fake_topology,
-        approval_seconds=120.0,
-        clock=clock,
     )
+    return CopilotService(storage, agent, approval_seconds=120.0, clock=clock)
 
 
 async def pause(service, model, *calls) -> tuple[str, dict[str, Any]]:
@@ -211,6 +212,15 @@ async def test_the_agent_runs_nothing_under_an_approval_of_other_calls(model):
     _ = [u async for u in graph.astream(resume, CONFIG, stream_mode="updates")]
     tool_message = (await graph.aget_state(CONFIG)).values["messages"][2]
     assert tool_message.content == MISMATCHED_RESULT and tool_message.status == "error" and SENT == []
+
+
+async def test_the_pause_holds_only_the_digest_and_the_session_the_one_record_of_the_request(service, model, storage):
+    session_id, confirm = await pause(service, model, push("c1", "hostname R1"))
+    snapshot = await storage.checkpointer.aget_tuple({"configurable": {"thread_id": session_id}})
+    paused = [value for _, channel, value in snapshot.pending_writes if channel == "__interrupt__"]
+    assert [[i.value for i in interrupts] for interrupts in paused] == [[{"digest": confirm["digest"]}]]
+    stored = PendingApproval.from_stored((await service.session(ALICE, session_id)).pending_value)
+    assert stored.calls == confirm["calls"] and stored.public() == {k: confirm[k] for k in stored.public()}
 
 
 async def test_the_agent_runs_nothing_on_an_approval_without_a_digest(model):

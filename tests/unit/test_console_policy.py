@@ -52,15 +52,22 @@ def test_without_a_family_every_grammar_must_agree(policy):
 
 @pytest.mark.parametrize(("command", "read_only"), [
     ("show run", True), ("show interfaces | include up", True), ("show ip route", True), ("show version", True),
-    ("ping 10.0.0.2", True), ("do show ip route", False), ("int lo 0", False), ("shut", False), ("no shut", False),
+    ("ping 10.0.0.2", True), ("int lo 0", False), ("shut", False), ("no shut", False),
     ("ip address 10.0.0.1 255.255.255.0", False), ("router ospf 1", False),
     ("network 10.0.0.0 0.0.0.255 area 0", False), ("hostname R1", False), ("end", False),
 ])
 def test_an_ios_node_whose_cli_is_not_known_keeps_its_everyday_commands(policy, command, read_only):
-    """A QEMU node's line is judged in all thirteen grammars: the vendor families' rules must not
+    """A QEMU node's line is judged in all fifteen grammars: the vendor families' rules must not
     refuse what engineers type on IOS every day (RouterOS's relative commands caught "run" and
     "up" anywhere in a line, and "shut", before their patterns were narrowed to a command's start)."""
     assert policy.check(command, read_only=read_only).allowed, policy.check(command, read_only=read_only).reason
+
+
+def test_do_is_down_to_birdc_so_a_node_whose_cli_is_not_known_refuses_it(policy):
+    """birdc expands "do" to "down" (and BIRD shuts down on "down /* a comment */"): judged in every
+    grammar, "do show ..." is refused; a node known to be IOS keeps it."""
+    assert "(reload)" in policy.check("do show ip route", read_only=False).reason
+    assert policy.check("do show ip route", family="ios", read_only=False).allowed
 
 
 def test_unknown_family_is_a_value_error_naming_the_field(policy):

@@ -13,6 +13,10 @@ from .console_corpus import corpus
 POLICY = load_policy()
 READ = {f: [e.command for e in corpus() if (e.family, e.verdict) == (f, "read")] for f in FAMILIES}
 SHELLS = [f for f in FAMILIES if "linux" in lineage(f)]  # a bash line: Linux, VyOS, Cumulus
+# vtysh has no separators, redirections or substitutions: "write terminal ; x" or "$(x)" are words of
+# one command it does not know (its grammar resolves the whole line against FRR's own commands, and
+# test_console_frr.py checks lines like these against the real vtysh).
+APPENDING = [f for f in FAMILIES if f != "frr"]
 # The CLIs whose "|" starts an output modifier, and modifiers of theirs that write, run or never end.
 MODIFIER_CLIS: dict[str, list[str]] = {
     "eos": ["redirect flash:x", "tee flash:x", "append flash:x", "bash", "xyz", ""],
@@ -64,7 +68,7 @@ def test_the_bases_are_allowed():
 
 
 @settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), family=st.sampled_from(FAMILIES))
+@given(data=st.data(), family=st.sampled_from(APPENDING))
 def test_anything_appended_to_an_allowed_command_is_refused(data, family):
     base = data.draw(st.sampled_from(READ[family])).strip()
     command = _appended(data, base)

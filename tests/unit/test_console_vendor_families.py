@@ -161,7 +161,7 @@ def test_the_driver_of_a_family_enters_config_as_the_library_says():
     assert driver.setup == ("set cli screen-length 0", "set cli screen-width 511", "set cli complete-on-space off")
     assert driver.config_enter == ("configure",) and driver.config_exit == ("exit configuration-mode",)
     assert driver.error_lines("foo\nsyntax error, expecting <command>.\n") == ["syntax error, expecting <command>."]
-    assert driver.pager.search("---(more 45%)---")
+    assert driver.pagers[0].pattern.search("---(more 45%)---")
     eos = FAMILIES["eos"].to_driver()
     assert eos.enable == ("enable",) and eos.user_prompt.search("localhost>")
     assert eos.config_prompt.search("localhost(config)#")

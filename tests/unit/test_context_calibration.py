@@ -1,4 +1,4 @@
-"""Reply reserve and token-scale calibration (issue 15)."""
+"""Reply reserve and token-scale calibration."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 
 from gns3server.agent.gns3_copilot.agent.context.calibration import (
+    DEFAULT_FRAMING,
     MIN_PROMPT_TOKENS,
     SMOOTHING_WEIGHT,
+    Calibrator,
     answer_tokens,
     capped_budget,
     content_scale,
@@ -121,3 +123,46 @@ def test_smoothed_mean_uses_the_same_weights_arithmetically():
     assert smoothed_mean(None, 0, 4.0) == 4.0
     assert smoothed_mean(4.0, 1, 6.0) == pytest.approx(5.0)
     assert smoothed_mean(4.0, 50, 6.0) == pytest.approx(4.0 + SMOOTHING_WEIGHT * 2.0)
+
+
+# ------------------------------------------------------------ the calibrator the graph runs on
+
+REPORT = {"total_tokens": 1100, "tools_tokens": 100, "tools_server_tokens": None}
+
+
+def test_the_calibrator_learns_from_usage_and_keeps_the_request_factor_without_it():
+    fresh = Calibrator.from_state({})
+    assert (fresh.scale, fresh.samples, fresh.framing) == (1.0, 0, None)
+    # 1,320 reported for a request of 1,100 estimated (tools sent with it): 1.2 at once.
+    first = fresh.learned(REPORT, real=1320, tools_sent=True, counted=None, messages=5, scale=1.0)
+    assert (first.scale, first.samples) == (pytest.approx(1.2), 1)
+    # Nothing observed (no usage, no server count): the factor the request was prepared at stays.
+    assert first.learned(REPORT, real=None, tools_sent=True, counted=None, messages=5, scale=1.5).scale == 1.5
+    # Answered without the tools: their definitions were not in the request.
+    bare = fresh.learned(REPORT, real=1200, tools_sent=False, counted=None, messages=5, scale=1.0)
+    assert bare.scale == pytest.approx(1.2)
+    # The definitions' real cost known: the factor learns the messages alone.
+    measured = fresh.learned({**REPORT, "tools_server_tokens": 300}, real=1500, tools_sent=True, counted=None,
+                             messages=5, scale=1.0)
+    assert measured.scale == pytest.approx(1.2)
+    assert Calibrator.from_state(first.as_state()) == first
+
+
+def test_the_calibrator_fits_a_request_to_the_servers_count_of_its_text():
+    calibrator = Calibrator()
+    fitted = calibrator.content_fit(REPORT, counted=1500, messages=5)
+    assert fitted == pytest.approx((1500 + DEFAULT_FRAMING * 5) / 1000)
+    assert Calibrator.refits(1.0, fitted, 0) and not Calibrator.refits(1.0, 1.02, 0)
+    assert not Calibrator.refits(1.6, 1.5, 1)  # once refitted, only upwards
+    assert not Calibrator.refits(1.0, 2.0, 2)  # twice at most
+    assert calibrator.own_estimate(REPORT, 1500, 5) == round(fitted * 1000 + fitted * 100)
+    # Without usage the server's count is the observation; with it, the template's framing is learnt.
+    learned = calibrator.learned(REPORT, real=1560, tools_sent=True, counted=1500, messages=5, scale=1.0)
+    assert learned.framing == pytest.approx((1560 - 1500) / 5) and learned.framing_samples == 1
+    assert Calibrator.tightened(0.8) == 1.5 and Calibrator.tightened(2.0) == 3.0
+
+
+def test_a_prompt_count_of_several_tool_calls_is_not_believed():
+    assert Calibrator.reported_prompt_tokens({"input_tokens": 900}, tool_calls=1) == 900
+    assert Calibrator.reported_prompt_tokens({"input_tokens": 1800}, tool_calls=2) is None  # one completion each
+    assert Calibrator.reported_prompt_tokens(None, tool_calls=0) is None

@@ -411,3 +411,22 @@ def test_a_call_without_tools_does_not_count_their_definitions_but_keeps_their_r
     assert bare["total_tokens"] == offered["total_tokens"] - offered["tools_tokens"]
     assert bare["message_budget"] == offered["message_budget"]
     assert [m.content for m in without["messages"]] == [m.content for m in with_tools["messages"]]
+
+
+def test_the_reports_headline_is_the_request_in_the_providers_tokens_against_its_budget():
+    """At a factor of 1.6 and the definitions measured at 150 tokens, a request our count puts at
+    N tokens is 1.6 N + 150 of the provider's, against 1.6 times the budget our count is held to."""
+    msgs = [m for i in range(3) for m in tool_turn(i, output_words=20)] + [HumanMessage("q")]
+    hook = make_hook(limit=8, tools=[gns3_topology])
+    plain = hook({"messages": msgs})["context_report"]
+    assert (plain["headline_tokens"], plain["headline_budget"], plain["headline_calibrated"]) == (
+        plain["total_tokens"], plain["budget"], False)
+    learnt = hook({"messages": msgs, "token_scale": 1.6, "token_scale_calibrated": True,
+                   "tools_server_tokens": 150})["context_report"]
+    messages = learnt["total_tokens"] - learnt["tools_tokens"]
+    assert learnt["headline_calibrated"] is True
+    assert learnt["headline_tokens"] == learnt["server_tokens_estimate"] == round(1.6 * messages + 150)
+    assert learnt["headline_budget"] == round(1.6 * learnt["budget"])
+    assert learnt["headline_percent"] == round(100 * learnt["headline_tokens"] / 8000, 1)
+    # A measured cost alone is a provider's count too.
+    assert hook({"messages": msgs, "tools_server_tokens": 150})["context_report"]["headline_calibrated"] is True

@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
+from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
 from gns3server.agent.gns3_copilot.agent.context import counting, tokenizer
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.context.summary import (
@@ -26,8 +27,9 @@ from gns3server.agent.gns3_copilot.agent.context.summary import (
     summary_bounds,
 )
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
-from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, _summarize, build_copilot_graph
-from gns3server.agent.gns3_copilot.agent.summary_writer import MAX_GIVE_WAYS, SummaryWriter
+from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, build_copilot_graph
+from gns3server.agent.gns3_copilot.agent.summaries.coordinator import write_summary
+from gns3server.agent.gns3_copilot.agent.summaries.writer import MAX_GIVE_WAYS, SummaryWriter
 from gns3server.agent.gns3_copilot.service.copilot import CopilotService, User
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
 from tests.support.streams import collect
@@ -330,12 +332,12 @@ async def test_context_summary_false_means_no_summary_call(storage, summary):
 
         return [show]
 
-    service = CopilotService(
-        storage, tools_factory=make_tools, is_context_length_error=lambda exc: False,
+    service = CopilotService(storage, AgentAssembly(
+        tools_factory=make_tools, is_context_length_error=lambda exc: False,
         # Chat calls have the tool bound; the summary is asked without tools.
         bind_tools=lambda tools, config: (model if tools else summary_model).bind_tools(tools),
         client_factory=lambda token: contextlib.nullcontext(), load_topology=lambda client, project_id: asyncio.sleep(0),
-    )
+    ))
     llm = {"context_limit": 2, "model": "scripted", "context_summary": summary}
     summary_model.enqueue(*["- notes"] * 10)
     session_id, moved = None, False
@@ -470,7 +472,7 @@ async def test_a_summary_never_loads_a_tokenizer_on_the_event_loop(monkeypatch, 
     )
     history = long_history(4) + [HumanMessage("q", id="q")]
     window = {"start": 8, "start_id": "h4"}
-    result = await _summarize(settings, history, None, window, {"encoding": "o200k_base", "message_budget": 6000})
+    result = await write_summary(settings.summarize, settings.summary_timeout, history, None, window, {"encoding": "o200k_base", "message_budget": 6000})
     assert result is not None and result[0]["text"] == "- R0: fine"
     assert fresh.cache_info().currsize == 1  # loaded for this summary ...
     assert "loaded on the event loop" not in caplog.text  # ... in a worker thread
@@ -594,7 +596,7 @@ async def test_a_summary_that_gave_way_too_often_is_left_for_the_next_cut(caplog
     results = []
 
     async def write(call_out):
-        results.append(await _summarize(settings, history, None, {"start": 8, "start_id": "h4"},
+        results.append(await write_summary(settings.summarize, settings.summary_timeout, history, None, {"start": 8, "start_id": "h4"},
                                         {"message_budget": 6000}, call_out))
         return results[-1]
 

@@ -10,7 +10,7 @@ from typing import get_args
 
 import pytest
 
-from gns3server.agent.gns3_copilot.agent.gns3_copilot import MODES
+from gns3server.agent.gns3_copilot.agent.policies.modes import MODES
 from gns3server.agent.gns3_copilot.api.crypto import KEY_FILE_NAME, SecretBox, load_or_create_key
 from gns3server.agent.gns3_copilot.api.errors import StoredKeyUnreadableError
 from gns3server.agent.gns3_copilot.api.schemas import Mode

@@ -1,4 +1,4 @@
-"""The persistence layer (issue 14): one thread per database file, versioned migrations, closing.
+"""The persistence layer: one thread per database file, versioned migrations, closing.
 
 The "old" files below are written with the exact schemas of the release before
 schema versions were recorded (sessions, in-flight turns and faults next to
@@ -23,10 +23,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 
-from gns3server.agent.gns3_copilot.api import llm_store
+from gns3server.agent.gns3_copilot.api import llm_config_store as llm_store
 from gns3server.agent.gns3_copilot.api.crypto import SecretBox
 from gns3server.agent.gns3_copilot.api.lifecycle import copilot_running
-from gns3server.agent.gns3_copilot.api.llm_store import LLMConfigStore
+from gns3server.agent.gns3_copilot.api.llm_config_store import LLMConfigStore
 from gns3server.agent.gns3_copilot.api.settings import load_settings
 from gns3server.agent.gns3_copilot.console import audit as audit_module
 from gns3server.agent.gns3_copilot.console.audit import AuditLog, Who
@@ -42,11 +42,11 @@ from gns3server.agent.gns3_copilot.db.schema import VERSION_TABLE, versions
 from gns3server.agent.gns3_copilot.mcp import keys as keys_module
 from gns3server.agent.gns3_copilot.mcp.keys import MCPKeyStore, digest_of
 from gns3server.agent.gns3_copilot.service import storage as storage_module
+from gns3server.agent.gns3_copilot.service.session_store import InFlight
 from gns3server.agent.gns3_copilot.service.storage import (
     CheckpointSchemaError,
     open_sqlite_storage,
 )
-from gns3server.agent.gns3_copilot.service.store import InFlight
 
 # The previous release's schemas, as its code created them (executescript, no versions).
 OLD_CONVERSATIONS = """
@@ -407,6 +407,8 @@ async def test_the_running_copilot_closes_every_database_thread(tmp_path: Path) 
             await state.storage.sessions.create("alice", "p1", "hello")
             await state.llm_configs.list("alice")
             await state.console.audit.record(Who("alice", "s1", "p1"), "R1", "show version", "ok")
+            assert state.console.credentials is not None
+            await state.console.credentials.info("node", "n1")
             assert mcp.running
-            # One per file: conversations, LLM configs, the console audit, node families, MCP keys.
-            assert len(copilot_threads() - before) == 5
+            # One per file: conversations, LLM configs, console credentials, the console audit, node families, MCP keys.
+            assert len(copilot_threads() - before) == 6

@@ -18,13 +18,13 @@ from fastapi.testclient import TestClient
 
 import gns3server.agent.gns3_copilot as package
 from gns3server.agent.gns3_copilot.agent.context.tokenizer import TokenizerDataError
-from gns3server.agent.gns3_copilot.agent.llm_errors import (
+from gns3server.agent.gns3_copilot.agent.model.config import LLMConfigError
+from gns3server.agent.gns3_copilot.agent.model.errors import (
     LLMEmptyAnswerError,
     LLMStreamCutError,
     provider_error,
 )
-from gns3server.agent.gns3_copilot.agent.model_factory import LLMConfigError
-from gns3server.agent.gns3_copilot.agent.prompts import PromptFileError
+from gns3server.agent.gns3_copilot.agent.model.prompts import PromptFileError
 from gns3server.agent.gns3_copilot.api.endpoints import EndpointNotAllowedError
 from gns3server.agent.gns3_copilot.api.errors import (
     HTTP_STATUS,
@@ -311,9 +311,21 @@ def test_a_call_whose_every_item_failed_is_one_error_that_still_reports_them() -
     assert json.loads(said.split("\n", 3)[3]) == {"devices": devices}
 
 
+GRAPH_MODULES = ("gns3_copilot.py", "tools_node.py", "fitting.py", "usage.py", "model/calls.py",
+                 "policies/approval.py", "policies/modes.py", "summaries/coordinator.py")
+"""The graph and the parts its nodes are made of (agent/)."""
+
+
 def test_the_graph_imports_nothing_of_gns3_or_the_console() -> None:
-    tree = ast.parse((ROOT / "agent" / "gns3_copilot.py").read_text(encoding="utf-8"))
-    ours = [(node.level, node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
-    # From the agent package (level 1) anything; from the copilot package (level 2) only the error tree.
-    above = [module for level, module in ours if level > 1]
-    assert ours and set(above) <= {"errors"}, above
+    for module in GRAPH_MODULES:
+        tree = ast.parse((ROOT / "agent" / module).read_text(encoding="utf-8"))
+        ours = [(node.level - module.count("/"), node.module or "")
+                for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
+        # From the agent package (level 1) anything; from the copilot package (level 2) only the error
+        # tree and the tool gate, which itself imports nothing of ours but the approvals beside it.
+        above = [imported for level, imported in ours if level > 1]
+        assert set(above) <= {"errors", "tools.gate"}, (module, above)
+    for gate_module in ("gate.py", "approval.py"):
+        tree = ast.parse((ROOT / "tools" / gate_module).read_text(encoding="utf-8"))
+        imported = {(n.level, n.module) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level}
+        assert imported <= {(1, "approval")}, (gate_module, imported)

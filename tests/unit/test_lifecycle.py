@@ -25,13 +25,14 @@ import aiohttp
 import pytest
 from fastapi import FastAPI
 
-from gns3server.agent.gns3_copilot.agent.prompts import PromptFileError
+from gns3server.agent.gns3_copilot.agent.model.prompts import PromptFileError
 from gns3server.agent.gns3_copilot.api.launcher import install
 from gns3server.agent.gns3_copilot.api.lifecycle import copilot_running, exit_signals
-from gns3server.agent.gns3_copilot.api.llm_store import DATABASE_NAME as LLM_DB
+from gns3server.agent.gns3_copilot.api.llm_config_store import DATABASE_NAME as LLM_DB
 from gns3server.agent.gns3_copilot.api.settings import CopilotSettings
 from gns3server.agent.gns3_copilot.console.audit import AUDIT_DB_NAME, AUDIT_SCHEMA
 from gns3server.agent.gns3_copilot.console.choices import CHOICES_DB_NAME
+from gns3server.agent.gns3_copilot.console.credentials import DATABASE_NAME as CREDENTIALS_DB
 from gns3server.agent.gns3_copilot.console.policy import PolicyError
 from gns3server.agent.gns3_copilot.db.schema import VERSION_TABLE, SchemaTooNewError
 from gns3server.agent.gns3_copilot.mcp.keys import DATABASE_NAME as MCP_KEYS_DB
@@ -166,14 +167,24 @@ async def test_a_started_copilot_is_open_and_closes_everything(tmp_path: Path) -
         running = _opened_since(before, tmp_path)
         assert any(f.endswith(STORAGE_DB) for f in running["files"])
         assert any(f.endswith(MCP_KEYS_DB) for f in running["files"])
+        assert any(f.endswith(CREDENTIALS_DB) for f in running["files"])
         assert any(f.endswith(CHOICES_DB_NAME) for f in running["files"])
         assert len(running["http sessions"]) == 1  # one pool for every user and operation
-        assert len(running["database threads"]) == 5  # conversations, LLM configs, audit, node families, MCP keys
+        # conversations, LLM configs, console credentials, audit, node families, MCP keys
+        assert len(running["database threads"]) == 6
         async with state.gns3_client("token-a") as a, state.gns3_client("token-b") as b:
             assert (a.token, b.token) == ("token-a", "token-b")
             assert len(_opened_since(before, tmp_path)["http sessions"]) == 1  # clients borrow the pool
         assert mcp.running
     assert _opened_since(before, tmp_path) == NOTHING
+
+
+async def test_approval_minutes_bound_every_approval_mcp_asks_for(tmp_path: Path) -> None:
+    """``[Copilot] approval_minutes`` holds for MCP's approvals as for the panel's (not a fixed 10 minutes)."""
+    async with copilot_running(_settings(tmp_path, approval_seconds=90.0), FastAPI(), _no_user) as (_, mcp):
+        asked = mcp.approvals.request(user_id="u1", credential_id="k1", via="mcp:token", tool="gns3_config_commands",
+                                      project_id="p1", arguments={"device": "R1", "commands": ["hostname R1"]})
+        assert asked.expires_at - asked.created_at == 90.0
 
 
 async def test_a_failing_body_still_closes_everything(tmp_path: Path) -> None:

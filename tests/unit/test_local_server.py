@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gns3server.agent.gns3_copilot.agent.local_server import is_local_host, one_slot_server
-from gns3server.agent.gns3_copilot.agent.model_factory import LLMConfigError, validate_llm_config
+from gns3server.agent.gns3_copilot.agent.model.config import LLMConfigError, validate_llm_config
+from gns3server.agent.gns3_copilot.agent.server.kind import one_slot_server
+from gns3server.agent.gns3_copilot.agent.server.local import is_local_host
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
-"""Repeated identical failing tool calls end the turn (issue 15)."""
+"""Repeated identical failing tool calls end the turn."""
 
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from gns3server.agent.gns3_copilot.agent.loop_guard import repeated_failure_answer
+from gns3server.agent.gns3_copilot.agent.policies.loop_guard import repeated_failure_answer
 
 
 def _attempt(n: int, args: dict, status: str = "error", name: str = "gns3_topology") -> list:
@@ -43,7 +43,7 @@ def test_a_long_error_is_quoted_short():
 
 
 def test_a_call_repeated_three_times_is_seen_whatever_its_outcome():
-    from gns3server.agent.gns3_copilot.agent.loop_guard import repeats_a_call
+    from gns3server.agent.gns3_copilot.agent.policies.loop_guard import repeats_a_call
 
     turn = [HumanMessage("go")] + _attempt(1, {}, "success") + _attempt(2, {}, "success")
     assert not repeats_a_call(turn)

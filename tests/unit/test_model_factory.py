@@ -17,23 +17,21 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from gns3server.agent.gns3_copilot.agent import model_factory
 from gns3server.agent.gns3_copilot.agent.context.tokenizer import ENCODING_SPECS
 from gns3server.agent.gns3_copilot.agent.context_manager import (
     CONTEXT_STRATEGY_RATIOS,
     resolve_budget,
     resolve_window_settings,
 )
-from gns3server.agent.gns3_copilot.agent.llm_errors import LLMTimeoutError, provider_error
-from gns3server.agent.gns3_copilot.agent.model_factory import (
+from gns3server.agent.gns3_copilot.agent.model import factory as model_factory
+from gns3server.agent.gns3_copilot.agent.model.config import (
     LLMConfigError,
-    create_base_model_with_tools,
-    create_chat_model,
-    is_context_length_error,
     llm_config_schema,
     redact_config,
     validate_llm_config,
 )
+from gns3server.agent.gns3_copilot.agent.model.errors import LLMTimeoutError, is_context_length_error, provider_error
+from gns3server.agent.gns3_copilot.agent.model.factory import create_base_model_with_tools, create_chat_model
 from tests.support.openai_stub import (
     OpenAIStub,
     context_length_exceeded,
@@ -274,8 +272,8 @@ def test_window_settings_errors_state_their_bounds() -> None:
 def test_importing_does_no_work() -> None:
     code = (
         "import sys\n"
-        "from gns3server.agent.gns3_copilot.agent import model_factory as m\n"
-        "assert m._schema_text.cache_info().currsize == 0, 'schema read at import'\n"
+        "from gns3server.agent.gns3_copilot.agent.model import factory as m, schema\n"
+        "assert schema.schema_text.cache_info().currsize == 0, 'schema read at import'\n"
         "assert 'langchain_openai' not in sys.modules, 'provider imported at import'\n"
         "assert 'langchain.chat_models' not in sys.modules\n"
     )

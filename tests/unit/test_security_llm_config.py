@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gns3server.agent.gns3_copilot.agent.model_factory import LLMConfigError, validate_llm_config
+from gns3server.agent.gns3_copilot.agent.model.config import LLMConfigError, validate_llm_config
 from gns3server.agent.gns3_copilot.api.settings import SettingsError, load_settings
 
 pytestmark = pytest.mark.security
@@ -59,7 +59,7 @@ async def test_credentials_stored_by_an_older_version_are_removed_at_start(tmp_p
     from cryptography.fernet import Fernet
 
     from gns3server.agent.gns3_copilot.api.crypto import SecretBox
-    from gns3server.agent.gns3_copilot.api.llm_store import DATABASE_NAME, LLMConfigStore
+    from gns3server.agent.gns3_copilot.api.llm_config_store import DATABASE_NAME, LLMConfigStore
 
     box = SecretBox(Fernet.generate_key())
     store = await LLMConfigStore.open(tmp_path, box)
@@ -86,7 +86,7 @@ async def test_an_update_that_landed_meanwhile_is_not_overwritten(tmp_path):
 
     from gns3server.agent.gns3_copilot.api.crypto import SecretBox
     from gns3server.agent.gns3_copilot.api.errors import ConfigVersionConflictError
-    from gns3server.agent.gns3_copilot.api.llm_store import LLMConfigStore
+    from gns3server.agent.gns3_copilot.api.llm_config_store import LLMConfigStore
 
     store = await LLMConfigStore.open(tmp_path, SecretBox(Fernet.generate_key()))
     try:

@@ -1,4 +1,4 @@
-"""The model server's tokenizer endpoint as a calibration source (issue 15).
+"""The model server's tokenizer endpoint as a calibration source.
 
 A loopback aiohttp app plays the two shapes (llama-cpp-python's and llama.cpp's);
 the real llama-cpp-python server is exercised by tests/integration/test_local_llm_server.py.
@@ -12,13 +12,14 @@ from aiohttp.test_utils import TestServer
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from gns3server.agent.gns3_copilot.agent.context.tokenizer import get_encoding
-from gns3server.agent.gns3_copilot.agent.server_tokens import (
+from gns3server.agent.gns3_copilot.agent.server.client import ModelServerClient
+from gns3server.agent.gns3_copilot.agent.server.tokens import (
     ServerTokenizer,
     is_escape_probe,
     markup_escaped,
     request_text,
 )
-from gns3server.agent.gns3_copilot.agent.server_traits import ServerTraits
+from gns3server.agent.gns3_copilot.agent.server.traits import ServerTraits
 
 MESSAGES = [
     SystemMessage("You are a copilot."),
@@ -30,6 +31,20 @@ TOOLS = [{"type": "function", "function": {"name": "gns3_topology", "parameters"
 
 def _ours(text: str) -> int:
     return len(get_encoding("cl100k_base").encode_ordinary(text))
+
+
+@pytest.fixture
+async def clients():
+    """Makes the model-server clients a test uses, closed after it."""
+    opened: list[ModelServerClient] = []
+
+    def make(base_url: str, api_key: str | None = None) -> ModelServerClient:
+        opened.append(ModelServerClient(base_url, api_key))
+        return opened[-1]
+
+    yield make
+    for client in opened:
+        await client.aclose()
 
 
 async def _serve(routes: dict[str, object]) -> TestServer:
@@ -46,7 +61,7 @@ def test_request_text_holds_messages_tool_calls_and_tool_definitions():
     assert "show me R1" in text and "gns3_topology {}" in text and '"parameters"' in text
 
 
-async def test_llama_cpp_python_endpoint_gives_the_count_and_is_remembered():
+async def test_llama_cpp_python_endpoint_gives_the_count_and_is_remembered(clients):
     calls: list[str] = []
 
     async def count(request: web.Request) -> web.Response:
@@ -57,7 +72,7 @@ async def test_llama_cpp_python_endpoint_gives_the_count_and_is_remembered():
     server = await _serve({"/extras/tokenize/count": count})
     try:
         traits = ServerTraits()
-        tokenizer = ServerTokenizer(f"http://127.0.0.1:{server.port}/v1", None, traits)
+        tokenizer = ServerTokenizer(clients(f"http://127.0.0.1:{server.port}/v1", None), traits)
         text = request_text(MESSAGES, TOOLS)
         assert await tokenizer.count(MESSAGES, TOOLS) == 2 * _ours(text)
         assert traits.tokenizer == "llama-cpp-python"
@@ -67,7 +82,7 @@ async def test_llama_cpp_python_endpoint_gives_the_count_and_is_remembered():
         await server.close()
 
 
-async def test_llama_cpp_server_endpoint_is_found_after_the_other():
+async def test_llama_cpp_server_endpoint_is_found_after_the_other(clients):
     async def tokenize(request: web.Request) -> web.Response:
         body = await request.json()
         return web.json_response({"tokens": list(range(_ours(body["content"]) + 10))})
@@ -75,7 +90,7 @@ async def test_llama_cpp_server_endpoint_is_found_after_the_other():
     server = await _serve({"/tokenize": tokenize})
     try:
         traits = ServerTraits()
-        tokenizer = ServerTokenizer(f"http://127.0.0.1:{server.port}/v1", "sk-x", traits)
+        tokenizer = ServerTokenizer(clients(f"http://127.0.0.1:{server.port}/v1", "sk-x"), traits)
         text = request_text(MESSAGES, TOOLS)
         assert await tokenizer.count(MESSAGES, TOOLS) == _ours(text) + 10
         assert traits.tokenizer == "llama.cpp"
@@ -83,7 +98,7 @@ async def test_llama_cpp_server_endpoint_is_found_after_the_other():
         await server.close()
 
 
-async def test_a_server_without_a_tokenizer_is_asked_once():
+async def test_a_server_without_a_tokenizer_is_asked_once(clients):
     asked: list[str] = []
 
     async def not_found(request: web.Request) -> web.Response:
@@ -93,7 +108,7 @@ async def test_a_server_without_a_tokenizer_is_asked_once():
     server = await _serve({"/{tail:.*}": not_found})
     try:
         traits = ServerTraits()
-        tokenizer = ServerTokenizer(f"http://127.0.0.1:{server.port}/v1", None, traits)
+        tokenizer = ServerTokenizer(clients(f"http://127.0.0.1:{server.port}/v1", None), traits)
         assert await tokenizer.count(MESSAGES, TOOLS) is None
         assert traits.tokenizer == "none" and asked == ["/extras/tokenize/count", "/tokenize"]
         assert await tokenizer.count(MESSAGES, TOOLS) is None
@@ -124,14 +139,14 @@ def _escaping_server(escapes: bool, chats: list[dict]):
 
 
 @pytest.mark.parametrize("escapes", [True, False])
-async def test_whether_the_template_escapes_message_text_is_measured_once_and_counted_so(escapes):
+async def test_whether_the_template_escapes_message_text_is_measured_once_and_counted_so(escapes, clients):
     # llama-cpp-python renders with Jinja's autoescape: a JSON result costs it 3x its text.
     chats: list[dict] = []
     server = await _escaping_server(escapes, chats)
     messages = [HumanMessage('[{"name": "R1"}]')]
     try:
         traits = ServerTraits()
-        tokenizer = ServerTokenizer(f"http://127.0.0.1:{server.port}/v1", None, traits, "m")
+        tokenizer = ServerTokenizer(clients(f"http://127.0.0.1:{server.port}/v1", None), traits, "m")
         text = request_text(messages, [])
         rendered = markup_escaped(text) if escapes else text
         assert await tokenizer.count(messages, []) == len(rendered)

@@ -9,9 +9,14 @@ import sqlite3
 from typing import Self
 
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
+from gns3server.agent.gns3_copilot.agent.assembly import AgentAssembly
+from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
+from gns3server.agent.gns3_copilot.agent.model.config import Timeouts, llm_profile
+from gns3server.agent.gns3_copilot.agent.model.factory import create_base_model_with_tools
+from gns3server.agent.gns3_copilot.api.history import session_history
 from gns3server.agent.gns3_copilot.service.copilot import ABORTED_TOOL_RESULT, CopilotService, User
 from gns3server.agent.gns3_copilot.service.errors import (
     ConfirmationPendingError,
@@ -22,6 +27,7 @@ from gns3server.agent.gns3_copilot.service.errors import (
     SessionNotFoundError,
 )
 from gns3server.agent.gns3_copilot.service.storage import DATABASE_NAME, open_sqlite_storage
+from tests.support.openai_stub import OpenAIStub
 from tests.support.scripted_model import ScriptedChatModel, ScriptedResponse
 from tests.support.streams import collect, read_until
 
@@ -81,15 +87,14 @@ def model():
 
 
 def make_service(storage, model, tools_factory=make_tools, **kwargs) -> CopilotService:
-    return CopilotService(
-        storage,
+    agent = AgentAssembly(
         tools_factory=tools_factory,
         bind_tools=lambda tools, config: model.bind_tools(tools),
         is_context_length_error=lambda exc: False,
         client_factory=FakeClient,
         load_topology=fake_topology,
-        **kwargs,
     )
+    return CopilotService(storage, agent, **kwargs)
 
 
 async def next_run_completes(service, model, session_id: str, message: str) -> None:
@@ -110,7 +115,7 @@ async def test_chat_creates_a_titled_session_and_streams_until_done(storage, mod
                         "usage": {"input_tokens": 50, "output_tokens": 3, "total_tokens": 53}}
     assert "".join(e["content"] for e in seen if e["type"] == "content") == "Hello there!"
     assert "topology of p1 seen by token-alice" in model.calls[0][0].content
-    history = await service.history(ALICE, record.session_id)
+    history = await session_history(service, ALICE, record.session_id)
     assert [(m["role"], m["content"]) for m in history] == [("user", "  Why can't\nPC1 ping PC3?  "), ("assistant", "Hello there!")]
     stored = await service.session(ALICE, record.session_id)
     assert (stored.runs, stored.input_tokens, stored.total_tokens) == (1, 50, 53)
@@ -157,7 +162,7 @@ async def test_abort_mid_answer_keeps_partial_text_and_a_valid_history(storage, 
     assert types[-2:] == ["abort", "done"] and seen[-1]["status"] == "aborted"
     partial = "".join(e["content"] for e in seen if e["type"] == "content")
     assert partial and "The routing table shows a missing route.".startswith(partial) and len(partial) < 40
-    history = await service.history(ALICE, record.session_id)
+    history = await session_history(service, ALICE, record.session_id)
     assert [(m["role"], m["content"]) for m in history] == [("user", "explain"), ("assistant", partial)]
     assert not service.is_running(record.session_id)
     await next_run_completes(service, model, record.session_id, "go on")
@@ -177,7 +182,7 @@ async def test_abort_returns_once_the_partial_answer_is_saved(storage, model):
     consumer.cancel()
     await abort
     assert not service.is_running(record.session_id)  # stopped when abort returned
-    history = await service.history(ALICE, record.session_id)
+    history = await session_history(service, ALICE, record.session_id)
     assert [m["role"] for m in history] == ["user", "assistant"]
     assert history[1]["content"] and "Half of it, and the rest.".startswith(history[1]["content"])
     with pytest.raises(asyncio.CancelledError):
@@ -246,7 +251,7 @@ async def test_leaving_the_stream_cancels_the_run(storage, model):
             break
     await stream.aclose()  # returns once the cancelled run has saved its state
     assert not service.is_running(record.session_id)
-    history = await service.history(ALICE, record.session_id)
+    history = await session_history(service, ALICE, record.session_id)
     assert history[-1]["role"] == "assistant" and history[-1]["content"]
 
 
@@ -271,7 +276,7 @@ async def test_a_run_that_fails_after_a_tool_keeps_what_it_did(storage, model):
                   RuntimeError("provider went away"))
     record, stream = await service.chat(ALICE, "p1", "do it", llm_config=LLM)
     assert (await collect(stream))[-1]["status"] == "error"
-    history = await service.history(ALICE, record.session_id)
+    history = await session_history(service, ALICE, record.session_id)
     assert [(m["role"], m.get("status")) for m in history] == [("user", None), ("assistant", None), ("tool", "success")]
     await next_run_completes(service, model, record.session_id, "again")
     assert [m.type for m in model.calls[-1]] == ["system", "human", "ai", "tool", "human"]
@@ -285,7 +290,7 @@ async def test_sessions_belong_to_their_user(storage, model):
     assert [s.title for s in await service.list_sessions(ALICE, "p1")] == ["alice's"]
     for call in (
         service.session(BOB, mine.session_id),
-        service.history(BOB, mine.session_id),
+        session_history(service, BOB, mine.session_id),
         service.rename(BOB, mine.session_id, "mine now"),
         service.delete(BOB, mine.session_id),
         service.abort(BOB, mine.session_id),
@@ -310,7 +315,7 @@ async def test_delete_removes_every_row(storage, model):
     assert await storage.checkpointer.aget_tuple({"configurable": {"thread_id": record.session_id}}) is None
     assert await storage.sessions.get(record.session_id) is None
     with pytest.raises(SessionNotFoundError):
-        await service.history(ALICE, record.session_id)
+        await session_history(service, ALICE, record.session_id)
 
 
 async def test_conversation_survives_a_restart(tmp_path, model):
@@ -362,7 +367,7 @@ async def test_only_the_latest_checkpoint_of_a_conversation_is_kept(tmp_path, mo
     try:
         session_id = await three_turns(make_service(storage, model), model)
         assert stored_rows(tmp_path / "data", session_id) == (1, 0)
-        history = await make_service(storage, model).history(ALICE, session_id)
+        history = await session_history(make_service(storage, model), ALICE, session_id)
         assert [m["content"] for m in history if m["role"] == "user"] == ["question 0", "question 1", "question 2"]
         assert len(history) == 12  # each turn: question, call, result, answer
     finally:
@@ -455,6 +460,63 @@ async def test_preview_context_reports_without_calling_the_model(storage, model)
         await service.preview_context(BOB, record.session_id, llm_config=LLM)
 
 
+async def test_the_preview_reports_the_budget_the_next_call_is_judged_in(storage):
+    """Against an OpenAI-compatible server that measures what the tool definitions cost: the preview
+    prepares the request as the call does, so both report the same budget (the definitions' room
+    at their measured cost, not at our count of them)."""
+
+    @tool
+    def read_lab(node: str) -> str:
+        """Read one node of the lab: its status, console and interfaces, as GNS3 reports them."""
+        return f"{node} is up"
+
+    async with OpenAIStub() as stub:
+        agent = AgentAssembly(tools_factory=lambda context: [read_lab], bind_tools=create_base_model_with_tools,
+                              is_context_length_error=lambda exc: False, client_factory=FakeClient,
+                              load_topology=fake_topology)
+        service = CopilotService(storage, agent)
+        llm = {"model": "local", "base_url": stub.base_url, "context_limit": 4, "max_retries": 0, "timeout": 30}
+        stub.enqueue("First answer.", "Second answer.")
+        record, stream = await service.chat(ALICE, "p1", "hello", llm_config=llm)
+        assert (await collect(stream))[-1]["status"] == "completed"
+        preview = await service.preview_context(ALICE, record.session_id, llm_config=llm)
+        _, stream = await service.chat(ALICE, "p1", "again", session_id=record.session_id, llm_config=llm)
+        seen = await collect(stream)
+        await service.close()
+        await agent.aclose()
+    (called,) = [e["report"] for e in seen if e["type"] == "context"]
+    assert stub.tools_probes and called["tools_server_tokens"] is not None
+    budget = ("budget", "message_budget", "tools_tokens", "tools_server_tokens", "token_scale", "limit_tokens",
+              "headline_budget", "headline_calibrated")
+    assert {k: preview[k] for k in budget} == {k: called[k] for k in budget}
+    assert preview["tools_server_tokens"] != preview["tools_tokens"]  # the measured cost is what counts
+
+
+def test_the_llm_config_is_parsed_once_not_on_every_model_call():
+    """A run's profile: the hook reads what it parsed, never the config again (here: a config
+    that counts how often it is read, prepared for three calls)."""
+
+    class Counted(dict):
+        reads = 0
+
+        def get(self, key, default=None):
+            Counted.reads += 1
+            return super().get(key, default)
+
+        def __getitem__(self, key):
+            Counted.reads += 1
+            return super().__getitem__(key)
+
+    profile = llm_profile(Counted(LLM))
+    read_by_parse = Counted.reads
+    assert llm_profile(profile) is profile  # a profile is not parsed again
+    hook = create_pre_model_hook("System.", lambda s: None, lambda: profile.context, list)
+    for question in ("one", "two", "three"):
+        hook({"messages": [HumanMessage(question)]})
+    assert Counted.reads == read_by_parse
+    assert profile.timeouts == Timeouts(120, 120, 30) and profile.context.budget["limit_tokens"] == 16000
+
+
 def make_confirm_tools(context) -> list:
     """A device-changing tool (needs confirmation) and a read-only one."""
     sent: list[str] = SENT.setdefault(context.project_id, [])
@@ -525,7 +587,7 @@ async def test_rejected_changes_are_never_sent(storage, model):
     assert results["r1"].content == "config of R1"  # the read-only call still ran
     ends = {e["tool_call_id"]: e["status"] for e in seen if e["type"] == "tool_end"}
     assert ends == {"p1": "rejected", "r1": "success"}  # shown as rejected, not as failed
-    history = await service.history(ALICE, record.session_id)
+    history = await session_history(service, ALICE, record.session_id)
     assert {m["tool_call_id"]: m["status"] for m in history if m["role"] == "tool"} == ends
 
 
@@ -556,3 +618,20 @@ async def test_only_the_owner_confirms(storage, model):
     with pytest.raises(SessionNotFoundError):
         await service.confirm(BOB, record.session_id, True, llm_config=LLM)
     assert SENT["pc4"] == []
+
+
+def test_the_service_only_runs_sessions_the_agent_is_assembled_elsewhere():
+    """Tools, model binding, prompts and model-server probes are the agent assembly's (agent/assembly.py),
+    which the launcher and the tests build alike; the service imports none of them."""
+    import ast
+    from pathlib import Path
+
+    from gns3server.agent.gns3_copilot.service import copilot
+
+    tree = ast.parse(Path(copilot.__file__).read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level}
+    assembling = {"..agent.context_manager", "..agent.small_window", "..agent.server_tokens", "..agent.tools_cost",
+                  "..agent.tool_results", "..agent.server_traits", "..tools.toolset", "..gns3_client.client",
+                  "..gns3_client.topology"}
+    assert not {f"..{m}" for m in imported} & assembling, imported
+    assert not hasattr(copilot.CopilotService, "_settings") and not hasattr(copilot.CopilotService, "history")

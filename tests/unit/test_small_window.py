@@ -1,4 +1,4 @@
-"""Small windows get compact tool definitions and prompt, then an essential subset (issue 15)."""
+"""Small windows get compact tool definitions and prompt, then an essential subset."""
 
 from __future__ import annotations
 
@@ -11,9 +11,14 @@ import pytest
 from gns3server.agent.gns3_copilot.agent.context.calibration import answer_tokens
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
 from gns3server.agent.gns3_copilot.agent.context_manager import resolve_budget
-from gns3server.agent.gns3_copilot.agent.gns3_copilot import tools_for_mode
-from gns3server.agent.gns3_copilot.agent.prompts import compact_system_prompt_for, system_prompt_for
-from gns3server.agent.gns3_copilot.agent.small_window import ESSENTIAL_TOOLS, FIXED_SHARE, compact_tool, fit_to_window
+from gns3server.agent.gns3_copilot.agent.model.prompts import compact_system_prompt_for, system_prompt_for
+from gns3server.agent.gns3_copilot.agent.policies.modes import tools_for_mode
+from gns3server.agent.gns3_copilot.agent.policies.small_window import (
+    ESSENTIAL_TOOLS,
+    FIXED_SHARE,
+    compact_tool,
+    fit_to_window,
+)
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
 from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools
 
@@ -34,7 +39,7 @@ def fit(tools, limit: int, mode: str = "lab_automation"):
     return fit_to_window(tools, system_prompt_for(mode), compact_system_prompt_for(mode), {"context_limit": limit}, COUNTER)
 
 
-# 4K windows got the full offer until gns3_update_link (about 400 tokens) was added (issue 13).
+# 4K windows got the full offer until gns3_update_link (about 400 tokens) was added.
 @pytest.mark.parametrize(("limit", "level"), [(2, "essential"), (3, "compact"), (4, "compact"), (8, "full"), (128, "full")])
 def test_each_window_gets_the_richest_offer_that_fits(tools, limit, level):
     chosen = fit(tools, limit)

@@ -1,4 +1,4 @@
-"""Junk tool-call arguments cut in the history (issue 15: 1,801 characters of junk pushed a 2K request over)."""
+"""Junk tool-call arguments cut in the history (1,801 characters of junk once pushed a 2K request over)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from gns3server.agent.gns3_copilot.agent.tool_call_args import (
+from gns3server.agent.gns3_copilot.agent.policies.arguments import (
     CUT_KEY,
     EXCERPT_CHARS,
     argument_limit,

@@ -17,11 +17,12 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gns3server.agent.gns3_copilot.agent.context_manager import create_pre_model_hook
-from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, ToolErrorPolicy, build_copilot_graph
+from gns3server.agent.gns3_copilot.agent.gns3_copilot import AgentSettings, build_copilot_graph
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
 from gns3server.agent.gns3_copilot.gns3_client.exceptions import GNS3ConflictError, GNS3PermissionError
 from gns3server.agent.gns3_copilot.tools.console import ConfigCommandsTool, ShowCommandsTool
 from gns3server.agent.gns3_copilot.tools.errors import ToolError, failure_outcome, model_message
+from gns3server.agent.gns3_copilot.tools.gate import ToolErrorPolicy
 from gns3server.agent.gns3_copilot.tools.nodes import NodeActionTool
 from gns3server.agent.gns3_copilot.tools.permissions import PermissionRefused
 from tests.support.scripted_model import ScriptedChatModel

@@ -1,4 +1,4 @@
-"""Tool results for servers whose chat template drops them (issue 15).
+"""Tool results for servers whose chat template drops them.
 
 The probe runs against the OpenAI-compatible stub playing both kinds of server; the
 real llama-cpp-python server is exercised by tests/integration/test_local_llm_server.py.
@@ -12,15 +12,28 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from gns3server.agent.gns3_copilot.agent.tool_results import (
+from gns3server.agent.gns3_copilot.agent.server.client import ModelServerClient
+from gns3server.agent.gns3_copilot.agent.server.tool_results import (
     PROBE_CALL_ID,
-    template_keeps_tool_results,
     tool_results_as_user,
 )
-from gns3server.agent.gns3_copilot.agent.tools_cost import offer_key, tools_prompt_tokens
+from gns3server.agent.gns3_copilot.agent.server.tool_results import template_keeps_tool_results as probe
+from gns3server.agent.gns3_copilot.agent.server.tools_cost import offer_key
+from gns3server.agent.gns3_copilot.agent.server.tools_cost import tools_prompt_tokens as measure
 from tests.support.openai_stub import OpenAIStub
 
 CALL = {"name": "gns3_topology", "args": {}, "id": "c1"}
+
+
+async def template_keeps_tool_results(base_url: str, api_key: str | None, model: str, timeout: float = 120) -> bool | None:
+    """The probe through a client of its own (closed after it)."""
+    async with ModelServerClient(base_url, api_key, timeout=timeout) as client:
+        return await probe(client, model)
+
+
+async def tools_prompt_tokens(base_url: str, api_key: str | None, model: str, tools: list) -> int | None:
+    async with ModelServerClient(base_url, api_key) as client:
+        return await measure(client, model, tools)
 
 
 def test_tool_results_become_user_messages_naming_the_tool_and_the_rest_is_unchanged():

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gns3server.agent.gns3_copilot.agent.gns3_copilot import needs_confirmation, tools_for_mode
+from gns3server.agent.gns3_copilot.agent.policies.modes import tools_for_mode
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
+from gns3server.agent.gns3_copilot.tools.gate import needs_confirmation
 from gns3server.agent.gns3_copilot.tools.toolset import ConsoleServices, RunContext, build_tools
 from tests.support.gns3_admin import OwnSessionClient
 

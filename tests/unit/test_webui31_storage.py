@@ -1,4 +1,4 @@
-"""Session table upgrades, client-chosen ids and pinning; prompt files (issue 13)."""
+"""Session table upgrades, client-chosen ids and pinning; prompt files."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gns3server.agent.gns3_copilot.agent.prompts import PromptFileError, default_prompts, load_prompts
+from gns3server.agent.gns3_copilot.agent.model.prompts import PromptFileError, default_prompts, load_prompts
 from gns3server.agent.gns3_copilot.db import Database
-from gns3server.agent.gns3_copilot.service.store import SESSIONS_SCHEMA, SQLiteSessionStore
+from gns3server.agent.gns3_copilot.service.session_store import SESSIONS_SCHEMA, SQLiteSessionStore
 
 # The session table as the first release created it (no pinned, message_count, kind).
 OLD_TABLE = """

@@ -16,7 +16,7 @@ service layer never speaks HTTP. The packages own their branches::
     ├── SchemaError ..., DatabaseClosedError                    (db/: also RuntimeErrors)
     ├── GNS3Error ...                    gns3_client/exceptions.py: GNS3's refusals keep their kinds
     ├── ConsoleError ...                 console/: a device console that cannot be used
-    ├── LLMError ...                     agent/llm_errors.py: provider and model-server failures
+    ├── LLMError ...                     agent/model/errors.py: provider and model-server failures
     └── ToolError ...                    tools/errors.py: what a tool tells the model (also a ToolException)
 
 Foreign exceptions (provider SDKs, aiohttp, asyncio) are translated into the

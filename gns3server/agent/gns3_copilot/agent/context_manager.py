@@ -21,7 +21,10 @@ Tokens are counted as the provider receives them (framing, roles, tool calls),
 with tiktoken encodings loaded offline. This module and ``context/`` are pure and
 synchronous: no I/O; from the rest of the copilot they import only the topology
 model's link-end resolver (``gns3_client/topology.py``), so that the prompt and
-the topology tool name links alike. See
+the topology tool name links alike, and, as pure data, the LLM config's schema
+(``model/schema.py``: the fields' ranges) and the server-kind classifier
+(``server/kind.py``). What the hook reads of an LLM config is parsed once
+(:func:`context_settings`), not on every model call. See
 ``docs/context-window-management.md``.
 """
 
@@ -31,11 +34,19 @@ import functools
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 
-from .context.calibration import answer_tokens, capped_budget, max_tokens_problem
+from .context.calibration import (
+    TOKEN_SCALE_BOUNDS,
+    answer_tokens,
+    capped_budget,
+    clamp_token_scale,
+    max_tokens_problem,
+    server_tokens_estimate,
+)
 from .context.counting import REPLY_PRIMING_TOKENS, TokenCounter, content_text, json_text
 from .context.injection import TOPOLOGY_SHARE, TopologyText, fit_topology, inject
 from .context.summary import (
@@ -56,6 +67,8 @@ from .context.window import (
     plan_window,
     restore_window,
 )
+from .model.schema import field_range
+from .server.kind import server_kind
 
 logger = logging.getLogger(__name__)
 
@@ -65,24 +78,20 @@ CONTEXT_STRATEGY_RATIOS: dict[str, float] = {
     "aggressive": 0.85,
 }
 DEFAULT_CONTEXT_STRATEGY = "balanced"
-# How far a provider's reported token counts may correct our estimate. Up to 4: a server
-# that HTML-escapes message text counts a JSON tool result at three times our count.
-TOKEN_SCALE_BOUNDS = (0.75, 4.0)
-# The history-window fields' ranges, both ends included (llm_config.schema.json says the same;
-# a unit test checks that the two accept exactly the same values).
-LOW_WATER_RANGE = (0.1, 1.0)
-TOOL_OUTPUT_SHARE_RANGE = (0.05, 1.0)
-TOOL_OUTPUT_TURNS_RANGE = (1, 1000)
 
 __all__ = [
     "CONTEXT_STRATEGY_RATIOS",
+    "TOKEN_SCALE_BOUNDS",
     "DEFAULT_CONTEXT_STRATEGY",
     "ContextBudget",
     "ContextReport",
+    "ContextSettings",
     "count_tokens",
     "create_pre_model_hook",
     "estimate_tool_tokens",
+    "headline",
     "clamp_token_scale",
+    "context_settings",
     "server_tokens_estimate",
     "resolve_budget",
     "resolve_window_settings",
@@ -91,7 +100,7 @@ __all__ = [
 
 
 def count_tokens(text: str) -> int:
-    """Exact tiktoken count of ``text`` in ``cl100k_base`` (as the seed specifies)."""
+    """Exact tiktoken count of ``text`` in ``cl100k_base`` (the design document's default encoding)."""
     return len(get_encoding(DEFAULT_ENCODING).encode_ordinary(text)) if text else 0
 
 
@@ -109,21 +118,6 @@ class ContextBudget(TypedDict):
     encoding: str
 
 
-def server_tokens_estimate(messages_tokens: int, tools_tokens: int, tools_server_tokens: int | None, scale: float) -> int:
-    """A request in the provider's tokens: the messages scaled, the definitions (if sent) as
-    measured when known, else scaled with the rest."""
-    tools_estimate = tools_server_tokens if tools_server_tokens is not None else scale * tools_tokens
-    return round(scale * messages_tokens + (tools_estimate if tools_tokens else 0))
-
-
-def clamp_token_scale(scale: Any) -> float:
-    """A usable correction factor: 1.0 when unknown, else within the bounds."""
-    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or math.isnan(scale) or scale <= 0:
-        return 1.0
-    low, high = TOKEN_SCALE_BOUNDS
-    return min(high, max(low, float(scale)))
-
-
 def resolve_budget(llm_config: Mapping[str, Any] | None) -> ContextBudget:
     """Validate the config's ``context_limit``/``context_strategy`` and compute the input budget."""
     config = llm_config or {}
@@ -137,7 +131,7 @@ def resolve_budget(llm_config: Mapping[str, Any] | None) -> ContextBudget:
         allowed = ", ".join(sorted(CONTEXT_STRATEGY_RATIOS))
         raise ValueError(f"Invalid context_strategy: {strategy!r} (allowed: {allowed})")
     ratio = CONTEXT_STRATEGY_RATIOS[strategy]
-    # issue 15: a reply reserve that leaves the prompt (almost) no room cannot be honoured.
+    # A reply reserve that leaves the prompt (almost) no room cannot be honoured.
     problem = max_tokens_problem(limit, config.get("max_tokens"))
     if problem is not None:
         raise ValueError(f"Invalid max_tokens: {config['max_tokens']!r} ({problem})")
@@ -158,8 +152,9 @@ class WindowSettings(TypedDict):
     tool_output_share: float
 
 
-def _number_in(config: Mapping[str, Any], name: str, default: float, low: float, high: float) -> float:
-    """``config[name]`` if a number in ``low``-``high`` (both included, as the LLM-config schema says)."""
+def _number_in(config: Mapping[str, Any], name: str, default: float) -> float:
+    """``config[name]`` if a number within the schema's range of the field (both ends included)."""
+    low, high = field_range(name)
     value = config.get(name, default)
     if value is None:
         return default
@@ -172,8 +167,8 @@ def resolve_window_settings(llm_config: Mapping[str, Any] | None) -> WindowSetti
     """Validate the config's history-window fields (``context_low_water``, ``context_summary``,
     ``mask_tool_outputs``, ``tool_output_turns``, ``tool_output_share``) and fill in their defaults."""
     config = llm_config or {}
-    low_water = _number_in(config, "context_low_water", DEFAULT_LOW_WATER, *LOW_WATER_RANGE)
-    share = _number_in(config, "tool_output_share", TOOL_OUTPUT_SHARE, *TOOL_OUTPUT_SHARE_RANGE)
+    low_water = _number_in(config, "context_low_water", DEFAULT_LOW_WATER)
+    share = _number_in(config, "tool_output_share", TOOL_OUTPUT_SHARE)
     flags = {}
     for name in ("context_summary", "mask_tool_outputs"):
         value = config.get(name, True)
@@ -185,7 +180,7 @@ def resolve_window_settings(llm_config: Mapping[str, Any] | None) -> WindowSetti
     turns = config.get("tool_output_turns", DEFAULT_TOOL_OUTPUT_TURNS)
     if turns is None:
         turns = DEFAULT_TOOL_OUTPUT_TURNS
-    low, high = TOOL_OUTPUT_TURNS_RANGE
+    low, high = field_range("tool_output_turns")
     if isinstance(turns, bool) or not isinstance(turns, int) or not low <= turns <= high:
         raise ValueError(f"Invalid tool_output_turns: {turns!r} (an integer between {low} and {high})")
     return WindowSettings(
@@ -196,17 +191,18 @@ def resolve_window_settings(llm_config: Mapping[str, Any] | None) -> WindowSetti
     )
 
 
-def output_cap(llm_config: Mapping[str, Any], tools_tokens: int, share: float) -> int | None:
-    """The most tokens one tool output may take in a request: ``share`` of the message budget (None: no cap).
+def output_cap(settings: ContextSettings, tools_tokens: int) -> int | None:
+    """The most tokens one tool output may take in a request: the configured share of the message
+    budget (None: no cap).
 
     From the configured budget, not the calibrated one: calibration changes from call
     to call, and a cap that moved would change old outputs and break the cached prefix.
     """
+    share = settings.window["tool_output_share"]
     if share >= 1.0:
         return None
-    budget = resolve_budget(llm_config)["budget"]
-    ceiling = int(llm_config["context_limit"]) * 1000 - answer_tokens(llm_config)
-    return max(MIN_OUTPUT_CAP, int(share * (min(budget, ceiling) - tools_tokens)))
+    ceiling = settings.budget["limit_tokens"] - settings.answer_tokens
+    return max(MIN_OUTPUT_CAP, int(share * (min(settings.budget["budget"], ceiling) - tools_tokens)))
 
 
 # An output cap below this would leave too little to read.
@@ -219,11 +215,45 @@ def tools_style_for(llm_config: Mapping[str, Any] | None) -> str:
     OpenAI-compatible servers (Ollama, vLLM, llama.cpp) render tools with their own
     chat templates, so only the OpenAI API (no ``base_url``, or api.openai.com) counts exactly.
     """
-    config = llm_config or {}
-    if (config.get("provider") or "openai") != "openai":
-        return "json"
-    base_url = config.get("base_url")
-    return "openai" if not base_url or "api.openai.com" in str(base_url).lower() else "json"
+    return "openai" if server_kind(llm_config or {}).exact_tool_counts else "json"
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    """What the context manager reads of an LLM config, parsed once (:func:`context_settings`).
+
+    ``budget`` is the configured one (the hook corrects a copy by the token scale);
+    ``answer_tokens`` the reply's reserve; ``tools_style`` how tool definitions are counted.
+    """
+
+    budget: ContextBudget
+    window: WindowSettings
+    answer_tokens: int
+    tools_style: str
+
+
+def context_settings(llm_config: Mapping[str, Any] | None) -> ContextSettings:
+    """Validate what the context manager needs of ``llm_config`` (the design document's ValueErrors) and keep it."""
+    budget = resolve_budget(llm_config)
+    return ContextSettings(budget, resolve_window_settings(llm_config), answer_tokens(llm_config or {}),
+                           tools_style_for(llm_config))
+
+
+class _ParsedOnce:
+    """The hook's view of what ``get_llm_config_func`` returns: settings as given, or a config parsed
+    once (again only when a different config comes back)."""
+
+    def __init__(self) -> None:
+        self._config: dict[str, Any] | None = None
+        self._settings: ContextSettings | None = None
+
+    def __call__(self, config: Any) -> ContextSettings:
+        if isinstance(config, ContextSettings):
+            return config
+        if self._settings is None or self._config != config:
+            settings = context_settings(config)
+            self._config, self._settings = dict(config or {}), settings
+        return self._settings
 
 
 class ContextReport(TypedDict):
@@ -266,7 +296,35 @@ class ContextReport(TypedDict):
     cut_planned: bool
     tools_server_tokens: int | None  # the tool definitions' measured cost on the server, if known
     server_tokens_estimate: int  # the request in the provider's tokens, as calibrated
-    answer_tokens: int  # issue 15: reserved for the reply (max_tokens); the budget never eats into it
+    answer_tokens: int  # reserved for the reply (max_tokens); the budget never eats into it
+    # The one figure the budget is judged in (what the panel's meter shows): see headline().
+    headline_tokens: int
+    headline_budget: int
+    headline_percent: float
+    headline_calibrated: bool
+
+
+def headline(report: Mapping[str, Any], *, calibrated: bool) -> dict[str, Any]:
+    """The request and its budget in the one unit the budget is judged in: the provider's tokens.
+
+    The budget is kept in our count divided by the token scale, so in the provider's tokens
+    the request is ``server_tokens_estimate`` (the messages scaled, the tool definitions at
+    their measured cost) against the configured budget, and its share of the window is that
+    over ``limit_tokens``. ``calibrated``: a provider's count stands behind the figure (a
+    factor learnt from usage, the server's count of the text, the tools' measured cost);
+    until then it is our own count, the same number.
+    """
+    return _headline(int(report["server_tokens_estimate"]), report["budget"], report["token_scale"],
+                     report["limit_tokens"], calibrated)
+
+
+def _headline(tokens: int, budget: int, scale: float, limit_tokens: int, calibrated: bool) -> dict[str, Any]:
+    return {
+        "headline_tokens": tokens,
+        "headline_budget": round(budget * scale),
+        "headline_percent": round(100.0 * tokens / limit_tokens, 1),
+        "headline_calibrated": calibrated,
+    }
 
 
 def _report(
@@ -298,11 +356,15 @@ def _report(
     summary_until_id: str | None = None,
     cut_planned: bool = False,
     answer_tokens: int = 0,
+    calibrated: bool = False,
 ) -> ContextReport:
     """The report of one request; ``tools_tokens`` are the definitions it sends (0: none),
     ``tools_room`` what the budget keeps for them (default: the same); the rest as
     :class:`ContextReport` says (what the fit did, defaults: nothing)."""
     total = messages_tokens + tools_tokens
+    estimate = server_tokens_estimate(messages_tokens, tools_tokens, tools_server_tokens, token_scale)
+    shown = _headline(estimate, budget["budget"], token_scale, budget["limit_tokens"],
+                      calibrated or tools_server_tokens is not None)
     report = ContextReport(
         strategy=budget["strategy"],
         context_limit=budget["context_limit"],
@@ -340,8 +402,12 @@ def _report(
         summary_until_id=summary_until_id,
         cut_planned=cut_planned,
         tools_server_tokens=tools_server_tokens,
-        server_tokens_estimate=server_tokens_estimate(messages_tokens, tools_tokens, tools_server_tokens, token_scale),
+        server_tokens_estimate=estimate,
         answer_tokens=answer_tokens,
+        headline_tokens=shown["headline_tokens"],
+        headline_budget=shown["headline_budget"],
+        headline_percent=shown["headline_percent"],
+        headline_calibrated=shown["headline_calibrated"],
     )
     return report
 
@@ -392,12 +458,15 @@ def _shown_summary(
 def create_pre_model_hook(
     system_prompt: str,
     get_topology_func: Callable[[Mapping[str, Any]], Any],
-    get_llm_config_func: Callable[[], Mapping[str, Any] | None],
+    get_llm_config_func: Callable[[], Mapping[str, Any] | ContextSettings | None],
     get_tools_func: Callable[[], Iterable[Any] | None],
     *,
     counters: MutableMapping[str, TokenCounter] | None = None,
 ) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     """Build ``hook(state) -> {"messages": prepared, "context_report": report, "context_window": window}``.
+
+    ``get_llm_config_func`` returns the LLM config (a mapping, parsed once: again only when
+    a different one comes back) or what :func:`context_settings` parsed of it.
 
     ``state["context_window"]`` (optional) is the window the previous call
     returned: keep it in the graph state so the next request keeps its prefix.
@@ -420,9 +489,12 @@ def create_pre_model_hook(
     ``state["token_scale"]`` (optional, default 1.0) is how many tokens the provider
     reported per token we estimated on an earlier call; the budget is divided by it
     (clamped to :data:`TOKEN_SCALE_BOUNDS`), so a model whose tokenizer differs from
-    ours still gets a request that fits.
+    ours still gets a request that fits. ``state["token_scale_calibrated"]`` (optional):
+    a provider's count taught that factor, so the report's headline (:func:`headline`) is
+    in the provider's tokens.
     """
     counters = {} if counters is None else counters
+    parsed = _ParsedOnce()
 
     def counter_for(encoding: str) -> TokenCounter:
         counter = counters.get(encoding)
@@ -431,15 +503,15 @@ def create_pre_model_hook(
         return counter
 
     def hook(state: Mapping[str, Any]) -> dict[str, Any]:
-        config = get_llm_config_func()
-        budget = resolve_budget(config)
-        window_settings = resolve_window_settings(config)
+        settings = parsed(get_llm_config_func())
+        budget = ContextBudget(**settings.budget)  # corrected for this call only
+        window_settings = settings.window
         scale = clamp_token_scale(state.get("token_scale"))
-        # issue 15: the reply's room (max_tokens) is never given to the prompt, whatever the scale.
-        reserve = answer_tokens(config or {})
+        # The reply's room (max_tokens) is never given to the prompt, whatever the scale.
+        reserve = settings.answer_tokens
         budget["budget"] = capped_budget(budget["budget"], scale, budget["limit_tokens"], reserve)
         counter = counter_for(budget["encoding"])
-        tools_tokens = counter.tools(get_tools_func() or [], style=tools_style_for(config))
+        tools_tokens = counter.tools(get_tools_func() or [], style=settings.tools_style)
         # The definitions' room: their measured cost on the server when known (in our units at
         # this scale, which is then the messages' alone), else our count, scaled with the rest.
         measured = state.get("tools_server_tokens")
@@ -451,7 +523,8 @@ def create_pre_model_hook(
         # budget, so that this request and the next, with tools, send the same history.
         tools_sent = tools_tokens if state.get("tools_offered", True) is not False else 0
         report_for = functools.partial(_report, budget, tools_tokens=tools_sent, tools_room=tools_room,
-                                       tools_server_tokens=tools_real, token_scale=scale)
+                                       tools_server_tokens=tools_real, token_scale=scale,
+                                       calibrated=bool(state.get("token_scale_calibrated")))
         if message_budget <= 0:
             logger.error(
                 "Tool definitions (%d tokens) exceed the input budget (%d tokens): "
@@ -494,7 +567,7 @@ def create_pre_model_hook(
                 max(0, low_water),
                 counter,
                 tool_output_turns=window_settings["tool_output_turns"],
-                output_cap=output_cap(config or {}, tools_tokens, window_settings["tool_output_share"]),
+                output_cap=output_cap(settings, tools_tokens),
                 ready=int(summary["until"]) if section and summary else 0,
             )
             fitted = plan.fit
@@ -503,7 +576,7 @@ def create_pre_model_hook(
             shown = _shown_summary(placements, summary if section else None, start, messages)
             history = apply_placements(fitted.messages, placements)
             summary_tokens = sum(counter.message(m) for m in history) - sum(counter.message(m) for m in fitted.messages)
-        except Exception as exc:  # noqa: BLE001  # the seed's fallback: never block a call on trimming
+        except Exception as exc:  # noqa: BLE001  # the design document's fallback: never block a call on trimming
             logger.error("Failed to trim messages: %s", exc)
             logger.warning("Returning original messages due to trimming error")
             system = SystemMessage(content=system_text)

@@ -54,6 +54,12 @@ def confirm(calls: Sequence[Mapping[str, Any]], approval: Mapping[str, Any] | No
     return event
 
 
+def approval_asked(calls: Sequence[Mapping[str, Any]], digest: str) -> Event:
+    """The run pauses until the user decides on these calls (their approval bound to ``digest``);
+    internal: the service stores the one record of the request and sends ``confirm``."""
+    return {"type": "approval_asked", "calls": [dict(c) for c in calls], "digest": digest}
+
+
 def usage(totals: Mapping[str, int]) -> Event:
     """The run's token usage so far; internal (the service folds it into ``done``)."""
     return {"type": "usage", "usage": dict(totals)}

@@ -23,7 +23,7 @@ from gns3server.db.repositories.users import UsersRepository
 from ..gns3_client.client import token_expiry
 from ..service.copilot import User
 from ..service.errors import SessionNotFoundError
-from ..service.store import SessionRecord
+from ..service.session_store import SessionRecord
 from .errors import ServiceUnavailableError, TokenExpiredError
 from .state import CopilotState
 

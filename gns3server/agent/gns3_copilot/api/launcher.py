@@ -24,7 +24,7 @@ from .lifecycle import install_lifespan
 from .middleware import BodySizeLimitMiddleware
 from .routes import OUR_PATHS, access_router, copilot_router
 from .webui import (
-    WebUIButtonMiddleware,  # issue 6 (panel): the Copilot button in GNS3's web UI
+    WebUIButtonMiddleware,  # the Copilot button in GNS3's web UI
 )
 
 log = logging.getLogger(__name__)
@@ -40,12 +40,12 @@ def install(app: FastAPI) -> None:
     app.state.copilot_installed = True
     app.include_router(copilot_router())
     app.include_router(access_router())
-    app.router.routes.append(Route(MCP_PATH, MCPRoute(), include_in_schema=False))  # issue 16: MCP clients
+    app.router.routes.append(Route(MCP_PATH, MCPRoute(), include_in_schema=False))  # MCP clients (an ASGI app: not a FastAPI route)
     app.mount(PANEL_PATH, StaticFiles(packages=[PANEL_PACKAGE], html=True), name="copilot")
     install_error_handlers(app, OUR_PATHS)
     install_log_scrubber()  # no key in any log line of the process, whatever logs it
     app.add_middleware(BodySizeLimitMiddleware, prefix=OUR_PATHS)
-    app.add_middleware(WebUIButtonMiddleware)  # issue 6 (panel): adds its script to /static/web-ui/ pages
+    app.add_middleware(WebUIButtonMiddleware)  # adds its script to /static/web-ui/ pages
     install_lifespan(app)
 
 

@@ -1,8 +1,8 @@
 """The copilot's life inside gns3-server: one lifespan, opened in order, closed in reverse.
 
 :func:`copilot_running` opens every part the copilot holds for the server's
-life (storage, LLM configs, the GNS3 connection pool, the audit log, the runs'
-service, the MCP endpoint), each registered on an ``AsyncExitStack`` as soon as
+life (storage, LLM configs, console credentials, the GNS3 connection pool, the
+audit log, the runs' service, the MCP endpoint), each registered on an ``AsyncExitStack`` as soon as
 it is open. However start-up ends (a bad policy file, a prompt file that cannot
 be used, a database that cannot be opened) and however the server stops, what
 opened is closed, in reverse order, and nothing else.
@@ -37,8 +37,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from ..agent.prompts import load_prompts
-from ..console import AuditLog, DeviceLocks, load_policy
+from ..agent.model.prompts import load_prompts
+from ..console import AuditLog, CredentialStore, DeviceLocks, load_policy
 from ..console.choices import FamilyChoices
 from ..gns3_client.client import GNS3Connection
 from ..mcp.auth import UserLookup, gns3_user_lookup
@@ -46,7 +46,7 @@ from ..mcp.server import ENDPOINT_STATE, MCPEndpoint
 from ..service.storage import open_sqlite_storage
 from ..tools.toolset import ConsoleServices
 from .crypto import SecretBox, load_or_create_key
-from .llm_store import LLMConfigStore
+from .llm_config_store import LLMConfigStore
 from .permissions import HostPermissions
 from .settings import CopilotSettings, SettingsError, settings_from_gns3
 from .state import CopilotState
@@ -75,10 +75,14 @@ async def copilot_running(
     """
     async with AsyncExitStack() as stack:
         key = await asyncio.to_thread(load_or_create_key, settings.secrets_dir)
+        box = SecretBox(key)
         storage = await open_sqlite_storage(settings.data_dir)
         stack.push_async_callback(storage.close)
-        llm_configs = await LLMConfigStore.open(settings.data_dir, SecretBox(key))
+        llm_configs = await LLMConfigStore.open(settings.data_dir, box)
         stack.push_async_callback(llm_configs.close)
+        # Device console credentials: encrypted with the key of the LLM configs' API keys.
+        credentials = await CredentialStore.open(settings.data_dir, box)
+        stack.push_async_callback(credentials.close)
         gns3 = await stack.enter_async_context(
             GNS3Connection(settings.server_url, limit=CONNECTION_LIMIT, verify_tls=settings.verify_tls)
         )
@@ -89,12 +93,13 @@ async def copilot_running(
         policy = await asyncio.to_thread(load_policy, settings.console_policy)
         console = ConsoleServices(
             policy=policy, locks=DeviceLocks(), audit=audit, permissions=HostPermissions(app).for_user,
-            choices=choices,
+            credentials=credentials, choices=choices,
         )
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         state = CopilotState(settings, storage, llm_configs, gns3, console, prompts)
+        stack.push_async_callback(state.agent.aclose)  # the model servers' clients, once the runs have ended
         stack.push_async_callback(state.stop_runs)
-        mcp = await MCPEndpoint.open(settings.data_dir, lookup, console, state.gns3_client)
+        mcp = await MCPEndpoint.open(settings.data_dir, lookup, console, state.gns3_client, settings.approval_seconds)
         stack.push_async_callback(mcp.close)
         default = settings.default_llm_config
         log.info(

@@ -1,4 +1,4 @@
-"""Pydantic schemas of the MCP routes: API keys and approvals (issue 16)."""
+"""Pydantic schemas of the MCP routes: API keys and approvals."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..agent.model_factory import LLMConfigError
+from ..agent.model.config import LLMConfigError
 from .errors import ConfigVersionConflictError, LLMConfigNotFoundError
-from .llm_store import LLMConfigRecord, LLMConfigStore
+from .llm_config_store import LLMConfigRecord, LLMConfigStore
 from .schemas31 import LLMModelConfig, LLMModelConfigWithSource
 
 GROUP_OWNER_PREFIX = "group:"

@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from pydantic.json_schema import JsonDict
 
-from ..agent.approval import PendingApproval
-from ..service.store import TITLE_MAX, SessionRecord
+from ..service.session_store import TITLE_MAX, SessionRecord
+from ..tools.approval import PendingApproval
 
 MAX_MESSAGE_CHARS = 100_000
 """Longest user message accepted (about 25k tokens); longer ones are a 422."""

@@ -37,11 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..agent.approval import DEFAULT_APPROVAL_SECONDS
-from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS, DEFAULT_MODE, MODES
-from ..agent.model_factory import LLMConfigError, llm_config_schema, validate_llm_config
+from ..agent.gns3_copilot import DEFAULT_MAX_LLM_CALLS
+from ..agent.model.config import LLMConfigError, llm_config_schema, validate_llm_config
+from ..agent.policies.modes import DEFAULT_MODE, MODES
 from ..errors import CopilotError, ErrorKind
 from ..service.copilot import HEARTBEAT_SECONDS
+from ..tools.approval import DEFAULT_APPROVAL_SECONDS
 from .endpoints import SETTING as ENDPOINTS_SETTING
 from .endpoints import EndpointPolicy
 

@@ -15,20 +15,18 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..agent.assembly import AgentAssembly
 from ..agent.context.tokenizer import warm_up
-from ..agent.model_factory import (
-    create_base_model_with_tools,
-    create_chat_model,
-    is_context_length_error,
-    validate_llm_config,
-)
-from ..agent.prompts import PromptSet, load_prompts
+from ..agent.model.config import LLMProfile, llm_profile
+from ..agent.model.errors import is_context_length_error
+from ..agent.model.factory import create_base_model_with_tools, create_chat_model
+from ..agent.model.prompts import PromptSet, load_prompts
 from ..gns3_client.client import GNS3Client, GNS3Connection
 from ..service.copilot import CopilotService, User
 from ..service.storage import Storage
 from ..tools.toolset import ConsoleServices, build_tools
 from .errors import ModeNotAllowedError, NoLLMConfigError
-from .llm_store import LLMConfigRecord, LLMConfigStore
+from .llm_config_store import LLMConfigRecord, LLMConfigStore
 from .model_configs31 import SERVER_DEFAULT_ID, default_record, named_record
 from .settings import CopilotSettings
 
@@ -70,17 +68,17 @@ class CopilotState:
         self._closing: asyncio.Task[None] | None = None
         # Tokenizer files load in a worker thread now, not on the first user's first call.
         self.tokenizers_ready: asyncio.Future[None] = self._loop.run_in_executor(None, warm_up)
-        self.service = CopilotService(
-            storage,
+        self.agent = AgentAssembly(
             tools_factory=lambda context: build_tools(context, console),
             bind_tools=create_base_model_with_tools,
             bind_tools_unstreamed=functools.partial(create_base_model_with_tools, stream=False),
             is_context_length_error=is_context_length_error,
             client_factory=self.gns3_client,
             max_llm_calls=settings.max_llm_calls,
-            heartbeat_seconds=settings.heartbeat_seconds,
-            approval_seconds=settings.approval_seconds,
             prompts=prompts,
+        )
+        self.service = CopilotService(
+            storage, self.agent, heartbeat_seconds=settings.heartbeat_seconds, approval_seconds=settings.approval_seconds,
         )
 
     async def reload_prompts(self) -> PromptSet:
@@ -89,7 +87,7 @@ class CopilotState:
         A bad file raises PromptFileError and the prompts in use stay as they were.
         """
         prompts = await asyncio.to_thread(load_prompts, self.settings.prompts_dir)
-        self.service.prompts = prompts
+        self.agent.prompts = prompts
         log.info("Copilot prompts reloaded from %s", ", ".join(sorted(set(prompts.sources.values()))))
         return prompts
 
@@ -120,21 +118,21 @@ class CopilotState:
 
     async def llm_config_for_run(
         self, user: User, config_id: str | None = None, group_ids: Sequence[str] = ()
-    ) -> dict[str, Any]:
-        """As :meth:`llm_config_for`, for a run about to call the model: a config of the user's
-        own is judged again now (an older version may have stored credentials in base_url or
-        NaN: a 422 now rather than a failed run; its host may resolve elsewhere than when it
-        was saved). Group configs and the server default are the administrator's choice."""
+    ) -> LLMProfile:
+        """As :meth:`llm_config_for`, for a run about to call the model, parsed once (the run reads
+        the profile; nothing validates it again). Every config is validated now (one of the user's
+        own stored by an older version may carry credentials in base_url or NaN: a 422 now rather
+        than a failed run), and a user's own endpoint judged again (its host may resolve elsewhere
+        than when it was saved); group configs and the server default are the administrator's choice."""
         record = await self._record_for(user.user_id, config_id, group_ids)
-        config = self._server_default() if record is None else self.llm_configs.usable(record)
+        profile = llm_profile(self._server_default() if record is None else self.llm_configs.usable(record))
         if record is not None and record.user_id == user.user_id:
-            validate_llm_config(config)
-            await self.check_endpoint(user, config)
+            await self.check_endpoint(user, profile)
         # A model that cannot be built (a provider package missing, a key the provider needs)
         # is refused now, with what to do, rather than failing inside the stream. About a
         # millisecond of a worker thread; nothing is sent to the provider.
-        await asyncio.to_thread(create_chat_model, config)
-        return config
+        await asyncio.to_thread(create_chat_model, profile)
+        return profile
 
     async def llm_config_for(
         self, user_id: str, config_id: str | None = None, group_ids: Sequence[str] = ()

@@ -1,13 +1,29 @@
-"""Device consoles: telnet client, CLI drivers, command policy, locks, audit, runner.
+"""Device consoles: telnet client, terminal filter, CLI drivers and sessions, policy, locks, audit, runner.
 
 No LangChain here: ``gns3_copilot.tools.console`` wraps this package as tools.
 """
 
 from .audit import AuditEntry, AuditLog, Who
-from .drivers import DRIVERS, IOS, LINUX, VPCS, Driver, DriverSession, UnknownDriverError, cli_known, driver_for
+from .credentials import Credentials, CredentialStore
+from .drivers import (
+    BIRD,
+    DRIVERS,
+    FRR,
+    IOS,
+    LINUX,
+    VPCS,
+    Driver,
+    Pager,
+    Step,
+    StructuredOutput,
+    UnknownDriverError,
+    cli_known,
+    driver_for,
+)
 from .locks import DeviceBusyError, DeviceLocks, device_key
 from .policy import Decision, Policy, PolicyError, load_policy
 from .runner import CommandResult, Device, DeviceResult, run_commands
+from .session import ConsoleBusyError, ConsoleLoginError, CredentialsNeededError, DriverSession
 from .telnet import (
     TRUNCATED_MARKER,
     ConsoleClosed,
@@ -21,11 +37,21 @@ __all__ = [
     "AuditEntry",
     "AuditLog",
     "Who",
+    "Credentials",
+    "CredentialStore",
+    "BIRD",
     "DRIVERS",
+    "FRR",
     "IOS",
     "LINUX",
     "VPCS",
     "Driver",
+    "Pager",
+    "Step",
+    "StructuredOutput",
+    "ConsoleBusyError",
+    "ConsoleLoginError",
+    "CredentialsNeededError",
     "DriverSession",
     "UnknownDriverError",
     "cli_known",

@@ -1,27 +1,26 @@
-"""How to talk to each kind of device CLI: prompts, paging, config mode, errors.
+"""How to talk to each kind of device CLI: prompts, modes, paging, errors, login, interrupt.
 
-A :class:`Driver` is pure data (regexes and command lists); :class:`DriverSession`
-applies one to a :class:`~.telnet.TelnetConsole`. :func:`driver_for` picks the
-driver from a GNS3 node's ``node_type`` and ``tags``, or an explicit override.
+A :class:`Driver` is pure data (regexes, command lists, dialogue steps) plus, where a
+family needs one, a small strategy object (:class:`StructuredOutput`); the session
+(``session.py``) applies any driver the same way and knows no family by name. A
+family is added by writing one ``Driver`` and listing it in :data:`DRIVERS`
+(``docs/console.md``, "Adding a CLI family"). :func:`driver_for` picks the driver
+from a GNS3 node's ``node_type`` and ``tags``, or an explicit override.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ErrorKind
-from .telnet import ConsoleError, ConsoleTimeout, TelnetConsole
+from .grammar import frr as frr_grammar
+from .telnet import ConsoleError
 
 log = logging.getLogger(__name__)
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# What a pager leaves after it is answered: backspaces over "--More--", spaces, backspaces.
-_BACKSPACES = re.compile(r"\x08+ *\x08*")
 
 
 class UnknownDriverError(ConsoleError):
@@ -36,15 +35,88 @@ def _any_of(*patterns: str) -> tuple[re.Pattern[str], ...]:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One step of a dialogue the CLI may hold before its prompt (a login, a first-boot question).
+
+    ``pattern`` is searched in the text read so far (anchor it at the end, ``\\Z``, for a
+    question waiting for its answer); its flags must be scoped (``(?i:...)``): the
+    session joins every step's pattern into one.
+    ``answer`` is typed as a line; ``{username}``, ``{password}`` in it stand for the
+    device's console credentials (a step needing one the device has none of stops the
+    session with "set its console credentials"). ``fails``: the CLI refused the login.
+    """
+
+    pattern: re.Pattern[str]
+    answer: str
+    what: str
+    fails: bool = False
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        return tuple(name for name in ("username", "password") if "{" + name + "}" in self.answer)
+
+
+def step(pattern: str, answer: str, what: str, *, fails: bool = False) -> Step:
+    return Step(re.compile(pattern), answer, what, fails)
+
+
+@dataclass(frozen=True)
+class Pager:
+    """A paging prompt: ``answer`` (typed without Enter) shows more, ``leave`` ends the listing."""
+
+    pattern: re.Pattern[str]
+    answer: str = " "
+    leave: str = "q"
+
+
+@dataclass(frozen=True)
+class StructuredOutput:
+    """How a family gives machine-readable output: the words that ask for it, and where.
+
+    ``offered(line)`` says whether the CLI has that form for ``line`` (FRR: only the
+    commands whose syntax takes ``json``); ``request(line)`` is the line to send.
+    """
+
+    suffix: str
+    offered: Callable[[str], bool]
+    format: str = "json"
+
+    def request(self, line: str) -> str:
+        return line if line.rstrip().endswith(self.suffix.strip()) else line.rstrip() + self.suffix
+
+
+# Getty, busybox/util-linux login, IOS's line login, and the first-boot questions of IOS.
+# Shared by the families whose consoles may show them; a family may list its own.
+LOGIN: tuple[Step, ...] = (
+    step(r"(?:Login incorrect|% ?Login invalid|% ?Authentication failed|% ?Access denied)", "", "login refused", fails=True),
+    step(r"(?:^|[\r\n])[^\r\n]*\blogin: ?\Z", "{username}", "login"),
+    step(r"(?:^|[\r\n])\s*(?i:user ?name): ?\Z", "{username}", "username"),
+    step(r"(?:^|[\r\n])[^\r\n]*(?i:password): ?\Z", "{password}", "password"),
+    step(r"Press RETURN to get started", "", "press RETURN"),
+    step(r"initial configuration dialog\? \[yes/no\]: ?\Z", "no", "initial configuration dialog"),
+    step(r"terminate autoinstall\? \[yes\]: ?\Z", "yes", "autoinstall"),
+)
+
+MORE = Pager(re.compile(r" ?--More--(?:\(\d+%\))? ?"))
+# less, as vtysh runs it when VTYSH_PAGER is set (even for its banner): ":" between
+# pages, "(END)" after the last one; both are drawn at the start of the last line.
+LESS = (Pager(re.compile(r"(?:^|[\r\n])\(END\) ?\Z"), answer="q"), Pager(re.compile(r"(?:^|[\r\n]):\Z")))
+
+
+@dataclass(frozen=True)
 class Driver:
-    """The conventions of one CLI family."""
+    """The conventions of one CLI family (see ``docs/console.md`` for each field's use)."""
 
     name: str
     prompt: re.Pattern[str]  # any prompt, anchored at the end of the output read so far
     errors: tuple[re.Pattern[str], ...]
-    pager: re.Pattern[str] | None = None  # a paging prompt answered with a space
-    setup: tuple[str, ...] = ()  # sent once after login (paging off ...)
+    # The prompt as the CLI may draw it when nothing is pending (after the wake-up line),
+    # where ``prompt`` must tell it from one drawn while a command's answer is on its way.
+    idle_prompt: re.Pattern[str] | None = None
+    pagers: tuple[Pager, ...] = ()
+    setup: tuple[str, ...] = ()  # sent once at the prompt (paging off ...)
     config_enter: tuple[str, ...] = ()
+    config_commit: tuple[str, ...] = ()  # sent after a config batch, before config_exit
     config_exit: tuple[str, ...] = ()
     echoes: bool = True  # the CLI echoes what is typed (used to sync on each command)
     # A harmless command whose output proves the CLI reads our lines, and that output.
@@ -55,6 +127,16 @@ class Driver:
     config_prompt: re.Pattern[str] | None = None
     user_prompt: re.Pattern[str] | None = None
     enable: tuple[str, ...] = ()
+    enable_dialogue: tuple[Step, ...] = ()  # what enable may ask (its password)
+    login: tuple[Step, ...] = LOGIN  # the dialogue a console may hold before the prompt
+    interrupt: str = "\x03"  # what stops a running command (Ctrl-C; IOS: Ctrl-^; "": nothing does)
+    # How long to wait for a prompt the CLI draws by itself before typing the wake-up line:
+    # a CLI started for each connection draws one, and a line typed while its editor starts
+    # is drawn twice. 0: the wake-up line is typed at once.
+    wake_wait: float = 0.0
+    busy_after: float = 5.0  # output but no prompt this long after the wake-up: interrupt once
+    recovery: float = 5.0  # after a command's deadline, how long interrupting may take
+    structured: StructuredOutput | None = None
 
     def error_lines(self, output: str) -> list[str]:
         """The lines of ``output`` that the CLI uses to report a failed command."""
@@ -75,11 +157,15 @@ VPCS = Driver(
         r"^\s*Unknown\b",
         r"^\s*(?:Error|ERROR)\b",
     ),
+    login=(),
 )
+
+_CISCO_PROMPT = re.compile(r"(?:^|[\r\n])[\w.\-@/:]+(?:\([\w.\-/: ]+\))?[>#] ?\Z")
+_CISCO_CONFIG_PROMPT = re.compile(r"\([\w.\-/: ]+\)#\s*\Z")
 
 IOS = Driver(
     name="ios",
-    prompt=re.compile(r"(?:^|[\r\n])[\w.\-@/:]+(?:\([\w.\-/: ]+\))?[>#] ?\Z"),
+    prompt=_CISCO_PROMPT,
     errors=_any_of(
         r"^\s*% ?Invalid input",
         r"^\s*% ?Incomplete command",
@@ -89,13 +175,20 @@ IOS = Driver(
         r"^\s*%Error",
         r"^\s*% ?Error",
     ),
-    pager=re.compile(r" ?--More-- ?"),
+    pagers=(MORE,),
     setup=("terminal length 0", "terminal width 0"),
     config_enter=("configure terminal",),
     config_exit=("end",),
-    config_prompt=re.compile(r"\([\w.\-/: ]+\)#\s*\Z"),
+    config_prompt=_CISCO_CONFIG_PROMPT,
     user_prompt=re.compile(r">\s*\Z"),
     enable=("enable",),
+    enable_dialogue=(
+        step(r"% ?(?:Bad secrets|Access denied|Bad passwords)", "", "enable refused", fails=True),
+        step(r"(?:^|[\r\n])\s*(?i:password): ?\Z", "{password}", "enable password"),
+    ),
+    # Ctrl-Shift-6, IOS's escape sequence: it stops ping and traceroute. (Ctrl-C is
+    # the console's break on some lines, which during a boot drops into ROMMON.)
+    interrupt="\x1e",
 )
 
 LINUX = Driver(
@@ -118,7 +211,51 @@ LINUX = Driver(
     setup=("export PAGER=cat SYSTEMD_PAGER=cat",),
 )
 
-DRIVERS: Mapping[str, Driver] = {"vpcs": VPCS, "ios": IOS, "linux": LINUX}
+FRR = Driver(
+    name="frr",
+    # vtysh: "R1# ", "R1(config)# ", "R1(config-router)# ", "R1(config-router-af)# ".
+    prompt=_CISCO_PROMPT,
+    errors=_any_of(
+        # "% Unknown command: ...", "% Command incomplete: ...", "% Ambiguous command: ...",
+        # "% Unknown action 'x'", "% Can't find BGP instance", "% Need a regexp to filter with"
+        r"^\s*% ",
+        r"^Can't execute ",  # vtysh running ping/traceroute that the host lacks
+    ),
+    # VTYSH_PAGER set: vtysh pipes its banner through the pager even before the prompt.
+    pagers=(MORE, *LESS),
+    setup=("terminal length 0", "no terminal paginate"),
+    config_enter=("configure terminal",),
+    config_exit=("end",),
+    config_prompt=_CISCO_CONFIG_PROMPT,
+    user_prompt=re.compile(r">\s*\Z"),
+    enable=("enable",),
+    enable_dialogue=IOS.enable_dialogue,
+    structured=StructuredOutput(" json", frr_grammar.offers_json),
+)
+
+BIRD = Driver(
+    name="bird",
+    # birdc draws "bird> " again while it waits for the daemon's answer, then erases it
+    # (CR, erase line) and prints the answer: that early prompt follows a CR, the real
+    # one a line break. After an empty line (the wake-up) the prompt follows a CR too.
+    prompt=re.compile(r"(?:^|\n)bird> ?\Z"),
+    idle_prompt=re.compile(r"(?:^|[\r\n])bird> ?\Z"),
+    # Ctrl-C ends birdc itself (it has no handler), and its commands end by themselves.
+    interrupt="",
+    wake_wait=2.0,
+    errors=_any_of(
+        r"^[89]\d{3}[ -]",  # birdc -v: 8xxx run-time errors, 9xxx parse errors
+        r"syntax error",
+        r"^No such command",
+        r"^Network not found",
+        r"^No protocols match",
+        r"^Access denied",
+        r": No such file or directory",
+        r"^Unable to connect to server",
+    ),
+)
+
+DRIVERS: Mapping[str, Driver] = {d.name: d for d in (VPCS, IOS, LINUX, FRR, BIRD)}
 _BY_NODE_TYPE = {"vpcs": "vpcs", "qemu": "ios", "iou": "ios", "dynamips": "ios", "docker": "linux"}
 _TAG_PREFIXES = ("driver:", "driver=", "copilot-driver:")
 
@@ -166,118 +303,3 @@ def driver_for(node: Mapping[str, Any], override: str | None = None) -> Driver:
         return DRIVERS[name.casefold()]
     except KeyError:
         raise UnknownDriverError(f"unknown console driver {name!r} (known: {', '.join(DRIVERS)})") from None
-
-
-def clean_output(command: str, raw: str, prompt: re.Pattern[str]) -> str:
-    """The command's own output: no echo, no trailing prompt, no CRs or ANSI codes."""
-    text = _ANSI.sub("", raw)
-    match = prompt.search(text)
-    if match:
-        text = text[: match.start()]
-    text = _BACKSPACES.sub("", text).replace("\r\n", "\n").replace("\r", "")
-    lines = text.split("\n")
-    if lines and lines[0].strip() == command.strip():
-        lines = lines[1:]
-    return "\n".join(lines).strip("\n")
-
-
-def _echo_pattern(command: str) -> re.Pattern[str]:
-    """The echo of ``command``, allowing the line breaks and backspaces a terminal
-    inserts when a long line wraps (a shell at 80 columns)."""
-    return re.compile(r"(?:\r\n?| \r|\x08)*".join(re.escape(ch) for ch in command))
-
-
-class DriverSession:
-    """A console driven with one driver: every read is bounded by a timeout."""
-
-    def __init__(self, console: TelnetConsole, driver: Driver) -> None:
-        self.console = console
-        self.driver = driver
-        self._wait_for = driver.prompt if driver.pager is None else re.compile(
-            f"(?P<prompt>{driver.prompt.pattern})|(?P<pager>{driver.pager.pattern})"
-        )
-
-    async def open(self, timeout: float, sync_wait: float = 1.0) -> None:
-        """Connect, wake the console up to a prompt, and run the driver's setup commands.
-
-        With a sync command, it is re-sent every ``sync_wait`` seconds until its
-        output shows the CLI is listening (bounded by ``timeout`` overall).
-        """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        await self.console.connect(timeout)
-        driver = self.driver
-        if driver.sync_command and driver.sync_output is not None:
-            while True:
-                await self.console.send_line(driver.sync_command)
-                left = deadline - loop.time()
-                try:
-                    await self.console.read_until(driver.sync_output, max(min(sync_wait, left), 0.001))
-                    break
-                except ConsoleTimeout:
-                    if loop.time() >= deadline:
-                        raise
-                    log.debug("No answer to the sync command on %s:%s; again", self.console.host, self.console.port)
-        else:
-            await self.console.send_line("")
-        raw, _ = await self.console.read_until(driver.prompt, max(deadline - loop.time(), 0.001))
-        # The banner or the wake-up may leave more prompts in flight: start clean.
-        self.console.discard_pending()
-        if driver.config_prompt is not None and driver.config_prompt.search(raw):
-            log.info("Console %s:%s was left in config mode; leaving it", self.console.host, self.console.port)
-            await self.exit_config(max(deadline - loop.time(), 0.001))
-        elif driver.user_prompt is not None and driver.user_prompt.search(raw):
-            for command in driver.enable:
-                await self.command(command, max(deadline - loop.time(), 0.001))
-        for command in driver.setup:
-            await self.command(command, max(deadline - loop.time(), 0.001))
-
-    async def command(self, command: str, timeout: float) -> str:
-        """Send one command and return its cleaned output, answering pagers on the way.
-
-        The command's echo is awaited first: prompts still in flight from earlier
-        lines (a banner, the wake-up line) must not be taken for this command's end.
-        ``timeout`` bounds the whole command, its echo and every page together: a
-        long paged output must not get the full timeout again for each page.
-        """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        await self.console.send_line(command)
-        echoed = self.driver.echoes and bool(command)
-        if echoed:
-            await self.console.read_until(_echo_pattern(command), timeout, lookback=None)
-        parts: list[str] = []
-        while True:
-            left = max(deadline - loop.time(), 0.001)
-            try:
-                raw, match = await self.console.read_until(self._wait_for, left)
-            except ConsoleTimeout as exc:  # the pages already read are output too
-                raise ConsoleTimeout(str(exc), "".join(parts) + exc.output) from exc
-            if self.driver.pager is not None and match.lastgroup == "pager":
-                parts.append(raw[: match.start()])
-                # A page already buffered is read without waiting, so the read's own timeout
-                # never fires while pages keep coming at once (a busy event loop sees the
-                # next page before the timer): the deadline is checked here.
-                if loop.time() >= deadline:
-                    raise ConsoleTimeout(f"{command!r} was still paging after {timeout:g}s", "".join(parts))
-                await self.console.send(" ")
-                continue
-            parts.append(raw)
-            output = "".join(parts)
-            if echoed:
-                # The rest of the echo's line is echo too (normally just its line
-                # break): when a command ends exactly at the right margin, bash's
-                # readline forces the wrap with a space and a CR, moves the cursor
-                # back with ANSI sequences and prints the last character again, which
-                # leaked into the output. Cut here rather than awaited with the echo,
-                # so that the echo read still ends with the command's own text.
-                output = command + "\n" + output.partition("\n")[2]
-            return clean_output(command, output, self.driver.prompt)
-
-    async def enter_config(self, timeout: float) -> None:
-        for command in self.driver.config_enter:
-            await self.command(command, timeout)
-
-    async def exit_config(self, timeout: float) -> None:
-        for command in self.driver.config_exit:
-            await self.command(command, timeout)

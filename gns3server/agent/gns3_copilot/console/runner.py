@@ -1,35 +1,50 @@
 """Run a batch of commands on one device: policy, lock, console, audit.
 
-The order matters: every command is checked against the policy before anything
-is sent (one blocked command stops the whole batch, so a half-applied change
-never happens); then the device's lock is taken, the console opened and the
-commands run one by one; each command is audited with its outcome, in one write
-per batch, also when the batch is cancelled (the command in flight then as
-"failed": it may have been sent). One deadline bounds the whole call, lock wait
-included.
+The order matters: every command is checked against the policy first, as it
+will be sent (one blocked command stops the whole batch, so a half-applied change
+never happens); then the device's lock is taken, the console opened (logging in
+with the device's console credentials if it asks) and the commands run one by
+one; each command is audited with its outcome, in one write per batch, also when
+the batch is cancelled (the command in flight then as "failed": it may have been
+sent). One deadline bounds the call, lock wait included; a command that reaches
+it is interrupted (the family's interrupt) and the prompt recovered before the
+lock is released, which may take the driver's ``recovery`` seconds more. A console
+that stays busy is reported (``console_busy``), never silently left to the next
+session.
+
+With ``output_format="json"`` each command is sent in the family's structured
+form where the CLI offers one (FRR: ``show ... json``); the result's ``command``
+is the line actually sent, and output that is JSON comes back parsed as ``data``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .audit import AuditLog, Who
-from .drivers import Driver, DriverSession
+from .credentials import Credentials, mask
+from .drivers import Driver
 from .locks import DeviceBusyError, DeviceLocks
 from .policy import Policy
+from .session import ConsoleBusyError, DriverSession
 from .telnet import DEFAULT_MAX_OUTPUT, ConsoleClosed, ConsoleConnectError, ConsoleError, ConsoleTimeout, TelnetConsole
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["show", "config"]
 Status = Literal["ok", "error", "timeout", "blocked", "not_run", "failed"]
+OutputFormat = Literal["text", "json"]
+# How long a cancelled batch may spend typing the interrupt for the command in flight.
+_CANCEL_INTERRUPT = 1.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Device:
     """A device reachable on a telnet console."""
 
@@ -41,6 +56,11 @@ class Device:
     reported_status: str | None = None
     # Whether the node's CLI is known (drivers.cli_known); if not, the policy judges every CLI's grammar.
     cli_known: bool = True
+    # What the console's login asks for (the node's or its template's), typed only if it asks.
+    credentials: Credentials | None = None
+
+    def __repr__(self) -> str:
+        return f"Device({self.name!r}, {self.host}:{self.port}, {self.driver.name})"
 
 
 @dataclass
@@ -50,6 +70,7 @@ class CommandResult:
     output: str = ""
     errors: list[str] = field(default_factory=list)
     reason: str = ""
+    data: Any = None  # the output parsed, when it was JSON (then ``output`` is empty)
 
 
 @dataclass
@@ -58,9 +79,27 @@ class DeviceResult:
     status: Literal["ok", "error", "blocked", "failed"]
     results: list[CommandResult]
     error: str = ""
+    code: str = ""  # the error's code (docs/errors.md): console_busy, console_login_failed ...
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class _Stop:
+    """Why a batch stopped part-way."""
+
+    error: str
+    code: str = ""
+
+
+def requested(driver: Driver, commands: Sequence[str], output_format: OutputFormat) -> list[str]:
+    """The lines to send: stripped, blank ones dropped, in the structured form where asked and offered."""
+    lines = [c.strip() for c in commands if c.strip()]
+    form = driver.structured
+    if output_format == "json" and form is not None and form.format == "json":
+        lines = [form.request(line) if form.offered(line) else line for line in lines]
+    return lines
 
 
 async def run_commands(
@@ -74,14 +113,16 @@ async def run_commands(
     who: Who,
     timeout: float = 30.0,
     max_output: int = DEFAULT_MAX_OUTPUT,
+    output_format: OutputFormat = "text",
 ) -> DeviceResult:
     """Run ``commands`` on ``device`` in ``mode`` ("show" is read-only, "config" enters config mode)."""
-    commands = [c.strip() for c in commands if c.strip()]
     # Parsing a batch (up to 64 lines of 1,000 characters) is CPU work: off the event loop.
-    decisions = await asyncio.to_thread(
-        lambda: [policy.check(c, family=device.driver.name if device.cli_known else None, read_only=mode == "show")
-                 for c in commands]
-    )
+    def judge() -> tuple[list[str], list[Any]]:
+        lines = requested(device.driver, commands, output_format)
+        family = device.driver.name if device.cli_known else None
+        return lines, [policy.check(c, family=family, read_only=mode == "show") for c in lines]
+
+    commands, decisions = await asyncio.to_thread(judge)
     if not all(d.allowed for d in decisions):
         refused = [
             CommandResult(c, "not_run", reason="not sent: another command of the batch is blocked")
@@ -97,72 +138,114 @@ async def run_commands(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     results: list[CommandResult] = []
-    error = ""
+    stop: _Stop | None = None
     try:
         async with locks.hold(device.host, device.port, timeout=max(deadline - loop.time(), 0)):
-            error = await _run_locked(device, commands, mode, results, deadline, max_output)
+            stop = await _run_locked(device, commands, mode, results, deadline, max_output, audit, who)
     except DeviceBusyError as exc:
-        error = str(exc)
+        stop = _Stop(str(exc), exc.code)
     except asyncio.CancelledError:
         # The run was stopped (abort, disconnect) mid-batch: what was typed is audited all the same.
-        error = "cancelled"
+        stop = _Stop("cancelled")
         raise
     finally:
         for command in commands[len(results):]:
-            results.append(CommandResult(command, "not_run", reason=error or "not run"))
+            results.append(CommandResult(command, "not_run", reason=stop.error if stop else "not run"))
         await asyncio.shield(_audit(audit, who, device, results))
-    status: Literal["ok", "error", "failed"] = (
-        "failed" if error else "error" if any(r.status != "ok" for r in results) else "ok"
-    )
-    return DeviceResult(device.name, status, results, error)
+    if stop is not None:
+        return DeviceResult(device.name, "failed", results, stop.error, stop.code)
+    return DeviceResult(device.name, "error" if any(r.status != "ok" for r in results) else "ok", results)
 
 
 async def _audit(audit: AuditLog, who: Who, device: Device, results: Sequence[CommandResult]) -> None:
     await audit.record_many(who, device.name, [(r.command, r.status, r.reason or "; ".join(r.errors)) for r in results])
 
 
+def _result(device: Device, command: str, output: str) -> CommandResult:
+    errors = device.driver.error_lines(output)
+    status: Status = "error" if errors else "ok"
+    form = device.driver.structured
+    if not errors and form is not None and output.lstrip()[:1] in ("{", "["):
+        try:
+            return CommandResult(command, status, "", errors, data=json.loads(output))
+        except ValueError:
+            pass  # text that starts like JSON: returned as text
+    return CommandResult(command, status, output, errors)
+
+
 async def _run_locked(
-    device: Device, commands: Sequence[str], mode: Mode, results: list[CommandResult], deadline: float, max_output: int
-) -> str:
-    """Run the commands into ``results``; return an error that stopped the batch, or ""."""
+    device: Device, commands: Sequence[str], mode: Mode, results: list[CommandResult], deadline: float,
+    max_output: int, audit: AuditLog, who: Who,
+) -> _Stop | None:
+    """Run the commands into ``results``; return why the batch stopped part-way, if it did."""
     loop = asyncio.get_running_loop()
 
     def left() -> float:
         return max(deadline - loop.time(), 0.001)
 
     async with TelnetConsole(device.host, device.port, max_output=max_output) as console:
-        session = DriverSession(console, device.driver)
+        session = DriverSession(console, device.driver, device.credentials)
         try:
-            await session.open(left())
+            try:
+                await session.open(left())
+            finally:
+                await _audit_login(audit, who, device, session)
             if device.reported_status not in (None, "started"):
                 log.warning("GNS3 reports %s %s, but its console answered: using it", device.name, device.reported_status)
             if mode == "config":
                 await session.enter_config(left())
         except ConsoleConnectError as exc:
             if device.reported_status not in (None, "started"):
-                return f"{device.name} is {device.reported_status}; start it first ({exc})"
-            return f"could not open {device.name}'s console: {exc}"
+                return _Stop(f"{device.name} is {device.reported_status}; start it first ({exc})", exc.code)
+            return _Stop(f"could not open {device.name}'s console: {exc}", exc.code)
         except ConsoleError as exc:
-            return f"could not open {device.name}'s console: {exc}"
+            return _Stop(f"could not open {device.name}'s console: {exc}", exc.code)
         for command in commands:
             # Stands for the command while it runs: what a cancellation now leaves audited.
             results.append(CommandResult(command, "failed", reason="cancelled while running; it may have been sent"))
             try:
                 output = await session.command(command, left())
             except ConsoleTimeout as exc:
-                results[-1] = CommandResult(command, "timeout", exc.output, reason=str(exc))
-                return f"timed out on {command!r}"
+                return await _timed_out(device, session, command, exc, results)
             except ConsoleClosed as exc:
                 results[-1] = CommandResult(command, "failed", exc.output, reason=str(exc))
-                return f"console closed during {command!r}"
+                return _Stop(f"console closed during {command!r}", exc.code)
             except ConsoleError as exc:
                 results[-1] = CommandResult(command, "failed", reason=str(exc))
-                return str(exc)
-            errors = device.driver.error_lines(output)
-            results[-1] = CommandResult(command, "error" if errors else "ok", output, errors)
+                return _Stop(str(exc), exc.code)
+            except asyncio.CancelledError:
+                # Stop the command on the device too, so that the console is not left busy.
+                with contextlib.suppress(ConsoleError, TimeoutError):
+                    await asyncio.wait_for(console.send(device.driver.interrupt), _CANCEL_INTERRUPT)
+                raise
+            results[-1] = _result(device, command, output)
         if mode == "config":
             try:
                 await session.exit_config(left())
             except ConsoleError as exc:
                 log.warning("Could not leave config mode on %s: %s", device.name, exc)
-    return ""
+    return None
+
+
+async def _timed_out(
+    device: Device, session: DriverSession, command: str, exc: ConsoleTimeout, results: list[CommandResult]
+) -> _Stop:
+    """A command reached the deadline: interrupt it and get the prompt back before the lock is released."""
+    recovered = await session.interrupt(device.driver.recovery)
+    if recovered:
+        results[-1] = CommandResult(command, "timeout", exc.output,
+                                    reason=f"{exc}; interrupted, the console is at its prompt again")
+        return _Stop(f"timed out on {command!r}", exc.code)
+    busy = ConsoleBusyError(f"{device.name}'s console stayed busy after the interrupt")
+    results[-1] = CommandResult(command, "timeout", exc.output, reason=f"{exc}; {busy}")
+    return _Stop(f"timed out on {command!r}, and {busy}", busy.code)
+
+
+async def _audit_login(audit: AuditLog, who: Who, device: Device, session: DriverSession) -> None:
+    """The console credentials were typed: audited (who, whose credentials), never what they are."""
+    creds = device.credentials
+    if creds is None or not session.logged_in:
+        return
+    detail = f"as {mask(creds.username)} with the {creds.source}'s console credentials" if creds.username else \
+        f"with the {creds.source}'s console credentials"
+    await asyncio.shield(audit.record(who, device.name, "<console login>", "ok" if session.prompt_reached else "failed", detail))

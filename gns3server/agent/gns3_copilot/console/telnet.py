@@ -9,6 +9,10 @@ IOU, Dynamips and Docker) work with. With ``answer_options=True``
 we accept the server's ECHO and SUPPRESS-GO-AHEAD and refuse everything else,
 answering each option at most once so that a chatty server cannot make us loop.
 
+What the device sends is decoded incrementally (UTF-8 by default) and passed
+through a :class:`~.terminal.TerminalFilter`: escape sequences never stand
+between a prompt and the end of the text, and never reach the output.
+
 Exceptions (all :class:`ConsoleError`):
 
 - :class:`ConsoleConnectError`: the console could not be reached in time.
@@ -27,6 +31,7 @@ from types import TracebackType
 from typing import Self
 
 from ..errors import CopilotError, ErrorKind
+from .terminal import MARKERS, TerminalFilter
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +132,7 @@ class TelnetConsole:
         self._iac_state: bytes = b""  # an incomplete IAC sequence carried between reads
         # Incremental, so that a character split across two reads is decoded whole.
         self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self.terminal = TerminalFilter()
 
     async def connect(self, timeout: float) -> None:
         """Open the connection within ``timeout`` seconds."""
@@ -186,10 +192,13 @@ class TelnetConsole:
     ) -> tuple[str, re.Match[str]]:
         """Read until ``pattern`` matches; return the (capped) text up to its end, and the match.
 
-        Text after the match stays buffered for the next read. After each read only the
+        Text after the match stays buffered for the next read, and so does what a read
+        that timed out had got. After each read only the
         new text and ``lookback`` characters before it are searched (prompts are short);
         ``lookback=None`` searches everything again, for a long pattern such as a
-        command's echo that may arrive in several reads.
+        command's echo that may arrive in several reads. Erase markers the terminal
+        filter left at the very end (a prompt redrawn over a longer line) are not
+        searched: a pattern anchored at the end sees the prompt before them.
         """
         if self._reader is None:
             raise ConsoleClosed(f"console {self.host}:{self.port} is not connected")
@@ -200,18 +209,21 @@ class TelnetConsole:
         try:
             async with asyncio.timeout(timeout):
                 while True:
-                    hay = text.searchable
+                    full = text.searchable
+                    hay = full.rstrip(MARKERS)
                     start = 0 if lookback is None else max(0, min(searched, len(hay)) - lookback)
                     match = pattern.search(hay, start)
                     if match:
-                        self._pending = hay[match.end():]
+                        self._pending = full[match.end():]
                         return text.render(match.end()), match
                     searched = len(hay)
                     chunk = await self._reader.read(4096)
                     if not chunk:
                         raise ConsoleClosed(f"console {self.host}:{self.port} closed the connection", text.render())
-                    text.add(await self._decode(chunk))
+                    text.add(self.terminal.feed(await self._decode(chunk)))
         except TimeoutError as exc:
+            # What came stays for the next read: a prompt cut in two by the timeout is whole then.
+            self._pending = text.searchable
             raise ConsoleTimeout(f"no prompt from {self.host}:{self.port} within {timeout:g}s", text.render()) from exc
         except (ConnectionError, OSError) as exc:
             raise ConsoleClosed(f"console {self.host}:{self.port} failed: {exc}", text.render()) from exc

@@ -308,11 +308,20 @@ class GNS3Client:
         """Templates the user may use to create nodes."""
         return await self.request("GET", "/templates")
 
+    async def template(self, template_id: str) -> dict[str, Any]:
+        """One template, as GNS3 returns it (404 if there is none)."""
+        return await self.request("GET", f"/templates/{_check_id(template_id, 'template')}")
+
     # -- nodes and links ----------------------------------------------------
 
     async def nodes(self, project_id: str) -> list[dict[str, Any]]:
         """Nodes of a project, as GNS3 returns them."""
         return await self.request("GET", f"/projects/{_check_id(project_id, 'project')}/nodes")
+
+    async def node(self, project_id: str, node_id: str) -> dict[str, Any]:
+        """One node of a project (GNS3 checks ``Node.Audit``; 404 if there is none)."""
+        pid, nid = _check_id(project_id, "project"), _check_id(node_id, "node")
+        return await self.request("GET", f"/projects/{pid}/nodes/{nid}")
 
     async def links(self, project_id: str) -> list[dict[str, Any]]:
         """Links of a project, as GNS3 returns them."""

@@ -4,15 +4,15 @@ Such a call is not run: it gets an approval id, bound to a digest of exactly
 what would run (tool, project, arguments), to the user and to the credential
 that asked. The user approves or rejects it in the copilot's API (or panel);
 the client then calls the same tool again with the same arguments and
-``approval_id``. An approval is single-use and expires; a call whose arguments
-differ in any way does not match it. Approvals live in memory: a server restart
-forgets them, and the client asks again.
+``approval_id``. An approval is single-use and expires (``[Copilot]
+approval_minutes``); a call whose arguments differ in any way does not match it
+(the digest is the one every approval is bound to, ``tools.approval``, with the
+project as its scope). Approvals live in memory: a server restart forgets them,
+and the client asks again.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 import uuid
 from collections.abc import Mapping
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import CopilotError, ErrorKind
+from ..tools.approval import DEFAULT_APPROVAL_SECONDS, approval_digest
 
-APPROVAL_SECONDS = 600.0
 MAX_PENDING_PER_USER = 50
 State = Literal["pending", "approved", "rejected"]
 
@@ -46,9 +46,8 @@ class TooManyApprovalsError(CopilotError):
 
 
 def call_digest(tool: str, project_id: str, arguments: Mapping[str, Any]) -> str:
-    """A digest of what would run: canonical JSON, so key order does not matter but any value does."""
-    canonical = json.dumps([tool, project_id, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """The digest of what would run (an MCP call has no call id): key order does not matter, any value does."""
+    return approval_digest([{"name": tool, "args": arguments}], project_id=project_id)
 
 
 @dataclass
@@ -70,7 +69,7 @@ class Approval:
 class Approvals:
     """Pending and decided approvals of every user, for one server process."""
 
-    def __init__(self, lifetime: float = APPROVAL_SECONDS) -> None:
+    def __init__(self, lifetime: float = DEFAULT_APPROVAL_SECONDS) -> None:
         self._lifetime = lifetime
         self._items: dict[str, Approval] = {}
 

@@ -33,6 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
+from ..tools.approval import DEFAULT_APPROVAL_SECONDS
 from ..tools.toolset import ConsoleServices
 from .approvals import Approvals
 from .auth import CALLER_SCOPE_KEY, Authenticator, Caller, MCPAuthMiddleware, UserLookup, json_reply
@@ -147,12 +148,12 @@ class MCPEndpoint:
 
     def __init__(
         self, keys: MCPKeyStore, lookup: UserLookup, console: ConsoleServices | None,
-        client_factory: Callable[[str], GNS3Client],
+        client_factory: Callable[[str], GNS3Client], approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
     ) -> None:
         self.keys = keys
-        self.approvals = Approvals()
+        self.approvals = Approvals(approval_seconds)  # [Copilot] approval_minutes, as for the panel's approvals
         self.authenticator = Authenticator(keys, lookup)
-        self.gateway = ToolGateway(console, client_factory, self.approvals)
+        self.gateway = ToolGateway(console, client_factory, self.approvals, approval_seconds)
         self.resources = TopologyResources(client_factory, keys)
         self.server = build_server(self.gateway, self.resources)
         # Stateful sessions (elicitation and resource notifications need them); the
@@ -165,11 +166,11 @@ class MCPEndpoint:
     @classmethod
     async def open(
         cls, data_dir: Any, lookup: UserLookup, console: ConsoleServices | None,
-        client_factory: Callable[[str], GNS3Client],
+        client_factory: Callable[[str], GNS3Client], approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
     ) -> MCPEndpoint:
         keys = await MCPKeyStore.open(data_dir)
         try:
-            endpoint = cls(keys, lookup, console, client_factory)
+            endpoint = cls(keys, lookup, console, client_factory, approval_seconds)
             await endpoint.start()
         except BaseException:
             await keys.close()  # nothing else is open yet: the sessions' task ended with the error

@@ -16,6 +16,10 @@ What MCP adds:
   MCP elicitation when the client supports it, else an approval id that the
   user decides in the copilot's API, after which the client repeats the call
   with ``approval_id`` (:mod:`.approvals`).
+
+Every call then runs through the tool gate (:class:`~..tools.gate.ToolGate`), as
+the agent's do: its flags, the approval checked against exactly the call (the one
+digest format, bound to the project), the tools' error policy.
 """
 
 from __future__ import annotations
@@ -39,9 +43,11 @@ from pydantic import BaseModel, ValidationError
 from ..errors import CopilotError
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
-from ..tools.errors import failure_outcome, model_message
+from ..tools.approval import DEFAULT_APPROVAL_SECONDS, ApprovalGrant
+from ..tools.errors import TOOL_ERRORS, failure_outcome
+from ..tools.gate import REJECTED, Approved, ToolGate, is_read_only, needs_confirmation, validation_summary
 from ..tools.toolset import ConsoleServices, RunContext, build_tools
-from .approvals import APPROVAL_SECONDS, Approval, Approvals, call_digest
+from .approvals import Approval, Approvals
 from .auth import Caller
 from .resources import topology_text
 
@@ -56,7 +62,6 @@ APPROVAL_HELP = (
     "has approved it."
 )
 APPROVAL_ROUTE = "/v3/copilot/mcp/approvals/{approval_id}"
-REJECTED = "Rejected by the user: nothing was sent. Ask what they want instead."
 _PLACEHOLDER_PROJECT = "00000000-0000-0000-0000-000000000000"
 
 
@@ -67,14 +72,9 @@ class _Entry:
     needs_confirmation: bool
 
 
-def _flags(tool: BaseTool) -> tuple[bool, bool]:
-    metadata = tool.metadata or {}
-    return bool(metadata.get("read_only")), bool(metadata.get("needs_confirmation"))
-
-
 def _mcp_definition(tool: BaseTool) -> _Entry:
     """The MCP form of a copilot tool: its schema plus ``project_id`` (and ``approval_id``)."""
-    read_only, confirm = _flags(tool)
+    read_only, confirm = is_read_only(tool), needs_confirmation(tool)
     args_schema = tool.args_schema
     assert isinstance(args_schema, type) and issubclass(args_schema, BaseModel)  # every copilot tool has one
     schema = args_schema.model_json_schema()
@@ -147,10 +147,12 @@ class ToolGateway:
         console: ConsoleServices | None,
         client_factory: Callable[[str], GNS3Client],
         approvals: Approvals,
+        approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
     ) -> None:
         self._console = console
         self._client_factory = client_factory
         self.approvals = approvals
+        self._approval_seconds = approval_seconds  # how long elicitation waits, as an approval by id stays valid
         self._catalogue: dict[str, _Entry] | None = None
         self._selected: weakref.WeakKeyDictionary[ServerSession, str] = weakref.WeakKeyDictionary()
 
@@ -216,64 +218,66 @@ class ToolGateway:
         self, caller: Caller, session: ServerSession, entry: _Entry, name: str, project_id: str, args: dict[str, Any]
     ) -> types.CallToolResult:
         approval_id = args.pop("approval_id", None)
-        tools = {t.name: t for t in await asyncio.to_thread(self._tools, caller, project_id)}
-        tool = tools[name]
+        tools = await asyncio.to_thread(self._tools, caller, project_id)
+        gate = ToolGate(tools, read_only=caller.read_only, restriction="for a read-only MCP key", errors=TOOL_ERRORS)
         if name == "gns3_topology":
             args["project_id"] = project_id
-        try:
-            _check_arguments(tool, args)  # before anyone is asked to approve them
-            approved: dict[str, Any] = {}
-            if entry.needs_confirmation:
-                decision = await self._approval(caller, session, name, project_id, args, approval_id)
-                if isinstance(decision, types.CallToolResult):
-                    return decision
-                approved = decision
-            # The console tools record the approval they run under in the audit.
-            result = await tool.ainvoke(args, config={"configurable": {"copilot_approval": approved}})
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
-            return text_result(f"Invalid arguments: {problems}", error=True)
-        except ToolException as exc:  # a failure (tools never return one): its text and what it still reports
-            failed = text_result(model_message(exc) or str(exc), error=True)
-            outcome = failure_outcome(exc)
-            failed.structuredContent = dict(outcome) if outcome is not None else None
-            return failed
-        return text_result(result)
+        call = {"name": name, "args": args, "id": ""}
+        invalid = gate.invalid_arguments(call)  # before anyone is asked to approve them
+        if invalid is not None:
+            return text_result(f"Invalid arguments: {validation_summary(invalid)}", error=True)
+        approved: Approved | None = None
+        if entry.needs_confirmation:
+            decision = await self._approval(caller, session, gate, call, project_id, approval_id)
+            if isinstance(decision, types.CallToolResult):
+                return decision
+            approved = decision
+        outcome = await gate.run(call, approved=approved)
+        if outcome.status == "success":
+            return text_result(outcome.result)
+        exc = outcome.error
+        if isinstance(exc, ValidationError):
+            return text_result(f"Invalid arguments: {validation_summary(exc)}", error=True)
+        if isinstance(exc, CopilotError) and not isinstance(exc, ToolException):
+            raise exc  # not a tool's own failure: said the way MCP says GNS3's and ours (ToolGateway.call)
+        # A failure (tools never return one): its text and what it still reports.
+        failed = text_result(outcome.reason or outcome.output, error=True)
+        reported = failure_outcome(exc) if exc is not None else None
+        failed.structuredContent = dict(reported) if reported is not None else None
+        return failed
 
     async def _approval(
-        self, caller: Caller, session: ServerSession, name: str, project_id: str, args: dict[str, Any],
+        self, caller: Caller, session: ServerSession, gate: ToolGate, call: Mapping[str, Any], project_id: str,
         approval_id: Any,
-    ) -> types.CallToolResult | dict[str, Any]:
-        """The approval the call runs under (for the audit) when it may run now; else the result to send."""
-        digest = "sha256:" + call_digest(name, project_id, args)
+    ) -> types.CallToolResult | Approved:
+        """The approval the call runs under when it may run now (the gate checked it); else the result to send."""
+        name, args = str(call["name"]), dict(call["args"])
+        grant: ApprovalGrant | None = None
         if approval_id is not None:
             approval = self.approvals.redeem(
                 user_id=caller.user_id, credential_id=caller.credential_id, approval_id=str(approval_id),
                 tool=name, project_id=project_id, arguments=args,
             )
-            if approval.state == "approved":
-                return {"approval_id": approval.approval_id, "digest": digest, "approved_by": caller.username,
-                        "approved_at": approval.decided_at}
             if approval.state == "rejected":
                 return text_result(REJECTED, error=True)
-            return _waiting(approval, again=True)
-        if _supports_elicitation(session):
-            if await _ask(session, name, args):
-                return {"approval_id": f"mcp-elicitation:{uuid.uuid4().hex}", "digest": digest,
-                        "approved_by": caller.username, "approved_at": time.time()}
-            return text_result(REJECTED, error=True)
-        approval = self.approvals.request(
-            user_id=caller.user_id, credential_id=caller.credential_id, via=caller.audit_session, tool=name,
-            project_id=project_id, arguments=args,
-        )
-        return _waiting(approval, again=False)
-
-
-def _check_arguments(tool: BaseTool, args: Mapping[str, Any]) -> None:
-    """ValidationError when the tool's own schema refuses the arguments."""
-    schema = tool.args_schema
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        schema.model_validate(dict(args))
+            if approval.state != "approved":
+                return _waiting(approval, again=True)
+            grant = ApprovalGrant(approval.approval_id, approval.digest, caller.username, approval.decided_at or 0.0)
+        elif _supports_elicitation(session):
+            if not await _ask(session, name, args, self._approval_seconds):
+                return text_result(REJECTED, error=True)
+            grant = ApprovalGrant(f"mcp-elicitation:{uuid.uuid4().hex}", gate.digest([call], project_id=project_id),
+                                  caller.username, time.time())
+        else:
+            approval = self.approvals.request(
+                user_id=caller.user_id, credential_id=caller.credential_id, via=caller.audit_session, tool=name,
+                project_id=project_id, arguments=args,
+            )
+            return _waiting(approval, again=False)
+        approved = gate.verify(grant, [call], project_id=project_id)
+        if approved is None:  # the approval store matched it, so the digest cannot differ; refuse if it ever does
+            return text_result("The approval does not match this call; nothing was sent. Ask again.", error=True)
+        return approved
 
 
 def _waiting(approval: Approval, *, again: bool) -> types.CallToolResult:
@@ -302,19 +306,19 @@ APPROVE_SCHEMA: types.ElicitRequestedSchema = {
 }
 
 
-async def _ask(session: ServerSession, name: str, args: Mapping[str, Any]) -> bool:
+async def _ask(session: ServerSession, name: str, args: Mapping[str, Any], seconds: float) -> bool:
     """Ask the client's user through MCP elicitation; True only for an explicit approval."""
     commands = "\n".join(f"  {c}" for c in args.get("commands", []))
     # Everything that decides what runs: the driver picks the CLI the lines are typed into.
     driver = f" as a {args['driver']} device" if args.get("driver") else ""
     message = f"{name} wants to configure {args.get('device', '?')}{driver}:\n{commands}\nRun these commands?"
     try:
-        async with asyncio.timeout(APPROVAL_SECONDS):  # as long as an approval by id would stay valid
+        async with asyncio.timeout(seconds):  # as long as an approval by id would stay valid
             result = await session.elicit(message, APPROVE_SCHEMA)
     except McpError as exc:  # the client could not ask: nothing runs
         log.info("MCP elicitation for %s failed: %s", name, exc.error.message)
         return False
     except TimeoutError:
-        log.info("MCP elicitation for %s got no answer in %.0f s: nothing runs", name, APPROVAL_SECONDS)
+        log.info("MCP elicitation for %s got no answer in %.0f s: nothing runs", name, seconds)
         return False
     return result.action == "accept" and (result.content or {}).get("approve") is True

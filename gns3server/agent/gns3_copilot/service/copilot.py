@@ -9,10 +9,12 @@ streamed so far is saved as the assistant's answer and any tool call left
 without a result gets one, so the next run starts from a valid history.
 
 A run that pauses for the user's approval leaves a :class:`PendingApproval` on
-the session: an id, the digest of the exact calls, an expiry. :meth:`confirm`
+the session, its one record: an id, the digest of the exact calls, an expiry
+(the graph's interrupt holds only the digest it paused on). :meth:`confirm`
 uses it once (a replay, or an approval of another pause, is refused), refuses
 an expired one unless it is a rejection, and hands the agent the approval with
-who gave it and when; the agent checks the digest against what it would run.
+who gave it and when; the agent's tool gate checks the digest against what it
+would run.
 """
 
 from __future__ import annotations
@@ -22,44 +24,25 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, MutableMapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from ..agent import events
-from ..agent.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
-from ..agent.context.counting import TokenCounter, content_text, role_of
-from ..agent.context_manager import create_pre_model_hook, resolve_budget, resolve_window_settings
-from ..agent.gns3_copilot import (
-    DEFAULT_MAX_LLM_CALLS,
-    DEFAULT_SUMMARY_TIMEOUT,
-    LLM_CALL,
-    AgentSettings,
-    ToolErrorPolicy,
-    build_copilot_graph,
-    check_mode,
-    tools_for_mode,
-)
-from ..agent.local_server import one_slot_server
-from ..agent.prompts import PromptSet, compact_system_prompt_for, default_prompts
-from ..agent.server_tokens import ServerTokenizer
-from ..agent.server_traits import ServerTraitsMemory
-from ..agent.small_window import fit_to_window
-from ..agent.summary_writer import SummaryWriter
-from ..agent.tool_call_args import argument_limit
-from ..agent.tool_results import PROBE_TIMEOUT, template_keeps_tool_results
-from ..agent.tools_cost import offer_key, tools_prompt_tokens
-from ..gns3_client.client import GNS3Client
-from ..gns3_client.exceptions import GNS3Error
-from ..gns3_client.topology import fetch_rest_topology
+from ..agent.assembly import AgentAssembly, RunSpec
+from ..agent.context.counting import content_text
+from ..agent.gns3_copilot import LLM_CALL
+from ..agent.model.prompts import FAULT_INJECTION
+from ..agent.policies.modes import check_mode
+from ..agent.server.kind import server_kind
+from ..agent.summaries.writer import SummaryWriter
 from ..redaction import SECRETS, scrub
-from ..tools.errors import failure_outcome, model_message
-from ..tools.toolset import RunContext
+from ..tools.approval import DEFAULT_APPROVAL_SECONDS, PendingApproval
+from ..tools.gate import AfterCall
 from .errors import (
     ApprovalExpiredError,
     ApprovalNotPendingError,
@@ -72,13 +55,12 @@ from .errors import (
     SessionNotFoundError,
     public_message,
 )
+from .faults import FaultRecorder
+from .session_store import InFlight, SessionRecord
 from .storage import Storage
-from .store import InFlight, SessionRecord
 
 log = logging.getLogger(__name__)
 
-# The key under which LangGraph's "updates" stream reports an interrupt (no public constant).
-INTERRUPT = "__interrupt__"
 ABORTED_TOOL_RESULT = "[aborted by the user before this tool call finished]"
 HEARTBEAT_SECONDS = 15.0
 Event = events.Event
@@ -96,12 +78,6 @@ class User:
     is_superadmin: bool = False
 
 
-
-def _compatible_server(llm_config: Mapping[str, Any]) -> str | None:
-    """The base_url of an OpenAI-compatible server (llama.cpp, Ollama, vLLM, DeepSeek...): probed for
-    its tokenizer endpoint and its chat template's habits (what it answers is remembered per server)."""
-    base_url = llm_config.get("base_url")
-    return str(base_url) if base_url and llm_config.get("provider", "openai") == "openai" else None
 
 @dataclass
 class _Run:
@@ -152,52 +128,6 @@ def _remains(leftover: InFlight) -> list[BaseMessage]:
     return remains
 
 
-def message_to_dict(message: BaseMessage) -> dict[str, Any]:
-    """A stored message as the history API returns it."""
-    data: dict[str, Any] = {"role": role_of(message), "content": content_text(message.content)}
-    if isinstance(message, AIMessage) and message.tool_calls:
-        data["tool_calls"] = [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in message.tool_calls]
-    if isinstance(message, ToolMessage):
-        status = message.response_metadata.get("copilot_status", message.status)
-        data.update(tool_call_id=message.tool_call_id, name=message.name, status=status)
-    if message.id:
-        data["id"] = message.id
-    return data
-
-
-FAULT_INJECTION = "fault_injection"
-HIDDEN_FAULT = "[hidden: an injected fault; the person who injected it reveals it with GET .../faults]"
-
-
-def hide_fault_details(message: dict[str, Any]) -> dict[str, Any]:
-    """A message of a fault-injection session without what would give the fault away."""
-    shown = dict(message)
-    if shown.get("tool_calls"):
-        shown["tool_calls"] = [{**c, "args": {}} for c in shown["tool_calls"]]
-    if shown.get("role") == "tool":
-        shown["content"] = HIDDEN_FAULT
-    return shown
-
-
-class _FaultRecorder:
-    """Records the lab-changing tool calls of a fault-injection run as they end."""
-
-    def __init__(self, storage: Storage, session_id: str, project_id: str, user_id: str, read_only: set[str]) -> None:
-        self._storage = storage
-        self._where = (session_id, project_id, user_id)
-        self._read_only = read_only
-        self._args: dict[str, Mapping[str, Any]] = {}
-
-    async def see(self, event: Mapping[str, Any]) -> None:
-        # tool_start too: a call approved after a pause was announced (tool_call) by the run that paused.
-        if event["type"] in ("tool_call", "tool_start"):
-            self._args[event["tool_call_id"]] = event.get("args") or {}
-        elif event["type"] == "tool_end" and event["name"] not in self._read_only and self._storage.faults:
-            args = self._args.get(event["tool_call_id"], {})
-            await self._storage.faults.record(*self._where, event["name"], args, str(event.get("status")),
-                                              str(event.get("output", "")), undo=event.get("undo"))
-
-
 def is_uuid(text: str) -> bool:
     """A well-formed UUID (the only kind of id a client may choose for a new session)."""
     try:
@@ -229,38 +159,22 @@ class CopilotService:
     def __init__(
         self,
         storage: Storage,
+        agent: AgentAssembly,
         *,
-        tools_factory: Callable[[RunContext], Sequence[BaseTool]],
-        bind_tools: Callable[[Sequence[BaseTool], Mapping[str, Any]], Any],
-        is_context_length_error: Callable[[BaseException], bool],
-        client_factory: Callable[[str], GNS3Client],
-        load_topology: Callable[[GNS3Client, str], Awaitable[Any]] | None = None,
-        max_llm_calls: int = DEFAULT_MAX_LLM_CALLS,
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
         approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
         clock: Callable[[], float] = time.time,
-        prompts: PromptSet | None = None,
-        bind_tools_unstreamed: Callable[[Sequence[BaseTool], Mapping[str, Any]], Any] | None = None,
     ) -> None:
         self._storage = storage
-        self._tools_factory = tools_factory
-        self._bind_tools = bind_tools
-        self._is_context_length_error = is_context_length_error
-        self._client_factory = client_factory
-        self._load_topology = load_topology or fetch_rest_topology
-        self._max_llm_calls = max_llm_calls
+        self.agent = agent
+        """What each run's graph is built from (its prompts are replaced when an administrator reloads them)."""
         self._heartbeat_seconds = heartbeat_seconds
         self._approval_seconds = approval_seconds
         self._clock = clock
-        self.prompts = prompts or default_prompts()
-        """The system prompts; replaced as a whole when an administrator reloads them."""
-        self._bind_tools_unstreamed = bind_tools_unstreamed
-        self._server_traits = ServerTraitsMemory()  # which servers cannot stream tool calls (issue 15)
         self._runs: dict[str, _Run] = {}
         self._closed = False
-        # Running summaries written beside the runs (issue 12): one writer per session at a time.
+        # Running summaries written beside the runs: one writer per session at a time.
         self._summaries = SummaryWriter(self.is_running, self._server_busy)
-        self._counters: MutableMapping[str, TokenCounter] = {}
 
     # -- sessions -------------------------------------------------------------
 
@@ -344,33 +258,16 @@ class CopilotService:
     ) -> dict[str, Any]:
         """The budget report the next model call would start from, without calling the model."""
         record = await self.session(user, session_id)
-        # Building the tools is pydantic work: off the event loop, as for a run.
-        settings = await asyncio.to_thread(self._settings, user, record.project_id, session_id, llm_config, mode)
-        values = await self._values(session_id)
-        topology = await settings.load_topology(record.project_id)
-        state = {
-            "messages": values.get("messages", []),
-            "topology_info": topology,
-            "token_scale": values.get("token_scale"),
-            "context_window": values.get("context_window"),
-            "context_summary": values.get("context_summary"),
-        }
-        report = dict((await asyncio.to_thread(settings.pre_model_hook, state))["context_report"])
-        report["summary_pending"] = self.summary_pending(session_id)
+        spec = self._spec(user, record.project_id, session_id, llm_config, mode)
+        # Asked before the state is read: a summary no longer pending then is in what is read.
+        pending = self.summary_pending(session_id)
+        report = dict(await self.agent.preview(spec, await self._values(session_id)))
+        report["summary_pending"] = pending
         return report
 
     def summary_pending(self, session_id: str) -> bool:
         """A summary of this session is being written in the background (or waits for its model server)."""
         return self._summaries.writing(session_id)
-
-    async def history(self, user: User, session_id: str, *, reveal: bool = False) -> list[dict[str, Any]]:
-        """The stored conversation. A fault-injection session's tool calls (the faults) are hidden
-        unless ``reveal`` (only its owner, or a superadmin, reaches it at all)."""
-        record = await self.session(user, session_id)
-        messages = [message_to_dict(m) for m in await self.messages(user, session_id)]
-        if record.kind == FAULT_INJECTION and not reveal:
-            messages = [hide_fault_details(m) for m in messages]
-        return messages
 
     def is_running(self, session_id: str) -> bool:
         return session_id in self._runs
@@ -422,7 +319,7 @@ class CopilotService:
                 f"Session {record.session_id} is waiting for you to approve or reject: {names}{late}"
             )
         start = {"messages": [HumanMessage(message, id=message_id or str(uuid.uuid4()))], "llm_calls": 0, "usage": {}}
-        return record, self._start(record, user, start, dict(llm_config), mode)
+        return record, self._start(record, user, start, llm_config, mode)
 
     async def confirm(
         self,
@@ -460,33 +357,47 @@ class CopilotService:
                 f"This approval expired {now - pending.expires_at:.0f} s ago ({self._approval_seconds:g} s after it "
                 "was asked for); nothing was sent. Reject it, then ask again."
             )
-        if session_id in self._runs:
-            raise SessionBusyError(f"Session {session_id} is busy with another request")
-        # Once: whoever clears the pending approval first is the one whose decision applies.
-        if not await self._storage.sessions.clear_pending(session_id, record.pending):
-            raise ApprovalNotPendingError(f"Approval {pending.approval_id} was already used; nothing was run")
+        # The session is this request's from here (no other run starts in it), then the approval is
+        # used: whoever clears it first is the one whose decision applies. Nothing to undo if not.
+        run = self._reserve(session_id, llm_config)
+        try:
+            if not await self._storage.sessions.clear_pending(session_id, record.pending):
+                raise ApprovalNotPendingError(f"Approval {pending.approval_id} was already used; nothing was run")
+        except BaseException:
+            self._release(run)
+            raise
         decision: dict[str, Any] = {"approved": bool(approved)}
         if approved:
-            decision["approval"] = {
-                "approval_id": pending.approval_id, "digest": pending.digest,
-                "approved_by": user.username, "approved_at": now,
-            }
+            decision["approval"] = pending.grant(user.username, now).as_dict()
             log.info("User %s approved %s (%s) in session %s", user.username, pending.approval_id, pending.digest, session_id)
-        try:
-            return record, self._start(record, user, Command(resume=decision), dict(llm_config), mode)
-        except SessionBusyError:  # another request got in meanwhile: the approval stays usable
-            await self._storage.sessions.set_pending(session_id, pending.as_dict())
-            raise
+        return record, self._launch(run, record, user, Command(resume=decision), llm_config, mode)
 
-    def _start(
-        self, record: SessionRecord, user: User, start: Any, llm_config: dict[str, Any], mode: str
-    ) -> EventStream:
+    def _reserve(self, session_id: str, llm_config: Mapping[str, Any]) -> _Run:
+        """The session's run-to-be, registered now (synchronously: two requests never both get one)."""
         if self._closed:
             raise ServiceClosingError("The GNS3 server is stopping; try again once it is back")
-        if record.session_id in self._runs:
-            raise SessionBusyError(f"Session {record.session_id} is busy with another request")
-        run = _Run(record.session_id, server=one_slot_server(llm_config))
-        self._runs[record.session_id] = run
+        if session_id in self._runs:
+            raise SessionBusyError(f"Session {session_id} is busy with another request")
+        run = _Run(session_id, server=server_kind(llm_config).one_slot_server)
+        self._runs[session_id] = run
+        return run
+
+    def _release(self, run: _Run) -> None:
+        """Give back a reservation whose run never started."""
+        if self._runs.get(run.session_id) is run:
+            del self._runs[run.session_id]
+
+    def _start(
+        self, record: SessionRecord, user: User, start: Any, llm_config: Mapping[str, Any], mode: str
+    ) -> EventStream:
+        return self._launch(self._reserve(record.session_id, llm_config), record, user, start, llm_config, mode)
+
+    def _launch(
+        self, run: _Run, record: SessionRecord, user: User, start: Any, llm_config: Mapping[str, Any], mode: str
+    ) -> EventStream:
+        if self._closed:  # the server began to stop while the request was being checked
+            self._release(run)
+            raise ServiceClosingError("The GNS3 server is stopping; try again once it is back")
         run.task = asyncio.create_task(
             self._execute_hiding_key(run, user, record.project_id, start, llm_config, mode, record.kind)
         )
@@ -537,124 +448,22 @@ class CopilotService:
     def _thread(session_id: str) -> RunnableConfig:
         return {"configurable": {"thread_id": session_id}}
 
-    def _settings(
-        self, user: User, project_id: str, session_id: str, llm_config: Mapping[str, Any], mode: str,
-        kind: str = "chat",
-    ) -> AgentSettings:
-        """One run's agent settings: tools bound to the project, the session and the user's token."""
+    @staticmethod
+    def _spec(
+        user: User, project_id: str, session_id: str, llm_config: Mapping[str, Any], mode: str, kind: str = "chat"
+    ) -> RunSpec:
+        purpose = FAULT_INJECTION if kind == FAULT_INJECTION else ""
+        return RunSpec(user.user_id, user.username, user.token, project_id, session_id, llm_config, mode, purpose)
 
-        def client_factory() -> GNS3Client:
-            return self._client_factory(user.token)
-
-        context = RunContext(client_factory, project_id, user.username, session_id, user.user_id,
-                             record_undo=kind == FAULT_INJECTION)
-        tools = list(self._tools_factory(context))
-        allowed = tools_for_mode(tools, mode)
-
-        async def load_topology(project_id: str) -> Any:
-            try:
-                async with client_factory() as client:
-                    return await self._load_topology(client, project_id)
-            except GNS3Error as exc:
-                log.warning("Topology of project %s unavailable: %s", project_id, exc)
-                return None
-
-        # Small windows (issue 15): compact tool definitions and prompt, then an essential subset.
-        encoding = resolve_budget(llm_config)["encoding"]
-        counter = self._counters.get(encoding) or self._counters.setdefault(encoding, TokenCounter(encoding))
-        prompt = self.prompts.system_for(FAULT_INJECTION if kind == FAULT_INJECTION else mode)
-        fit = fit_to_window(allowed, prompt, compact_system_prompt_for(mode), llm_config, counter)
-        if fit.level != "full":
-            log.info("Small context window: offering the model %s tool definitions (%d tokens with the prompt)",
-                     fit.level, fit.fixed_tokens)
-
-        def offer(tools: Sequence[BaseTool]) -> list[Any]:
-            """What the model is offered for ``tools``: the compact definitions of those at small windows."""
-            if fit.level == "full":
-                return list(tools)
-            names = {t.name for t in tools}
-            return [spec for spec in fit.tools if spec["function"]["name"] in names]
-
-        base_hook = create_pre_model_hook(
-            fit.system_prompt,
-            get_topology_func=lambda state: state.get("topology_info"),
-            get_llm_config_func=lambda: llm_config,
-            get_tools_func=lambda: fit.tools,
-            counters=self._counters,
-        )
-
-        def hook(state: Mapping[str, Any]) -> dict[str, Any]:
-            prepared = base_hook(state)
-            prepared["context_report"]["tool_offer"] = fit.level
-            return prepared
-
-        traits = self._server_traits.for_config(llm_config)
-        count_text = probe_tool_results = measure_tools = None
-        if _compatible_server(llm_config):
-            tokenizer = ServerTokenizer(
-                llm_config["base_url"], llm_config.get("api_key"), traits, llm_config["model"],
-                float(llm_config.get("timeout") or PROBE_TIMEOUT),
-            )
-            offered = offer_key(fit.tools)
-
-            async def count_text(prepared: list[BaseMessage], with_tools: bool) -> int | None:
-                try:
-                    return await tokenizer.count(prepared, fit.tools if with_tools else [])
-                except Exception:  # a count that fails never fails the run: calibrate as before
-                    log.exception("Counting a request with the model server's tokenizer failed")
-                    return None
-
-            async def measure_tools() -> int | None:
-                if offered not in traits.tools_cost:
-                    try:
-                        cost = await tools_prompt_tokens(
-                            llm_config["base_url"], llm_config.get("api_key"), llm_config["model"], fit.tools,
-                            float(llm_config.get("timeout") or PROBE_TIMEOUT),
-                        )
-                    except Exception:  # a measure that fails never fails the run: calibrate as before
-                        log.exception("Measuring what the tool definitions cost on the model server failed")
-                        cost = None
-                    traits.tools_cost[offered] = cost
-                return traits.tools_cost[offered]
-
-            async def probe_tool_results() -> bool | None:
-                return await template_keeps_tool_results(
-                    llm_config["base_url"], llm_config.get("api_key"), llm_config["model"],
-                    float(llm_config.get("timeout") or PROBE_TIMEOUT),
-                )
-
-        async def summarize(request: list[BaseMessage]) -> Any:
-            # The same model without tools; building it imports the provider SDK: off the loop.
-            model = await asyncio.to_thread(self._bind_tools, [], llm_config)
-            return await model.ainvoke(request)
-
-        timeout = llm_config.get("timeout")
-        unstreamed = self._bind_tools_unstreamed
-        return AgentSettings(
-            tools=tools,
-            mode=mode,
-            bind_tools=lambda tools: self._bind_tools(offer(tools), llm_config),
-            bind_tools_unstreamed=(
-                None if unstreamed is None else lambda tools: unstreamed(offer(tools), llm_config)
-            ),
-            traits=traits,
-            count_text=count_text,
-            measure_tools=measure_tools,
-            probe_tool_results=probe_tool_results,
-            summary_server=one_slot_server(llm_config),
-            max_argument_chars=argument_limit(int(llm_config["context_limit"]) * 1000),
-            pre_model_hook=hook,
-            load_topology=load_topology,
-            is_context_length_error=self._is_context_length_error,
-            max_llm_calls=self._max_llm_calls,
-            summarize=summarize if resolve_window_settings(llm_config)["summary"] else None,
-            summary_writer=self._summaries,
-            summary_timeout=min(DEFAULT_SUMMARY_TIMEOUT, timeout) if isinstance(timeout, (int, float)) else DEFAULT_SUMMARY_TIMEOUT,
-            tool_errors=ToolErrorPolicy(message=model_message, outcome=failure_outcome),
-        )
+    def _after_tool(self, spec: RunSpec) -> tuple[AfterCall, ...]:
+        """What sees each tool call's outcome: a fault-injection run records its lab-changing calls."""
+        faults = self._storage.faults
+        if spec.purpose != FAULT_INJECTION or faults is None:
+            return ()
+        return (FaultRecorder(faults, spec.session_id, spec.project_id, spec.user_id),)
 
     async def _execute_hiding_key(
-        self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str, kind: str
+        self, run: _Run, user: User, project_id: str, start: Any, llm_config: Mapping[str, Any], mode: str, kind: str
     ) -> None:
         """The run, with its API key hidden from every log line and stored error while it runs
         (a provider may quote it in an error)."""
@@ -662,14 +471,12 @@ class CopilotService:
             await self._execute(run, user, project_id, start, llm_config, mode, kind)
 
     async def _execute(
-        self, run: _Run, user: User, project_id: str, start: Any, llm_config: dict[str, Any], mode: str,
+        self, run: _Run, user: User, project_id: str, start: Any, llm_config: Mapping[str, Any], mode: str,
         kind: str = "chat",
     ) -> None:
         session_id = run.session_id
-        config: RunnableConfig = {
-            "configurable": {"thread_id": session_id, "project_id": project_id},
-            "recursion_limit": 2 * self._max_llm_calls + 10,
-        }
+        config = self.agent.run_config(session_id, project_id)
+        spec = self._spec(user, project_id, session_id, llm_config, mode, kind)
         status, usage = "completed", {}
         graph = None
         try:
@@ -677,12 +484,9 @@ class CopilotService:
             # provider client (which imports the provider SDK the first time) are CPU
             # work: keep them off the event loop.
             def build() -> Any:
-                settings = self._settings(user, project_id, session_id, llm_config, mode, kind)
-                read_only.update(t.name for t in tools_for_mode(settings.tools, "teaching"))
-                return build_copilot_graph(settings, self._storage.checkpointer)
+                return self.agent.graph(spec, self._storage.checkpointer, summary_writer=self._summaries,
+                                        after_tool=self._after_tool(spec))
 
-            read_only: set[str] = set()
-            faults = _FaultRecorder(self._storage, session_id, project_id, user.user_id, read_only)
             graph = await asyncio.to_thread(build)
             await self._summaries.idle(session_id)  # a summary being stored: read the state after it
             leftover = await self._storage.sessions.inflight(session_id)
@@ -701,16 +505,15 @@ class CopilotService:
             ) as stream:
                 async for mode_name, event in stream:
                     if mode_name == "updates":
-                        if INTERRUPT in event:  # the tools node asks for approval
-                            waiting = event[INTERRUPT][0].value
-                        elif LLM_CALL in event:  # the streamed text is in the model's message now
+                        if LLM_CALL in event:  # the streamed text is in the model's message now
                             run.partial.clear()
                         continue
                     if event["type"] == "usage":
                         usage = event["usage"]  # reported in `done`, also when the run ends early
                         continue
-                    if kind == FAULT_INJECTION:
-                        await faults.see(event)
+                    if event["type"] == "approval_asked":  # the run pauses for the user's decision
+                        waiting = event
+                        continue
                     if event["type"] == "context":
                         run.partial.clear()  # a new model call starts
                     elif event["type"] == "content":

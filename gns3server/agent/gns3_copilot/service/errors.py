@@ -3,13 +3,13 @@
 Members of the one error tree (``errors.py``): each says its ``code`` and
 ``kind``; the API boundary chooses the HTTP status. :func:`as_copilot_error`
 turns any exception met by a run into a member: ours as they are, provider SDK
-failures by type (``agent/llm_errors.py``), anything else an
+failures by type (``agent/model/errors.py``), anything else an
 :class:`InternalError` whose text only the log sees.
 """
 
 from __future__ import annotations
 
-from ..agent.llm_errors import provider_error
+from ..agent.model.errors import provider_error
 from ..errors import CopilotError, ErrorKind, InternalError
 
 __all__ = [

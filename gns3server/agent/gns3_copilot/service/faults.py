@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..db import Database, Migration, Schema, add_missing_columns
+from ..tools.gate import ToolOutcome
 
 
 def _add_undo(db: sqlite3.Connection) -> None:
@@ -121,3 +122,22 @@ class SQLiteFaultStore:
             "UPDATE copilot_faults SET reverted_at = ? WHERE fault_id = ?", (time.time(), fault_id)
         )
         return await self.get(fault_id)
+
+
+class FaultRecorder:
+    """Records the lab-changing tool calls of a fault-injection run as they end.
+
+    An after-call callback of the run's tool gate: it sees each call's own arguments
+    and outcome (its status, output and undo), refused calls included (a rejected
+    change is shown to the injector as such); read-only tools change nothing.
+    """
+
+    def __init__(self, faults: SQLiteFaultStore, session_id: str, project_id: str, user_id: str) -> None:
+        self._faults = faults
+        self._where = (session_id, project_id, user_id)
+
+    async def __call__(self, outcome: ToolOutcome) -> None:
+        if outcome.read_only:
+            return
+        await self._faults.record(*self._where, outcome.name, outcome.call.get("args") or {}, outcome.status,
+                                  outcome.output, undo=outcome.undo)

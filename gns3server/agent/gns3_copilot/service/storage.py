@@ -33,7 +33,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from ..db import Database, SchemaError, checkpoint_wal
 from .checkpointer import ThreadedCheckpointer
 from .faults import FAULTS_SCHEMA, SQLiteFaultStore
-from .store import SESSIONS_SCHEMA, SessionStore, SQLiteSessionStore
+from .session_store import SESSIONS_SCHEMA, SessionStore, SQLiteSessionStore
 
 log = logging.getLogger(__name__)
 

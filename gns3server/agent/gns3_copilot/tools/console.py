@@ -26,8 +26,9 @@ R1 ...").
 
 ``gns3_config_commands`` changes devices: it carries
 ``metadata={"needs_confirmation": True}`` so that the agent pauses for the user's
-approval before running it; the approval it ran under (``copilot_approval`` in
-the run's configurable, set by the agent) is written to the audit with each command.
+approval before running it; the approval it ran under (put in the run's
+configurable by the tool gate, read with ``grant_of``) is written to the audit with
+each command.
 In a fault-injection run (``record_undo``) it first reads, read-only, what the
 commands will replace, and returns the commands that restore it (``undo``,
 see ``config_undo``) or why it cannot (``undo_unknown``).
@@ -44,6 +45,8 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from ..console import (
     AuditLog,
+    Credentials,
+    CredentialStore,
     Device,
     DeviceLocks,
     Policy,
@@ -53,9 +56,11 @@ from ..console import (
     driver_for,
     run_commands,
 )
-from ..console.runner import Mode
+from ..console.runner import Mode, OutputFormat
+from ..errors import CopilotError
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
+from .approval import grant_of
 from .config_undo import plan
 from .errors import ToolError, every_item_failed, tool_error
 from .nodes import PermissionErrors, ProjectTool, _by_name
@@ -80,8 +85,20 @@ class ConsoleTool(ProjectTool):
     session_id: str
     timeout: float = 30.0
     default_console_host: str = "127.0.0.1"
+    credentials: CredentialStore | None = Field(None, exclude=True)
 
-    def _device(self, node: Mapping[str, Any], driver_name: str | None = None) -> Device:
+    async def _login_for(self, node: Mapping[str, Any]) -> Credentials | None:
+        """The node's console credentials (its own, else its template's), if any are set."""
+        if self.credentials is None:
+            return None
+        try:
+            return await self.credentials.for_console(str(node.get("node_id") or ""), node.get("template_id"))
+        except CopilotError as exc:
+            raise tool_error(exc) from exc
+
+    def _device(
+        self, node: Mapping[str, Any], driver_name: str | None = None, credentials: Credentials | None = None
+    ) -> Device:
         name = str(node.get("name"))
         if node.get("console_type") not in (None, "telnet"):
             raise ToolError(f"{name}'s console is {node.get('console_type')!r}; only telnet consoles can be used")
@@ -97,7 +114,7 @@ class ConsoleTool(ProjectTool):
         host = str(node.get("console_host") or "")
         host = self.default_console_host if host in _ANY_ADDRESS else host
         return Device(name, host, int(node["console"]), driver, reported_status=str(status) if status else None,
-                      cli_known=cli_known(node, driver_name))
+                      cli_known=cli_known(node, driver_name), credentials=credentials)
 
     async def _devices(self, names: list[str], commands: list[str], driver_name: str | None, who: Who) -> list[Device]:
         """The named devices, once GNS3 lets the user use every one's console (else nothing is sent)."""
@@ -119,30 +136,31 @@ class ConsoleTool(ProjectTool):
                 await self.audit.record_many(who, name, [(c.strip(), "denied", reason) for c in commands if c.strip()])
                 log.info("Console of %s refused to user %s: %s", name, self.user, reason)
             raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(name for name, _ in refused))
-        return [self._device(node, driver_name) for node in chosen]
+        logins = await gather_cancelling(*(self._login_for(node) for node in chosen))
+        return [self._device(node, driver_name, login) for node, login in zip(chosen, logins)]
 
     def _who(self, config: RunnableConfig) -> Who:
         """Who the commands run for, with the approval they run under (if any)."""
         # (Annotated exactly RunnableConfig in _arun, or LangChain would not pass it.)
-        approval = (config.get("configurable") or {}).get("copilot_approval") or {}
+        approval = grant_of(config)
         return Who(
             self.user, self.session_id, self.project_id,
             approval_id=approval.get("approval_id"), approval_digest=approval.get("digest"),
             approved_by=approval.get("approved_by"), approved_at=approval.get("approved_at"),
         )
 
-    async def _run_on(self, device: Device, commands: list[str], mode: Mode, who: Who) -> dict[str, Any]:
+    async def _run_on(
+        self, device: Device, commands: list[str], mode: Mode, who: Who, output_format: OutputFormat = "text"
+    ) -> dict[str, Any]:
         result = await run_commands(
-            device, commands, mode=mode, policy=self.policy, locks=self.locks, audit=self.audit, who=who, timeout=self.timeout
+            device, commands, mode=mode, policy=self.policy, locks=self.locks, audit=self.audit, who=who,
+            timeout=self.timeout, output_format=output_format,
         )
         return result.as_dict()
 
 
-DriverName = Literal["vpcs", "ios", "linux"]
-_DRIVER_HELP = (
-    "CLI family, only when the node's type or tags do not tell (e.g. a QEMU node running Linux): "
-    "vpcs, ios (Cisco-style) or linux. Normally left out."
-)
+DriverName = Literal["vpcs", "ios", "linux", "frr", "bird"]
+_DRIVER_HELP = "CLI family (frr: vtysh), if the node's type and tags do not tell. Normally left out."
 
 
 # Bounds on one call, so that a confused model cannot open hundreds of consoles or
@@ -160,6 +178,7 @@ class ShowCommandsInput(BaseModel):
         min_length=1, max_length=MAX_COMMANDS, description="Read-only commands, e.g. show ip interface brief, ping 10.0.0.1."
     )
     driver: DriverName | None = Field(None, description=_DRIVER_HELP)
+    format: OutputFormat = Field("text", description="json: the CLI's JSON forms (FRR), parsed.")
 
 
 class ShowCommandsTool(ConsoleTool):
@@ -173,12 +192,12 @@ class ShowCommandsTool(ConsoleTool):
     metadata: dict[str, Any] = Field(default_factory=lambda: {"read_only": True})
 
     async def _arun(
-        self, devices: list[str], commands: list[str], driver: DriverName | None = None,
+        self, devices: list[str], commands: list[str], driver: DriverName | None = None, format: OutputFormat = "text",
         *, config: RunnableConfig, **_: Any,
     ) -> dict[str, Any]:
         who = self._who(config)
         targets = await self._devices(devices, commands, driver, who)
-        results = await gather_cancelling(*(self._run_on(d, commands, "show", who) for d in targets))
+        results = await gather_cancelling(*(self._run_on(d, commands, "show", who, format) for d in targets))
         failed = [(r["device"], r["error"]) for r in results if r["status"] in BATCH_FAILED]
         if len(failed) == len(results):
             raise every_item_failed(f"the commands on {', '.join(r['device'] for r in results)}", failed,

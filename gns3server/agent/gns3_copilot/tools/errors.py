@@ -11,10 +11,11 @@ of them succeeded, and raises :func:`every_item_failed` when none did. A failed
 call may still report what it did (:attr:`ToolError.outcome`: each item's
 outcome, the undo of a change it may have half made).
 
-:func:`model_message` and :func:`failure_outcome` are the policy the service
-hands to the graph factory: the text the model may read for an exception (its
-outcome included), or None for a bug (the graph then answers "failed
-unexpectedly" and logs the traceback); and what a failed call still reports.
+:func:`model_message` and :func:`failure_outcome` are the error policy
+(:data:`TOOL_ERRORS`) of every tool gate that runs these tools: the text the
+model may read for an exception (its outcome included), or None for a bug (the
+gate then answers "failed unexpectedly" and logs the traceback); and what a
+failed call still reports.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from typing import Any
 from langchain_core.tools import ToolException
 
 from ..errors import CopilotError, ErrorKind
+from .gate import ToolErrorPolicy
 
-__all__ = ["ToolError", "every_item_failed", "failure_outcome", "model_message", "tool_error"]
+__all__ = ["TOOL_ERRORS", "ToolError", "every_item_failed", "failure_outcome", "model_message", "tool_error"]
 
 
 class ToolError(CopilotError, ToolException):
@@ -83,3 +85,7 @@ def model_message(exc: BaseException) -> str | None:
 def failure_outcome(exc: BaseException) -> Mapping[str, Any] | None:
     """What a call that raised still reports (each item's outcome, an ``undo``), or None."""
     return exc.outcome if isinstance(exc, ToolError) else None
+
+
+TOOL_ERRORS = ToolErrorPolicy(message=model_message, outcome=failure_outcome)
+"""The copilot tools' error policy, for every gate that runs them (the graph, MCP, a revert)."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from langchain_core.tools import BaseTool
 
-from ..console import AuditLog, DeviceLocks, Policy
+from ..console import AuditLog, CredentialStore, DeviceLocks, Policy
 from ..console.choices import FamilyChoices
 from .console import ConfigCommandsTool, ShowCommandsTool
 from .links import UpdateLinkTool
@@ -32,12 +32,14 @@ class RunContext:
 @dataclass(frozen=True)
 class ConsoleServices:
     """Server-wide parts of the device console tools: command policy, device locks, audit,
-    and GNS3's permission check (``permissions(user_id)``: an :data:`Authorize` for that user)."""
+    GNS3's permission check (``permissions(user_id)``: an :data:`Authorize` for that user)
+    and the devices' console credentials (typed into a console that asks for a login)."""
 
     policy: Policy
     locks: DeviceLocks
     audit: AuditLog
     permissions: Callable[[str], Authorize]
+    credentials: CredentialStore | None = None
     choices: FamilyChoices | None = None  # the per-node CLI families users chose
 
 
@@ -65,11 +67,12 @@ def build_tools(context: RunContext, console: ConsoleServices | None = None) -> 
             ShowCommandsTool(
                 client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
                 audit=console.audit, authorize=authorize, user=user, session_id=session_id,
+                credentials=console.credentials,
             ),
             ConfigCommandsTool(
                 client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
                 audit=console.audit, authorize=authorize, user=user, session_id=session_id,
-                record_undo=context.record_undo,
+                credentials=console.credentials, record_undo=context.record_undo,
             ),
         ]
     return tools

@@ -1,6 +1,6 @@
 """Room for the answer, and a token-scale calibration that is smooth and never overfills.
 
-Two problems seen with small local models (issue 15):
+Problems seen with small local models:
 
 - With no ``max_tokens`` a server may generate until its window is full, so a
   prompt that fitted still overflows. :func:`answer_tokens` is the output reserve
@@ -19,16 +19,28 @@ Two problems seen with small local models (issue 15):
   request's own text, :func:`content_scale` makes the factor from that count plus the
   chat template's framing per message (learnt from usage, :func:`observed_framing`).
 
-Pure functions, no I/O: the graph feeds them what the provider reported.
+All of the calibration is here: the factor's bounds (:func:`clamp_token_scale`), a
+request's estimate in the provider's tokens (:func:`server_tokens_estimate`), and
+:class:`Calibrator`, what one run knows (the factor, the framing, how many calls
+taught them) with the decisions the graph makes around each model call: fit the
+factor to a request's content, prepare it again or not, tighten it after a
+context-length refusal, learn from the usage the provider reported.
+
+Pure, no I/O: the graph feeds it what the provider reported.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = [
+    "TOKEN_SCALE_BOUNDS",
+    "Calibrator",
+    "clamp_token_scale",
+    "server_tokens_estimate",
     "MIN_DEFAULT_MAX_TOKENS",
     "MAX_DEFAULT_MAX_TOKENS",
     "MIN_PROMPT_TOKENS",
@@ -60,6 +72,30 @@ MIN_PROMPT_TOKENS = 512
 # adds (counting.TOKENS_PER_MESSAGE and the role); at most MAX_FRAMING are believed.
 DEFAULT_FRAMING = 4.0
 MAX_FRAMING = 32.0
+# How far a provider's reported token counts may correct our estimate. Up to 4: a server
+# that HTML-escapes message text counts a JSON tool result at three times our count.
+TOKEN_SCALE_BOUNDS = (0.75, 4.0)
+# On a provider's context-length rejection the factor is multiplied by this (from at least 1), once.
+CONTEXT_RETRY_TIGHTENING = 1.5
+# A request is prepared again with the factor fitted to its content when that moves it by
+# more than this, at most MAX_REFITS times.
+REFIT_TOLERANCE = 0.03
+MAX_REFITS = 2
+
+
+def clamp_token_scale(scale: Any) -> float:
+    """A usable correction factor: 1.0 when unknown, else within the bounds."""
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or math.isnan(scale) or scale <= 0:
+        return 1.0
+    low, high = TOKEN_SCALE_BOUNDS
+    return min(high, max(low, float(scale)))
+
+
+def server_tokens_estimate(messages_tokens: int, tools_tokens: int, tools_server_tokens: int | None, scale: float) -> int:
+    """A request in the provider's tokens: the messages scaled, the definitions (if sent) as
+    measured when known, else scaled with the rest."""
+    tools_estimate = tools_server_tokens if tools_server_tokens is not None else scale * tools_tokens
+    return round(scale * messages_tokens + (tools_estimate if tools_tokens else 0))
 
 
 def default_max_tokens(limit_tokens: int) -> int:
@@ -155,3 +191,103 @@ def smoothed_mean(previous: float | None, samples: int, observed: float) -> floa
         return observed
     weight = max(1.0 / (samples + 1), SMOOTHING_WEIGHT)
     return (1 - weight) * previous + weight * observed
+
+
+@dataclass(frozen=True)
+class Calibrator:
+    """What one run knows of the provider's token counts, and what it decides from them.
+
+    ``scale``: provider tokens per token we estimate (learnt from ``samples`` calls);
+    ``framing``: tokens the server's chat template adds per message around the text
+    where its tokenizer counts the text (learnt from ``framing_samples`` calls; None:
+    :data:`DEFAULT_FRAMING`). ``with_tool_text``: the tool definitions' text is counted
+    with the messages' (their cost on the server is unknown). Immutable: learning
+    returns a new one, whose :meth:`as_state` the graph stores.
+    """
+
+    scale: float = 1.0
+    samples: int = 0
+    framing: float | None = None
+    framing_samples: int = 0
+    with_tool_text: bool = False
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], *, with_tool_text: bool = False) -> Calibrator:
+        return cls(
+            clamp_token_scale(state.get("token_scale")), int(state.get("token_scale_samples") or 0),
+            state.get("token_framing"), int(state.get("token_framing_samples") or 0), with_tool_text,
+        )
+
+    def as_state(self) -> dict[str, Any]:
+        return {"token_scale": self.scale, "token_scale_samples": self.samples,
+                "token_framing": self.framing, "token_framing_samples": self.framing_samples}
+
+    def content_fit(self, report: Mapping[str, Any], counted: int, messages: int) -> float:
+        """The factor of a prepared request whose text the server counts ``counted`` tokens."""
+        ours = report["total_tokens"] - (0 if self.with_tool_text else report["tools_tokens"])
+        fitted = content_scale(counted, messages, DEFAULT_FRAMING if self.framing is None else self.framing, ours)
+        return clamp_token_scale(fitted)
+
+    @staticmethod
+    def refits(scale: float, fitted: float, refits: int) -> bool:
+        """Whether a request prepared at ``scale`` is prepared again at ``fitted`` (after ``refits``).
+
+        Once refitted, only upwards: the content kept at the new budget is denser than
+        the one measured (the safe side; the other way could swing back).
+        """
+        if refits >= MAX_REFITS:
+            return False
+        return not (abs(fitted / scale - 1) <= REFIT_TOLERANCE or (refits and fitted < scale))
+
+    def own_estimate(self, report: Mapping[str, Any], counted: int, messages: int) -> int:
+        """The request's estimate in the server's tokens, at its own content's factor (what the
+        budget kept may be less dense than the factor it was kept with)."""
+        own = self.content_fit(report, counted, messages)
+        return server_tokens_estimate(report["total_tokens"] - report["tools_tokens"], report["tools_tokens"],
+                                      report["tools_server_tokens"], own)
+
+    @staticmethod
+    def tightened(scale: float) -> float:
+        """The factor to retry with after the provider refused a request as too long."""
+        return clamp_token_scale(max(scale, 1.0) * CONTEXT_RETRY_TIGHTENING)
+
+    @staticmethod
+    def reported_prompt_tokens(usage: Mapping[str, Any] | None, tool_calls: int) -> int | None:
+        """The provider's prompt count of one answer, when it can be trusted."""
+        if tool_calls > 1:
+            return None  # llama-cpp-python adds up the prompt counts of one completion per call
+        real = usage.get("input_tokens") if usage else None
+        return real if isinstance(real, int) and not isinstance(real, bool) else None
+
+    def learned(
+        self, report: Mapping[str, Any], *, real: int | None, tools_sent: bool, counted: int | None, messages: int,
+        scale: float,
+    ) -> Calibrator:
+        """What the run knows after a request prepared at ``scale`` that the provider counted ``real``.
+
+        ``tools_sent``: the request carried the tool definitions. With their real cost
+        known, the factor learns the messages alone; without usage, the request's own
+        count (``counted``) is the best observation. A call that observes nothing keeps
+        the factor the request was prepared with.
+        """
+        tools_real = report.get("tools_server_tokens")
+        sent_tools = tools_real if isinstance(tools_real, int) and tools_sent and report["tools_tokens"] else 0
+        if isinstance(tools_real, int) and isinstance(real, int):
+            observed = observed_scale(real - sent_tools, report["total_tokens"] - report["tools_tokens"])
+        else:
+            estimated = report["total_tokens"] - (0 if tools_sent else report["tools_tokens"])
+            observed = observed_scale(real, estimated)
+        framing, framing_samples = self.framing, self.framing_samples
+        if counted is not None:
+            if observed is None:
+                observed = self.content_fit(report, counted, messages)
+            if isinstance(real, int) and (tools_sent or not self.with_tool_text):
+                seen = observed_framing(real - sent_tools, counted, messages)
+                if seen is not None:
+                    framing = smoothed_mean(framing, framing_samples, seen)
+                    framing_samples += 1
+        samples = self.samples
+        if observed is not None:
+            scale = clamp_token_scale(smoothed_scale(self.scale if samples else None, samples, observed))
+            samples += 1
+        return replace(self, scale=scale, samples=samples, framing=framing, framing_samples=framing_samples)

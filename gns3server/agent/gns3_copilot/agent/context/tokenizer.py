@@ -86,7 +86,7 @@ ENCODING_SPECS: dict[str, EncodingSpec] = {
 }
 
 # Model families whose tokenizer is o200k_base; everything else falls back to the
-# seed's cl100k_base. Matched against the model name after any "provider/" prefix.
+# design document's cl100k_base. Matched against the model name after any "provider/" prefix.
 _O200K_MODELS = re.compile(r"^(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o\d)", re.IGNORECASE)
 
 

@@ -11,7 +11,18 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from . import chat, console, families, faults, llm_configs, llm_model_configs, mcp, sessions, skills
+from . import (
+    chat,
+    console,
+    console_credentials,
+    families,
+    faults,
+    llm_configs,
+    llm_model_configs,
+    mcp,
+    sessions,
+    skills,
+)
 
 PREFIX = "/v3/copilot"
 ACCESS_PREFIX = "/v3/access"
@@ -33,6 +44,7 @@ def copilot_router() -> APIRouter:
     router.include_router(skills.router, tags=["Copilot prompts"])
     router.include_router(llm_configs.router, prefix="/llm-configs", tags=["Copilot LLM configs"])
     router.include_router(console.router, prefix="/console", tags=["Copilot device consoles"])
+    router.include_router(console_credentials.router, tags=["Copilot device consoles"])
     router.include_router(families.router, tags=["Copilot device consoles"])
     router.include_router(mcp.router, prefix="/mcp", tags=["Copilot MCP keys and approvals"])
     return router

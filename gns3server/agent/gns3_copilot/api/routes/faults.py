@@ -10,32 +10,32 @@ one with ``POST .../faults/{fault_id}/revert``: a node stopped or suspended is
 started, a link is put back as it was (suspended or not, its filters), a device
 address gets its previous value (read from the device before the change). The
 revert runs the recorded undo call through the same tool as the caller, so
-GNS3's RBAC, the console policy and the audit apply; it asks no second
-approval: the POST is the caller's explicit decision about exactly the call
-``GET .../faults`` shows as ``undo``, and the audit records it as approved by
-them under the approval id ``revert:<fault_id>``.
+GNS3's RBAC, the console policy and the audit apply, through the tool gate
+like every other call; it asks no second approval: the POST is the caller's
+explicit decision about exactly the call ``GET .../faults`` shows as ``undo``,
+and the audit records it as approved by them under the approval id
+``revert:<fault_id>``, with the digest of that call in the project.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from fastapi import APIRouter, Request
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException
 from pydantic import ValidationError
 
-from ...agent.gns3_copilot import APPROVAL_KEY
+from ...agent.model.prompts import FAULT_INJECTION
 from ...errors import CopilotError, ErrorKind
-from ...service.copilot import FAULT_INJECTION, User
+from ...service.copilot import User
 from ...service.faults import FaultRecord
-from ...tools.errors import failure_outcome
+from ...tools.approval import ApprovalGrant
+from ...tools.errors import TOOL_ERRORS, failure_outcome
+from ...tools.gate import ToolGate
 from ...tools.links import UPDATE_LINK
 from ...tools.permissions import PermissionRefused
 from ...tools.toolset import RunContext, build_tools
@@ -208,13 +208,6 @@ def _newer_filters_fault(records: list[FaultRecord], record: FaultRecord, undo: 
 
 
 
-def _approval(user: User, fault_id: str, undo: Mapping[str, Any]) -> dict[str, Any]:
-    """How the audit records a revert: approved by the caller's POST, bound to the undo call."""
-    digest = hashlib.sha256(json.dumps(undo, sort_keys=True, default=str).encode()).hexdigest()
-    return {"approval_id": f"revert:{fault_id}", "digest": digest, "approved_by": user.username,
-            "approved_at": time.time()}
-
-
 async def _run_undo(
     state: CopilotState, user: User, project_id: str, record: FaultRecord, undo: Mapping[str, Any]
 ) -> None:
@@ -222,21 +215,29 @@ async def _run_undo(
     context = RunContext(lambda: state.gns3_client(user.token), project_id, user.username, record.session_id,
                          user.user_id)
     tools = await asyncio.to_thread(build_tools, context, state.console)  # pydantic work: off the loop
-    tool = next((t for t in tools if t.name == undo["tool"]), None)
-    if tool is None:
+    gate = ToolGate(tools, errors=TOOL_ERRORS)
+    if gate.tool(undo["tool"]) is None:
         raise NotRevertibleError(f"{undo['tool']} is not available on this server: undo the fault by hand")
-    config: RunnableConfig = {"configurable": {APPROVAL_KEY: _approval(user, record.fault_id, undo)}}
-    try:
-        result = await tool.ainvoke(dict(undo["args"]), config)
-    except PermissionRefused as exc:
+    call = {"name": undo["tool"], "args": dict(undo["args"]), "id": ""}
+    scope = {"project_id": project_id, "fault_id": record.fault_id}
+    # Approved by the caller's POST, bound to exactly this call in this project (the audit records it).
+    grant = ApprovalGrant(f"revert:{record.fault_id}", gate.digest([call], **scope), user.username, time.time())
+    outcome = await gate.run(call, approved=gate.verify(grant, [call], **scope))
+    exc = outcome.error
+    if isinstance(exc, PermissionRefused):
         raise RevertDeniedError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
-    except ValidationError as exc:  # what GNS3 held before is not something the tool accepts back
+    if isinstance(exc, ValidationError):  # what GNS3 held before is not something the tool accepts back
         raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {exc.errors()[0]['msg']}") from exc
-    except ToolException as exc:
-        outcome = failure_outcome(exc)
-        if undo["tool"] == CONFIG_COMMANDS and outcome is not None:  # the batch was blocked or stopped part-way
-            raise NotRevertibleError(_not_restored(outcome)) from exc
+    if isinstance(exc, ToolException):
+        failed = failure_outcome(exc)
+        if undo["tool"] == CONFIG_COMMANDS and failed is not None:  # the batch was blocked or stopped part-way
+            raise NotRevertibleError(_not_restored(failed)) from exc
         raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {exc}") from exc
+    if exc is not None:  # not a tool's own failure: the error tree answers it (a bug: 500, logged by the gate)
+        raise exc
+    if outcome.status != "success":
+        raise NotRevertibleError(f"Fault {record.fault_id} was not reverted: {outcome.reason}")
+    result = outcome.result
     if not isinstance(result, Mapping):
         return
     if result.get("failed"):

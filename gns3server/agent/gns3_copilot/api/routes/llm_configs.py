@@ -15,10 +15,10 @@ from typing import Any
 
 from fastapi import APIRouter, status
 
-from ...agent.model_factory import LLMConfigError, llm_config_schema, redact_config
+from ...agent.model.config import LLMConfigError, llm_config_schema, redact_config
 from ..dependencies import CurrentUser, State
 from ..errors import LLMConfigNotFoundError, StoredKeyUnreadableError
-from ..llm_store import LLMConfigRecord, LLMConfigStore
+from ..llm_config_store import LLMConfigRecord, LLMConfigStore
 from ..model_configs31 import SERVER_DEFAULT_ID
 from ..schemas import EffectiveLLMConfig, LLMConfig, LLMConfigCreate, LLMConfigList, LLMConfigUpdate
 

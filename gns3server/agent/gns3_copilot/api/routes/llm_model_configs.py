@@ -19,7 +19,7 @@ from fastapi import APIRouter, Body, Depends, status
 from gns3server.api.routes.controller.dependencies.database import get_repository
 from gns3server.db.repositories.users import UsersRepository
 
-from ...agent.model_factory import LLMConfigError
+from ...agent.model.config import LLMConfigError
 from ...service.copilot import User
 from ..dependencies import CurrentUser, State
 from ..errors import AdminOnlyError, LLMConfigNotFoundError

@@ -1,4 +1,4 @@
-"""The current user's MCP API keys and the approvals MCP calls wait for (issue 16).
+"""The current user's MCP API keys and the approvals MCP calls wait for.
 
 ``/v3/copilot/mcp`` itself is the MCP endpoint (mounted by the launcher); these
 routes sit under it: ``/info``, ``/keys`` (create: the key is shown once; list;

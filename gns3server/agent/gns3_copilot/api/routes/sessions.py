@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Query, status
 
 from ..dependencies import CurrentUser, GroupIds, OwnedSession, ProjectId, State
+from ..history import session_history
 from ..schemas import (
     AbortResult,
     ContextReport,
@@ -65,7 +66,7 @@ async def get_history(
     whole conversation. (3.1's default is 100; ours is everything, which 3.1's web
     UI, never sending ``limit``, also gets from 3.1 for conversations under 100.)
     """
-    messages = await state.service.history(user, session.session_id, reveal=reveal)
+    messages = await session_history(state.service, user, session.session_id, reveal=reveal)
     first = 0 if limit is None else max(0, len(messages) - limit)
     return SessionHistory(
         session_id=session.session_id,

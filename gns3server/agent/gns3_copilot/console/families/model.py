@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..drivers import Driver
+from ..drivers import Driver, Pager
 
 # Escape sequences a console may mix into a prompt (colours, cursor moves); scrapli strips
 # the same kinds before matching (scrapli/channel/base_channel.py, ANSI_ESCAPE_PATTERN).
@@ -215,7 +215,7 @@ class Family:
             name=spec.name,
             prompt=prompt,
             errors=tuple(re.compile(re.escape(e)) for e in self.errors),
-            pager=re.compile(spec.pager) if spec.pager else None,
+            pagers=(Pager(re.compile(spec.pager)),) if spec.pager else (),
             setup=spec.setup,
             config_enter=(config.escalate,) if config and config.escalate else (),
             config_exit=(config.deescalate,) if config and config.deescalate else (),

@@ -1,7 +1,7 @@
 """Command grammars: what a device will run, parsed from the line the copilot would type.
 
 One module per CLI family (``linux`` over the shell parser in ``shell``, ``ios``,
-``vpcs``), each with ``analyze(line) -> Analysis``; ``patterns`` is the policy
+``vpcs``, ``frr``, ``bird``), each with ``analyze(line) -> Analysis``; ``patterns`` is the policy
 file's pattern language. The policy judges an :class:`Analysis`, never the text.
 """
 
@@ -33,9 +33,12 @@ class Analysis:
     ``stages``: the line as one plain command, or pipeline of them (Linux filters,
     IOS output modifiers): what read-only mode judges. ``refusals``: what makes the
     line more than that (separators, redirections, substitutions, wrappers ...);
-    read-only mode refuses a line that has any.
+    read-only mode refuses a line that has any. ``readings``: when the line may run
+    one of several commands (an FRR abbreviation matching more than one syntax),
+    the stages of each; read-only mode allows the line only if it allows every one.
     """
 
     commands: tuple[tuple[str, ...], ...]
     stages: tuple[tuple[str, ...], ...]
     refusals: tuple[str, ...] = ()
+    readings: tuple[tuple[tuple[str, ...], ...], ...] = ()

@@ -151,11 +151,13 @@ export function confirmCard(calls) {
 
 const fmt = (n) => (typeof n === "number" && Number.isFinite(n) ? n.toLocaleString("en-US") : "?");
 
-/** The meter's texts for a context report (see ContextReport in context_manager.py). */
+/** The meter's texts for a context report (see ContextReport in context_manager.py): its headline, the
+ * figure the budget is judged in (the model server's tokens once calibrated; an older server: our count). */
 export function describeReport(report) {
-  const used = report.total_tokens;
+  const used = report.headline_tokens ?? report.total_tokens;
   const limit = report.limit_tokens;
-  const percent = typeof report.percent === "number" ? report.percent : (limit ? (100 * used) / limit : 0);
+  const shown = report.headline_percent ?? report.percent;
+  const percent = typeof shown === "number" ? shown : (limit ? (100 * used) / limit : 0);
   const strategy = report.strategy || "balanced";
   const headline = `${fmt(used)} / ${fmt(limit)} tokens · ${percent.toFixed(1)}% · ${strategy}`;
   const notes = [];
@@ -168,9 +170,10 @@ export function describeReport(report) {
   if (report.topology_available === false) notes.push("topology unavailable");
   if (report.interrupted_calls > 0) notes.push(`${report.interrupted_calls} interrupted tool call(s) repaired`);
   if (report.over_budget) notes.push("over budget: only the question fits");
-  const budgetShare = limit && report.budget ? Math.min(100, (100 * report.budget) / limit) : null;
+  const budget = report.headline_budget ?? report.budget;
+  const budgetShare = limit && budget ? Math.min(100, (100 * budget) / limit) : null;
   const parts = [`system ${fmt(report.system_tokens)}`, `topology ${fmt(report.topology_tokens)}`,
     `tools ${fmt(report.tools_tokens)}`, `history ${fmt(report.history_tokens)}`];
-  const detail = `${parts.join(" · ")} — budget ${fmt(report.budget)} tokens`;
+  const detail = `${parts.join(" · ")} — budget ${fmt(budget)} tokens`;
   return { headline, notes, percent: Math.max(0, Math.min(100, percent)), budgetShare, detail };
 }
