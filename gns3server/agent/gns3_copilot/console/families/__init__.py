@@ -6,16 +6,19 @@ escalate/deescalate commands and error strings, and the facts no library holds a
 data (paging off, commit and confirmed commit, login dialogs, the shell escapes),
 each citing where it came from. :func:`load_families` reads the installed library
 and returns the families; it imports scrapli (about 150 ms): call it once, off the
-event loop (``asyncio.to_thread``), and hand the result down.
+event loop (``asyncio.to_thread``), and hand the result down. :func:`load_drivers` is
+what the console tools use: the built-in drivers and one per family, built from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..drivers import DRIVERS, Driver
+from ..modes import Commit, Level
 from . import cumulus, eos, fortios, iosxr, junos, nxos, routeros, srlinux, vrp, vyos
 from .library import FamilyLibraryError, load_family, prompt_regex
-from .model import Commit, Dialog, Family, FamilySpec, Level, Library, Login, Structured
+from .model import Dialog, Family, FamilySpec, Library, Login, Structured
 
 SPECS: Mapping[str, FamilySpec] = {
     spec.name: spec
@@ -23,6 +26,8 @@ SPECS: Mapping[str, FamilySpec] = {
                  fortios.SPEC, cumulus.SPEC)
 }
 FAMILY_NAMES = tuple(SPECS)
+DRIVER_NAMES = (*DRIVERS, *FAMILY_NAMES)
+"""Every CLI family the console drives: the built-in drivers' and the vendor families'."""
 
 
 def load_families(names: tuple[str, ...] = FAMILY_NAMES) -> dict[str, Family]:
@@ -33,8 +38,25 @@ def load_families(names: tuple[str, ...] = FAMILY_NAMES) -> dict[str, Family]:
     return {name: load_family(SPECS[name]) for name in names}
 
 
+def load_drivers(families: Mapping[str, Family] | None = None) -> dict[str, Driver]:
+    """Every driver by name: the built-in ones and each family's, with its measured structured
+    forms (``structured.toml``). Blocking (scrapli's platforms and a packaged file are read):
+    call it once at start-up, in a worker thread."""
+    from ..structured import load_forms  # a packaged file, read here and not at import
+
+    families = load_families() if families is None else families
+    forms = load_forms()
+    drivers: dict[str, Driver] = dict(DRIVERS)
+    for name, family in families.items():
+        measured = forms.get(name)
+        drivers[name] = family.to_driver({c: choice.use for c, choice in measured.commands.items()} if measured else None)
+    return drivers
+
+
 __all__ = [
+    "DRIVER_NAMES",
     "FAMILY_NAMES",
+    "load_drivers",
     "SPECS",
     "load_families",
     "FamilyLibraryError",

@@ -1,6 +1,7 @@
 """Cumulus Linux (Cumulus VX): scrapli-community's ``cumulus_linux`` platform, NVUE and NCLU."""
 
-from .model import Commit, FamilySpec, Library
+from ..modes import Commit
+from .model import FamilySpec, Library
 
 SPEC = FamilySpec(
     name="cumulus",

@@ -1,6 +1,7 @@
 """Arista EOS (vEOS, cEOS): scrapli's ``arista_eos`` platform."""
 
-from .model import Commit, FamilySpec, Library
+from ..modes import Commit
+from .model import FamilySpec, Library
 
 _ON_OPEN = "scrapli.driver.core.arista_eos.async_driver"
 

@@ -1,6 +1,7 @@
 """Fortinet FortiOS (FortiGate VM): scrapli-community's ``fortinet_fortios`` platform."""
 
-from .model import Commit, Dialog, FamilySpec, Library, Login
+from ..modes import Commit
+from .model import Dialog, FamilySpec, Library, Login
 
 _DRIVER = "scrapli_community.fortinet.fortios.async_driver"
 

@@ -1,6 +1,7 @@
 """Cisco IOS-XR (XRv, XRv 9000): scrapli's ``cisco_iosxr`` platform."""
 
-from .model import Commit, Dialog, FamilySpec, Library
+from ..modes import Commit
+from .model import Dialog, FamilySpec, Library
 
 _ON_OPEN = "scrapli.driver.core.cisco_iosxr.async_driver"
 _NETMIKO = "netmiko.cisco.cisco_xr"

@@ -1,6 +1,7 @@
 """Juniper Junos (vJunos, vMX, vSRX, vQFX): scrapli's ``juniper_junos`` platform."""
 
-from .model import Commit, Dialog, FamilySpec, Library, Login
+from ..modes import Commit
+from .model import Dialog, FamilySpec, Library, Login
 
 _ON_OPEN = "scrapli.driver.core.juniper_junos.async_driver"
 _NETMIKO = "netmiko.juniper.juniper"

@@ -19,7 +19,8 @@ from importlib import metadata
 from typing import Any
 
 from ...errors import CopilotError, ErrorKind
-from .model import Family, FamilySpec, Level, Structured
+from ..modes import Level
+from .model import Family, FamilySpec, Structured
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,8 @@ def load_family(spec: FamilySpec) -> Family:
         raise FamilyLibraryError(f"{spec.name}: scrapli platform {spec.library.platform} is not installed ({exc})") from exc
     except (AttributeError, KeyError, TypeError) as exc:
         raise FamilyLibraryError(f"{spec.name}: scrapli platform {spec.library.platform} lacks {exc}") from exc
-    extra = tuple(Level(name, p, prompt_regex(p), spec.read_level, "", "") for name, p in spec.extra_prompts.items())
+    extra = tuple(Level(name, p, prompt_regex(p), spec.read_level, "", spec.extra_exits.get(name, ""))
+                  for name, p in spec.extra_prompts.items())
     names = {level.name for level in levels}
     for needed in (spec.read_level, spec.config_level):
         if needed is not None and needed not in names:

@@ -11,15 +11,11 @@ commands and error strings exactly as scrapli defines them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..drivers import Driver, Pager
-
-# Escape sequences a console may mix into a prompt (colours, cursor moves); scrapli strips
-# the same kinds before matching (scrapli/channel/base_channel.py, ANSI_ESCAPE_PATTERN).
-_ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[@-~]|\][^\x07]*\x07|[78ME])")
-_TAIL = 2048  # the longest prompt any library pattern allows is well under this
+from ..drivers import IOS, LOGIN, Driver, Pager, Step, StructuredOutput
+from ..modes import Commit, Level, SafeMode, level_at
 
 
 @dataclass(frozen=True)
@@ -36,36 +32,6 @@ class Library:
     community: bool
     on_open: str = ""
     driver_class: str = ""  # core platforms: the async driver whose defaults hold textfsm_platform
-
-
-@dataclass(frozen=True)
-class Commit:
-    """How a candidate configuration becomes the running one, and how it rolls back by itself.
-
-    ``confirmed`` is a template with ``{minutes}``, ``{seconds}`` or ``{hms}`` (the unit the
-    CLI takes): the device reverts unless ``confirm`` is sent before the time is up.
-    ``session`` opens a named candidate where plain config mode applies each line at
-    once (EOS, NX-OS: ``configure session {name}``).
-    """
-
-    commit: str
-    confirmed: str = ""
-    confirm: str = ""
-    abort: str = ""
-    check: str = ""
-    session: str = ""
-    min_seconds: int = 1  # the shortest rollback timer the CLI accepts
-    # What the device prints once a confirmed commit waits for its confirmation.
-    pending: str = ""
-
-    def confirmed_command(self, seconds: int) -> str:
-        """The command committing with an automatic rollback after ``seconds`` (minutes rounded up)."""
-        if not self.confirmed:
-            raise ValueError("seconds: this CLI has no confirmed commit")
-        if seconds < self.min_seconds:
-            raise ValueError(f"seconds: this CLI takes at least {self.min_seconds}")
-        hms = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-        return self.confirmed.format(seconds=seconds, minutes=-(-seconds // 60), hms=hms)
 
 
 @dataclass(frozen=True)
@@ -115,41 +81,20 @@ class FamilySpec:
     login: Login = field(default_factory=Login)
     dialogs: tuple[Dialog, ...] = ()
     interrupt: str = "\x03"  # the key that stops a running command
-    line_end: str = "\r"
     echo_twice: bool = False
     shell_escapes: tuple[str, ...] = ()  # commands that leave the CLI for a shell (the policy blocks them)
     json_suffix: str = ""
-    # Prompts the library's patterns leave out that the family's consoles print (each cited).
+    # Prompts the library's patterns leave out that the family's consoles print (each cited), and
+    # the command leaving each (a configuration session's prompt: "end").
     extra_prompts: Mapping[str, str] = field(default_factory=dict)
+    extra_exits: Mapping[str, str] = field(default_factory=dict)
     textfsm_platform: str = ""  # ntc-templates' platform when the library names none
-    # RouterOS: the key that toggles safe mode (changes undone if the session is lost).
-    safe_mode_key: str = ""
+    # RouterOS: safe mode (its key, undo key, prompt marker): changes undone if the session is lost.
+    safe_mode: SafeMode | None = None
     # Facts copied from library code rather than data: (module, the literal text), checked by a
     # test against the installed library so that a change there is noticed.
     checks: tuple[tuple[str, str], ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)  # field name -> where the fact came from
-
-
-@dataclass(frozen=True)
-class Level:
-    """A privilege level as scrapli defines it, with its prompt compiled for our consoles."""
-
-    name: str
-    pattern: str  # the library's own regular expression (re.M | re.I, on text without CRs)
-    prompt: re.Pattern[str]  # the same, anchored at the end of the output read so far
-    previous: str
-    escalate: str
-    deescalate: str
-    escalate_auth: bool = False
-    escalate_prompt: str = ""
-    not_contains: tuple[str, ...] = ()
-
-    def match(self, tail: str) -> str | None:
-        """The prompt that ends ``tail`` (CRs removed), if it is this level's."""
-        found = self.prompt.search(tail)
-        if found is None or any(word in found.group(0) for word in self.not_contains):
-            return None
-        return found.group(0)
 
 
 @dataclass(frozen=True)
@@ -175,12 +120,7 @@ class Family:
 
     def prompt_of(self, output: str) -> tuple[Level, str] | None:
         """The privilege level whose prompt ends ``output`` (CRs and escape codes are ignored), and the prompt."""
-        tail = _ANSI.sub("", output[-_TAIL:]).replace("\r", "")
-        for level in self.levels:
-            prompt = level.match(tail)
-            if prompt is not None:
-                return level, prompt
-        return None
+        return level_at(self.levels, output)
 
     def level_of(self, output: str) -> Level | None:
         found = self.prompt_of(output)
@@ -200,20 +140,39 @@ class Family:
             level = self.level(level.previous)
         return tuple(reversed(steps))
 
-    def to_driver(self) -> Driver:
-        """Today's :class:`~..drivers.Driver` for the family (what pass 2 extends, see docs/console.md).
+    def driven_levels(self) -> tuple[Level, ...]:
+        """The levels a session moves between: the read and config levels and those below them, and
+        the extra prompts (shells the library also knows, Junos's or NX-OS's Tcl, are left out: the
+        session never goes there, and a console found there is reported, not used)."""
+        spec = self.spec
+        wanted: list[str] = []
+        for top in (spec.read_level, spec.config_level):
+            name = top or ""
+            while name and name not in wanted:
+                wanted.append(name)
+                name = self.level(name).previous
+        return tuple(level for level in self.levels if level.name in wanted or level.name in spec.extra_prompts)
 
-        The prompt is any level's; config mode is entered with the library's escalate
-        commands and left with its deescalate command.
+    def to_driver(self, forms: Mapping[str, str] | None = None) -> Driver:
+        """The family's :class:`~..drivers.Driver`: every fact the session and the config transaction use.
+
+        ``forms``: the best structured form per show command (``structured.toml``).
         """
         spec = self.spec
-        prompt = re.compile("|".join(f"(?:{level.prompt.pattern})" for level in self.levels), re.MULTILINE | re.IGNORECASE)
-        config = self.level(spec.config_level) if spec.config_level else None
+        levels = self.driven_levels()
         read = self.level(spec.read_level)
-        lower = [level for level in self.levels if level.name == read.previous]
+        config = self.level(spec.config_level) if spec.config_level else None
+        lower = [level for level in levels if level.name == read.previous]
+        structured = None
+        if self.structured.json_suffix or self.structured.textfsm_platform:
+            suffix = self.structured.json_suffix
+            structured = StructuredOutput(
+                suffix, _offers_json(suffix), textfsm_platform=self.structured.textfsm_platform, forms=dict(forms or {}),
+            )
         return Driver(
             name=spec.name,
-            prompt=prompt,
+            title=spec.title,
+            prompt=re.compile("|".join(f"(?:{level.prompt.pattern})" for level in levels), re.MULTILINE | re.IGNORECASE),
             errors=tuple(re.compile(re.escape(e)) for e in self.errors),
             pagers=(Pager(re.compile(spec.pager)),) if spec.pager else (),
             setup=spec.setup,
@@ -222,4 +181,47 @@ class Family:
             config_prompt=config.prompt if config else None,
             user_prompt=lower[0].prompt if lower else None,
             enable=(read.escalate,) if lower and read.escalate else (),
+            enable_dialogue=IOS.enable_dialogue if read.escalate_auth else (),
+            login=_login(spec.login),
+            interrupt=spec.interrupt,
+            structured=structured,
+            levels=levels,
+            read_level=spec.read_level,
+            config_level=spec.config_level,
+            commit=spec.commit,
+            safe_mode=spec.safe_mode,
+            dialogs=tuple(_step(d.prompt, d.answer, d.why) for d in spec.dialogs),
+            return_char="\r\n" if self.return_char == "\r\n" else "\r",
+            echo_twice=spec.echo_twice,
         )
+
+
+def _step(pattern: str, answer: str, what: str) -> Step:
+    """A dialog of ours as a session step: a question waiting at the end of the output (flags scoped,
+    since the session joins every step's pattern into one)."""
+    return Step(re.compile(f"(?im:{pattern})[ \t]*" + r"\Z"), answer, what)
+
+
+def _login(login: Login) -> tuple[Step, ...]:
+    """The console's dialogue before the prompt: scrapli's login prompts (its telnet defaults,
+    answered with the console credentials and the family's login options), the family's own
+    questions (a banner to accept, Junos root's shell), then the shared first-boot steps."""
+    refused = tuple(s for s in LOGIN if s.fails)
+    library = (
+        _step(login.username, "{username}" + login.username_suffix.replace("{", "{{").replace("}", "}}"), "login"),
+        _step(login.password, "{password}", "password"),
+    )
+    own = tuple(_step(d.prompt, d.answer, d.why) for d in (*login.wake, *login.after))
+    shared = tuple(s for s in LOGIN if not s.fails and not s.needs)
+    return (*refused, *own, *library, *shared)
+
+
+def _offers_json(suffix: str) -> Callable[[str], bool]:
+    """Whether a line has the CLI's JSON form: its show and info commands, not already asking for it."""
+    marker = suffix.strip().split()[-1] if suffix.strip() else ""
+
+    def offered(line: str) -> bool:
+        words = line.split()
+        return bool(suffix) and bool(words) and words[0].casefold() in ("show", "sh", "info", "nv") and marker not in words
+
+    return offered

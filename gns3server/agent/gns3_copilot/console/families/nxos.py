@@ -1,6 +1,7 @@
 """Cisco NX-OS (NX-OSv, NX-OSv 9000): scrapli's ``cisco_nxos`` platform."""
 
-from .model import Commit, FamilySpec, Library
+from ..modes import Commit
+from .model import FamilySpec, Library
 
 _ON_OPEN = "scrapli.driver.core.cisco_nxos.async_driver"
 

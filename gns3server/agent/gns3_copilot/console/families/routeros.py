@@ -1,5 +1,6 @@
 """MikroTik RouterOS (CHR and the RouterBOARD appliances): scrapli-community's ``mikrotik_routeros``."""
 
+from ..modes import SafeMode
 from .model import Dialog, FamilySpec, Library, Login
 
 _DRIVER = "scrapli_community.mikrotik.routeros.sync_driver"
@@ -22,7 +23,9 @@ SPEC = FamilySpec(
         after=(Dialog(r"Do you want to see the software license\? \[Y/n\]:", "n", "the first login asks once"),),
     ),
     echo_twice=True,
-    safe_mode_key="\x18",
+    # Ctrl-X takes safe mode ("<SAFE>" replaces the prompt's ">") and, again, releases it keeping
+    # the changes; Ctrl-D ends the session undoing them.
+    safe_mode=SafeMode(key="\x18", undo="\x04", marker="<SAFE>"),
     textfsm_platform="mikrotik_routeros",
     checks=((_DRIVER, '"+cet511w4098h"'), (_DRIVER, "echoes the prompt/pattern twice")),
     sources={
@@ -31,7 +34,8 @@ SPEC = FamilySpec(
         "login": "scrapli_community/mikrotik/routeros/sync_driver.py MikrotikRouterOSDriver (username +cet511w4098h, "
                  "after MikroTik's console login process); the licence question: RouterOS first login",
         "echo_twice": "scrapli_community/mikrotik/routeros/sync_driver.py send_command (the command is echoed twice)",
-        "safe_mode_key": "RouterOS manual, Configuration Management: safe mode (Ctrl-X)",
+        "safe_mode": "RouterOS manual, Console: Safe Mode (Ctrl-X takes it, '[Safe Mode taken]', the prompt "
+                     "ends in <SAFE>; Ctrl-X again releases it; exiting the session by Ctrl-D undoes the changes)",
         "errors": "RouterOS console messages",
         "textfsm_platform": "ntc-templates (mikrotik_routeros templates)",
     },

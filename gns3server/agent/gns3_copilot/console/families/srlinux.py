@@ -1,6 +1,7 @@
 """Nokia SR Linux: scrapli-community's ``nokia_srlinux`` platform."""
 
-from .model import Commit, FamilySpec, Library
+from ..modes import Commit
+from .model import FamilySpec, Library
 
 _ON_OPEN = "scrapli_community.nokia.srlinux.async_driver"
 _NETMIKO = "netmiko.nokia.nokia_srl"

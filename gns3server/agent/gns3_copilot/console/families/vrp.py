@@ -1,6 +1,7 @@
 """Huawei VRP (AR1000v, NE40E, CE12800, USG6000v): scrapli-community's ``huawei_vrp``."""
 
-from .model import Commit, Dialog, FamilySpec, Library
+from ..modes import Commit
+from .model import Dialog, FamilySpec, Library
 
 _ON_OPEN = "scrapli_community.huawei.vrp.async_driver"
 _NETMIKO = "netmiko.huawei.huawei"

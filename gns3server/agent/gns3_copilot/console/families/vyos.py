@@ -1,6 +1,7 @@
 """VyOS: scrapli-community's ``vyos_vyos`` platform (op and configuration mode are bash)."""
 
-from .model import Commit, Dialog, FamilySpec, Library
+from ..modes import Commit
+from .model import Dialog, FamilySpec, Library
 
 _ON_OPEN = "scrapli_community.vyos.vyos.async_driver"
 _NETMIKO = "netmiko.vyos.vyos_ssh"
