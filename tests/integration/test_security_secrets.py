@@ -188,6 +188,29 @@ async def test_ordinary_users_may_use_public_https_endpoints_only(server, admin,
         assert stub.received == []  # nothing was ever sent to the internal endpoints
 
 
+HIDDEN_IPV6 = [  # each carries an internal IPv4 address, or is site-local
+    "[64:ff9b::7f00:1]", "[64:ff9b::a00:1]", "[64:ff9b:1::a00:1]", "[2002:7f00:1::]", "[2002:a00:1::]",
+    "[::127.0.0.1]", "[::ffff:0:7f00:1]", "[fec0::1]", "[::ffff:10.0.0.1]",
+]
+
+
+@pytest.mark.parametrize("host", HIDDEN_IPV6)
+async def test_ipv6_addresses_carrying_an_internal_ipv4_address_are_refused_on_both_routes(server, admin, user, host):
+    config = {"model": "m", "base_url": f"https://{host}/v1", "api_key": SHAPED, "context_limit": 16}
+    status, body = await user.post(CONFIGS, {"config": config})
+    assert status == 403 and body["code"] == "llm_endpoint_not_allowed", body
+    assert "carrying" in body["message"] or "site-local" in body["message"] or "private" in body["message"], body
+    status, me = await user.get("/v3/access/users/me")
+    three_one = f"/v3/access/users/{me['user_id']}/llm-model-configs"
+    status, body = await user.post(three_one, {**config, "name": "hidden"})
+    assert status == 403 and body["code"] == "llm_endpoint_not_allowed", body
+    status, listed = await user.get(CONFIGS)
+    assert all(c["config"].get("base_url") != config["base_url"] for c in listed["configs"])  # nothing stored
+    status, mine = await admin.post(CONFIGS, {"config": config})  # a superadmin's choice
+    assert status == 201, mine
+    await admin.delete(f"{CONFIGS}/{mine['config_id']}")
+
+
 async def test_an_endpoint_is_judged_again_when_a_run_uses_it(server, user, project):
     """A config saved while its host was allowed (a name since re-pointed, a policy since
     tightened) is refused at use: written straight into the store, as an older server would have."""

@@ -322,10 +322,13 @@ def test_the_graph_imports_nothing_of_gns3_or_the_console() -> None:
         ours = [(node.level - module.count("/"), node.module or "")
                 for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
         # From the agent package (level 1) anything; from the copilot package (level 2) only the error
-        # tree and the tool gate, which itself imports nothing of ours but the approvals beside it.
+        # tree and the tool gate, which itself imports nothing of ours but the approvals beside it and
+        # the one rendering of text as data (tool results are serialised with it).
         above = [imported for level, imported in ours if level > 1]
         assert set(above) <= {"errors", "tools.gate"}, (module, above)
     for gate_module in ("gate.py", "approval.py"):
         tree = ast.parse((ROOT / "tools" / gate_module).read_text(encoding="utf-8"))
         imported = {(n.level, n.module) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level}
-        assert imported <= {(1, "approval")}, (gate_module, imported)
+        assert imported <= {(1, "approval"), (2, "as_data")}, (gate_module, imported)
+    as_data = ast.parse((ROOT / "as_data.py").read_text(encoding="utf-8"))
+    assert not [n for n in ast.walk(as_data) if isinstance(n, ast.ImportFrom) and n.level]

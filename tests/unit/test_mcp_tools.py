@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gns3server.agent.gns3_copilot.console import AuditLog, DeviceLocks, load_policy
@@ -20,6 +22,10 @@ def key(scope: str) -> MCPKey:
     return MCPKey("k1", "u1", "laptop", scope, "gns3c_mcp_abc", 0.0, None, None, None)  # type: ignore[arg-type]
 
 
+async def no_projects(caller: Caller) -> list[Any]:
+    raise AssertionError("no project list expected")
+
+
 @pytest.fixture
 async def gateway(tmp_path):
     audit = AuditLog(tmp_path)
@@ -27,7 +33,7 @@ async def gateway(tmp_path):
         raise AssertionError("no permission check expected")
 
     console = ConsoleServices(policy=load_policy(), locks=DeviceLocks(), audit=audit, permissions=lambda user: never)
-    yield ToolGateway(console, lambda token: pytest.fail("no GNS3 call expected"), Approvals())
+    yield ToolGateway(console, lambda token: pytest.fail("no GNS3 call expected"), Approvals(), projects=no_projects)
     await audit.close()
 
 

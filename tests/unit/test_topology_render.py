@@ -146,14 +146,15 @@ def test_missing_optional_keys_are_tolerated() -> None:
 
 
 def test_peers_keep_names_that_look_like_the_link_syntax() -> None:
-    """Node names may contain " [" or " <-> " (GNS3 allows any text): peers are not re-parsed."""
+    """Node names may contain " [" or " <-> " (GNS3 allows any text): peers are not re-parsed, and
+    such names are quoted, so that the line's own " <-> " and "[suspended]" stay the only ones."""
     topology = {
         "nodes": [_node("a", "R1 [core]", "qemu", 1, 5001), _node("b", "Edge <-> WAN", "qemu", 1, 5002)],
         "links": [_link("l1", ("a", 0), ("b", 0), suspend=True)],
     }
     lines = render_topology(topology, 0).splitlines()
-    assert "  e0 -> Edge <-> WAN e0" in lines and "  e0 -> R1 [core] e0" in lines
-    assert "R1 [core] e0 <-> Edge <-> WAN e0 [suspended]" in lines
+    assert '  e0 -> "Edge <-> WAN" e0' in lines and '  e0 -> "R1 [core]" e0' in lines
+    assert '"R1 [core]" e0 <-> "Edge <-> WAN" e0 [suspended]' in lines
 
 
 def test_empty_topology() -> None:

@@ -23,6 +23,7 @@ from gns3server.db.repositories.users import UsersRepository
 from ..gns3_client.client import token_expiry
 from ..service.copilot import User
 from ..service.errors import SessionNotFoundError
+from ..service.session_ids import canonical_session_id
 from ..service.session_store import SessionRecord
 from .errors import ServiceUnavailableError, TokenExpiredError
 from .state import CopilotState
@@ -97,7 +98,8 @@ async def session_for_chat(state: CopilotState, user: User, session_id: str, pro
 
 
 async def owned_session(session_id: str, project_id: ProjectId, user: CurrentUser, state: State) -> SessionRecord:
-    return await session_in_project(state, user, session_id, project_id)
+    """The session of the path, whatever the spelling of its id (the body's ids: ``schemas.SessionId``)."""
+    return await session_in_project(state, user, canonical_session_id(session_id), project_id)
 
 
 OwnedSession = Annotated[SessionRecord, Depends(owned_session)]

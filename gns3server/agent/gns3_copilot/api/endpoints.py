@@ -7,7 +7,8 @@ cloud metadata address, the lab's private networks. So, for users who are not
 GNS3 superadmins, the ``[Copilot] user_llm_endpoints`` setting decides:
 
 * ``public`` (the default): ``https`` URLs whose host resolves only to public
-  (globally routable) addresses;
+  (globally routable) addresses, as :mod:`..addresses` judges them (an IPv6
+  address carrying an IPv4 one, NAT64, 6to4 and the like, by that IPv4 address);
 * a host name (``ollama.lab.example``), a wildcard (``*.lab.example``), an
   address (``10.1.2.3``) or a network (``10.1.0.0/16``, ``fd00::/8``): that
   endpoint, over ``http`` or ``https``, whatever it resolves to (a listed name is
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..addresses import IPAddress, describe, is_public, parse_address
 from ..errors import CopilotError, ErrorKind
 
 log = logging.getLogger(__name__)
@@ -49,7 +51,6 @@ SETTING = "user_llm_endpoints"
 # Where a provider's client goes when the config names no base_url.
 _IMPLICIT_BASE_URLS = {"ollama": "http://localhost:11434"}
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -71,26 +72,11 @@ async def resolve_host(host: str, port: int) -> list[str]:
 
 
 def _address(text: str) -> IPAddress:
-    address = ipaddress.ip_address(text.split("%", 1)[0])  # an IPv6 zone id is not part of the address
+    """The address itself; IPv4-mapped ones as their IPv4 address (the same host, for a listed network)."""
+    address = parse_address(text)
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
     return address
-
-
-def _is_public(address: IPAddress) -> bool:
-    return address.is_global and not address.is_multicast
-
-
-def _describe(address: IPAddress) -> str:
-    for attribute, words in (
-        ("is_loopback", "a loopback address"),
-        ("is_link_local", "a link-local address"),
-        ("is_private", "a private address"),
-        ("is_multicast", "a multicast address"),
-    ):
-        if getattr(address, attribute):
-            return words
-    return "an address that is not public"
 
 
 @dataclass(frozen=True)
@@ -170,11 +156,12 @@ class EndpointPolicy:
         addresses = await self._addresses(host, port, resolve)
         if self.networks and self._in_networks(addresses):
             return
-        hidden = next((a for a in addresses if not _is_public(a)), None)
+        hidden = next((a for a in addresses if not is_public(a)), None)
         if hidden is None and self.public and scheme == "https":
             return
         if hidden is not None:
-            why = f"{host} is {_describe(hidden)}" if host == str(hidden) else f"{host} resolves to {_describe(hidden)}"
+            verb = "is" if _is_literal(host) else "resolves to"
+            why = f"{host} {verb} {describe(hidden)}"
         elif not self.public:
             why = f"{host} is not listed"
         else:
@@ -201,6 +188,14 @@ class EndpointPolicy:
         if not found:
             raise EndpointNotAllowedError(f"base_url: {host} cannot be checked: it resolves to no address")
         return [_address(a) for a in found]
+
+
+def _is_literal(host: str) -> bool:
+    try:
+        parse_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _looks_like_address(text: str) -> bool:

@@ -12,6 +12,7 @@ loaded its config, and kept on ``app.state.copilot``.
 from __future__ import annotations
 
 import logging
+import re
 
 from fastapi import FastAPI
 from starlette.routing import Route
@@ -44,7 +45,8 @@ def install(app: FastAPI) -> None:
     app.mount(PANEL_PATH, StaticFiles(packages=[PANEL_PACKAGE], html=True), name="copilot")
     install_error_handlers(app, OUR_PATHS)
     install_log_scrubber()  # no key in any log line of the process, whatever logs it
-    app.add_middleware(BodySizeLimitMiddleware, prefix=OUR_PATHS)
+    mcp_endpoint = re.compile(re.escape(MCP_PATH) + "/?$")  # the endpoint itself, not the REST routes under it
+    app.add_middleware(BodySizeLimitMiddleware, prefix=OUR_PATHS, jsonrpc=mcp_endpoint)
     app.add_middleware(WebUIButtonMiddleware)  # adds its script to /static/web-ui/ pages
     install_lifespan(app)
 

@@ -25,7 +25,7 @@ import asyncio
 import logging
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import (
     AbstractAsyncContextManager,
     AsyncExitStack,
@@ -41,13 +41,14 @@ from ..agent.model.prompts import load_prompts
 from ..console import AuditLog, CredentialStore, DeviceLocks, load_policy
 from ..console.choices import FamilyChoices
 from ..gns3_client.client import GNS3Connection
-from ..mcp.auth import UserLookup, gns3_user_lookup
+from ..mcp.auth import Caller, UserLookup, gns3_user_lookup
 from ..mcp.server import ENDPOINT_STATE, MCPEndpoint
 from ..service.storage import open_sqlite_storage
 from ..tools.toolset import ConsoleServices
 from .crypto import SecretBox, load_or_create_key
 from .llm_config_store import LLMConfigStore
 from .permissions import HostPermissions
+from .projects import VisibleProjects
 from .settings import CopilotSettings, SettingsError, settings_from_gns3
 from .state import CopilotState
 
@@ -91,15 +92,23 @@ async def copilot_running(
         choices = await FamilyChoices.open(settings.data_dir)
         stack.push_async_callback(choices.close)
         policy = await asyncio.to_thread(load_policy, settings.console_policy)
+        host_permissions = HostPermissions(app)
         console = ConsoleServices(
-            policy=policy, locks=DeviceLocks(), audit=audit, permissions=HostPermissions(app).for_user,
+            policy=policy, locks=DeviceLocks(), audit=audit, permissions=host_permissions.for_user,
             credentials=credentials, choices=choices,
         )
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
-        state = CopilotState(settings, storage, llm_configs, gns3, console, prompts)
+        projects = VisibleProjects(host_permissions)
+        state = CopilotState(settings, storage, llm_configs, gns3, console, projects, prompts)
         stack.push_async_callback(state.agent.aclose)  # the model servers' clients, once the runs have ended
         stack.push_async_callback(state.stop_runs)
-        mcp = await MCPEndpoint.open(settings.data_dir, lookup, console, state.gns3_client, settings.approval_seconds)
+
+        async def mcp_projects(caller: Caller) -> list[Mapping[str, Any]]:
+            return list(await projects.of_user(caller.user_id))
+
+        mcp = await MCPEndpoint.open(
+            settings.data_dir, lookup, console, state.gns3_client, mcp_projects, settings.approval_seconds
+        )
         stack.push_async_callback(mcp.close)
         default = settings.default_llm_config
         log.info(

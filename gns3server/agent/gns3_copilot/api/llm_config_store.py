@@ -5,6 +5,12 @@ one, is a separate Fernet token (:mod:`.crypto`). :meth:`LLMConfigStore.usable`
 is the only place a key is decrypted: to hand the full config to a run, or to
 mask it for display. Each user has at most one default config; the server-wide
 default (from ``[Copilot]``) applies when a user has none.
+
+Configs are valid UTF-8 (the schema refuses a lone surrogate). One stored by an
+older version may hold one, which no answer could show: it is repaired when the
+store opens (each lone surrogate becomes U+FFFD, a warning names the config), and
+any such row read later is shown repaired, so a list always answers and the
+config can be seen, fixed or deleted.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any
 
 from ..agent.model.config import URL_CREDENTIALS, validate_llm_config
 from ..db import Database, Migration, Schema, checkpoint_wal
+from ..utf8 import first_unencodable, repaired
 from .crypto import SecretBox
 from .errors import ConfigVersionConflictError, LLMConfigNotFoundError
 
@@ -71,7 +78,18 @@ class LLMConfigRecord:
     @classmethod
     def from_row(cls, row: Iterable[Any]) -> LLMConfigRecord:
         config_id, user_id, config, api_key, is_default, created_at, updated_at = row
-        return cls(config_id, user_id, json.loads(config), api_key, bool(is_default), created_at, updated_at)
+        return cls(config_id, user_id, _readable(config_id, json.loads(config)), api_key, bool(is_default),
+                   created_at, updated_at)
+
+
+def _readable(config_id: str, config: Any) -> Any:
+    """A stored config that every answer can show: one an older version stored with a lone
+    surrogate in it is shown repaired (U+FFFD), rather than making its owner's lists fail."""
+    where = first_unencodable(config)
+    if where is None:
+        return config
+    log.warning("LLM config %s holds text that is not valid UTF-8 (in %s): shown with U+FFFD", config_id, where)
+    return repaired(config)
 
 
 def _split_key(config: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -90,7 +108,7 @@ class LLMConfigStore:
     async def open(cls, data_dir: Path, box: SecretBox) -> LLMConfigStore:
         database = await Database.open(Path(data_dir) / DATABASE_NAME, (LLM_CONFIGS_SCHEMA,), name="llm-configs")
         try:
-            if await database.run(_remove_url_credentials):
+            if await database.run(_repair_stored_rows):
                 # The old rows' page images must not stay in the write-ahead log either.
                 await database.call(checkpoint_wal)
         except BaseException:
@@ -205,17 +223,29 @@ class LLMConfigStore:
         return config
 
 
-def _remove_url_credentials(db: sqlite3.Connection) -> bool:
-    """Configs saved before credentials in ``base_url`` were refused kept them in plain text:
-    remove them from the stored URL (secure_delete overwrites the old row); the owner sets api_key.
-    True if any was changed."""
-    removed = False
+def _repair_stored_rows(db: sqlite3.Connection) -> bool:
+    """What earlier versions stored and this one refuses, made safe at start-up; True if any row changed.
+
+    Configs saved before credentials in ``base_url`` were refused kept them in plain text:
+    they are removed from the stored URL (secure_delete overwrites the old row); the owner sets
+    api_key. Configs saved before lone surrogates were refused get U+FFFD in their place.
+    """
+    changed = False
     for config_id, text in db.execute("SELECT config_id, config FROM copilot_llm_configs").fetchall():
         config = json.loads(text)
+        fixed = False
         url = config.get("base_url")
         if isinstance(url, str) and URL_CREDENTIALS.match(url):
             config["base_url"] = URL_CREDENTIALS.sub(r"\1", url)
-            db.execute("UPDATE copilot_llm_configs SET config = ? WHERE config_id = ?", (json.dumps(config), config_id))
             log.warning("Removed credentials from the base_url of LLM config %s (use api_key)", config_id)
-            removed = True
-    return removed
+            fixed = True
+        where = first_unencodable(config)
+        if where is not None:
+            config = repaired(config)
+            log.warning("LLM config %s held text that is not valid UTF-8 (in %s): repaired with U+FFFD",
+                        config_id, where)
+            fixed = True
+        if fixed:
+            db.execute("UPDATE copilot_llm_configs SET config = ? WHERE config_id = ?", (json.dumps(config), config_id))
+            changed = True
+    return changed

@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, StrictBool, field_validator
 
 from ..mcp.approvals import Approval as ApprovalRecord
 from ..mcp.keys import MCPKey as MCPKeyRecord
+from ..utf8 import UTF8Text
+from .schemas import RequestBody
 
 MAX_EXPIRY_DAYS = 3650
 
@@ -21,8 +23,11 @@ def _maybe(seconds: float | None) -> datetime | None:
     return _timestamp(seconds) if seconds is not None else None
 
 
-class MCPKeyCreate(BaseModel):
-    name: str = Field(..., min_length=1, max_length=100, description="Shown in the list and in the console audit")
+class MCPKeyCreate(RequestBody):
+    name: UTF8Text = Field(
+        ..., min_length=1, max_length=100,
+        description="Shown in the list and in the console audit; unique among the user's keys (revoked ones included)",
+    )
     scope: Literal["read_only", "full"] = Field(
         "read_only", description="read_only: the read-only tools only; full: every tool (config commands need approval)"
     )
@@ -69,8 +74,10 @@ class MCPInfo(BaseModel):
     transport: Literal["streamable-http"] = "streamable-http"
 
 
-class ApprovalDecision(BaseModel):
-    approve: bool = Field(..., description="true runs the call when the client repeats it; false refuses it")
+class ApprovalDecision(RequestBody):
+    """A JSON boolean, strictly: ``"yes"``, ``"true"``, ``1`` or ``"on"`` is a 422, never an approval."""
+
+    approve: StrictBool = Field(..., description="true runs the call when the client repeats it; false refuses it")
 
 
 class MCPApproval(BaseModel):

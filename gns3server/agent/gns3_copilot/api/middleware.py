@@ -6,7 +6,9 @@ and refused as soon as it passes the limit. Either way the route never sees the
 body: it is read up to the limit here, then handed to the route from memory, so
 no more than ``max_bytes`` of a request is ever held. A refused body is drained
 (read and dropped, up to :data:`DRAIN_LIMIT_BYTES`) so that the client, still
-sending, reads the 413 rather than a reset connection.
+sending, reads the 413 rather than a reset connection. On the MCP endpoint's
+path (``jsonrpc``) the refusal is a JSON-RPC error object, which MCP clients
+show; elsewhere it is GNS3's ``{"message": ...}``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ import json
 import logging
 import re
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from mcp.types import INVALID_REQUEST
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..asgi import replay_body
+from ..mcp.requests import jsonrpc_error_body
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +43,16 @@ def path_matches(rule: PathRule, path: str) -> bool:
 
 
 class BodySizeLimitMiddleware:
-    """ASGI middleware: 413 ``{"message": ...}`` for bodies over ``max_bytes`` on paths ``prefix`` matches."""
+    """ASGI middleware: 413 ``{"message": ...}`` for bodies over ``max_bytes`` on paths ``prefix`` matches
+    (a JSON-RPC error object on paths ``jsonrpc`` matches)."""
 
-    def __init__(self, app: ASGIApp, *, prefix: PathRule, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self, app: ASGIApp, *, prefix: PathRule, max_bytes: int = MAX_BODY_BYTES, jsonrpc: PathRule | None = None
+    ) -> None:
         self.app = app
         self.prefix = prefix
         self.max_bytes = max_bytes
+        self.jsonrpc = jsonrpc
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not path_matches(self.prefix, scope["path"]):
@@ -55,10 +65,10 @@ class BodySizeLimitMiddleware:
             body = await self._read(receive)
         except BodyTooLarge:
             await self._drain(receive)
-            await self._refuse(send)
+            await self._refuse(send, self.jsonrpc is not None and path_matches(self.jsonrpc, scope["path"]))
             return
         if body is not None:  # None: the client left before sending all of it; nobody to answer
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, replay_body(body, receive), send)
 
     async def _read(self, receive: Receive) -> bytes | None:
         """The whole body (at most ``max_bytes``), or None if the client disconnects first."""
@@ -86,8 +96,9 @@ class BodySizeLimitMiddleware:
             drained += len(message.get("body", b""))
         log.warning("Closing a connection whose refused request body went on past %d bytes", DRAIN_LIMIT_BYTES)
 
-    async def _refuse(self, send: Send) -> None:
-        body = json.dumps({"message": f"Request body too large (limit: {self.max_bytes} bytes)"}).encode()
+    async def _refuse(self, send: Send, jsonrpc: bool) -> None:
+        message = f"Request body too large (limit: {self.max_bytes} bytes)"
+        body = jsonrpc_error_body(INVALID_REQUEST, message) if jsonrpc else json.dumps({"message": message}).encode()
         await send({
             "type": "http.response.start",
             "status": 413,
@@ -96,17 +107,3 @@ class BodySizeLimitMiddleware:
         })
         await send({"type": "http.response.body", "body": body})
 
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that gives the body read already, then whatever the client sends next
-    (its disconnect, which a streamed answer watches for)."""
-    delivered = False
-
-    async def replay() -> Message:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

@@ -11,6 +11,7 @@ REST call on that path, the tool gets the same verdict.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
@@ -48,31 +49,45 @@ class HostPermissions:
 
         Fails closed: a check that cannot be made (unknown user, database error) is a denial.
         """
+        (verdict,) = await self.verdicts(user_id, privilege, [path])
+        return verdict
+
+    async def verdicts(self, user_id: str, privilege: str, paths: Sequence[str]) -> list[Verdict]:
+        """:meth:`verdict` for each of ``paths``, with one database session (a project list asks
+        about every project). Fails closed as :meth:`verdict` does, for every path."""
         # The engine GNS3's get_db_session uses; set by GNS3's own startup.
         engine = self._app.state._db_engine
+        verdicts: list[Verdict] = []
         try:
             async with AsyncSession(engine, expire_on_commit=False) as session:
                 user = await UsersRepository(session).get_user(UUID(user_id))
                 if user is None:
                     log.warning("Permission check for unknown GNS3 user %s: denied", user_id)
-                    return "denied"
+                    return ["denied"] * len(paths)
                 rbac = RbacRepository(session)
-                request: Any = SimpleNamespace(url=SimpleNamespace(path=API_PREFIX + path))
-                try:
-                    # GNS3 annotates a schemas.User but passes its repository's db model, as here.
-                    await get_current_active_user(request, user, rbac)  # type: ignore[arg-type]  # GNS3's hint is wrong
-                except HTTPException:
-                    return "inactive"
-                try:
-                    await has_privilege(privilege)(request, user, rbac)
-                except HTTPException as exc:
-                    if exc.status_code == 403:
-                        return "denied"
-                    raise
+                for path in paths:
+                    verdicts.append(await _host_verdict(user, rbac, privilege, path))
         except (ValueError, HTTPException) as exc:
-            log.warning("Permission check of %s on %s for user %s failed (%s): denied", privilege, path, user_id, exc)
-            return "denied"
+            log.warning("Permission check of %s for user %s failed (%s): denied", privilege, user_id, exc)
+            return ["denied"] * len(paths)
         except Exception:
-            log.exception("Permission check of %s on %s for user %s failed: denied", privilege, path, user_id)
+            log.exception("Permission check of %s for user %s failed: denied", privilege, user_id)
+            return ["denied"] * len(paths)
+        return verdicts
+
+
+async def _host_verdict(user: Any, rbac: RbacRepository, privilege: str, path: str) -> Verdict:
+    """GNS3's own dependencies on a request for ``path``, as its route would run them."""
+    request: Any = SimpleNamespace(url=SimpleNamespace(path=API_PREFIX + path))
+    try:
+        # GNS3 annotates a schemas.User but passes its repository's db model, as here.
+        await get_current_active_user(request, user, rbac)
+    except HTTPException:
+        return "inactive"
+    try:
+        await has_privilege(privilege)(request, user, rbac)
+    except HTTPException as exc:
+        if exc.status_code == 403:
             return "denied"
-        return "allowed"
+        raise
+    return "allowed"

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
 from pydantic.json_schema import JsonDict
 
+from ..service.session_ids import canonical_session_id
 from ..service.session_store import TITLE_MAX, SessionRecord
 from ..tools.approval import PendingApproval
+from ..utf8 import UTF8Text
 
 MAX_MESSAGE_CHARS = 100_000
 """Longest user message accepted (about 25k tokens); longer ones are a 422."""
@@ -26,6 +28,8 @@ TROUBLESHOOTING_INJECTION = "troubleshooting_injection"
 """GNS3 3.1's ``metadata.copilot_mode`` of a fault-injection session (its web UI shows a fault icon)."""
 
 Mode = Literal["teaching", "lab_automation", "text"]  # the agent's MODES, plus GNS3 3.1's "text"
+SessionId = Annotated[UTF8Text, AfterValidator(canonical_session_id)]
+"""A session id from a client: a UUID in any spelling (case, braces, no hyphens) is its one spelling."""
 
 
 def _approval(record: SessionRecord) -> Approval | None:
@@ -49,7 +53,8 @@ def _not_blank(value: str) -> str:
 
 
 class RequestBody(BaseModel):
-    """A request body: booleans are JSON booleans (``"stream": 0`` is a 422), numbers finite."""
+    """A request body: booleans are JSON booleans (``"stream": 0`` is a 422), numbers finite, text
+    valid UTF-8 (``UTF8Text``: a lone surrogate is a 422 naming the field)."""
 
     model_config = ConfigDict(allow_inf_nan=False)
 
@@ -57,8 +62,8 @@ class RequestBody(BaseModel):
 class ChatRequest(RequestBody):
     """One user message for a new or existing session of the project."""
 
-    message: str = Field(..., min_length=1, max_length=MAX_MESSAGE_CHARS, description="The user's message")
-    session_id: str | None = Field(
+    message: UTF8Text = Field(..., min_length=1, max_length=MAX_MESSAGE_CHARS, description="The user's message")
+    session_id: SessionId | None = Field(
         None,
         description="Continue this session of yours; absent, or a well-formed UUID naming no session: a new one "
         "(with that id; GNS3 3.1's client chooses it)",
@@ -68,7 +73,7 @@ class ChatRequest(RequestBody):
         None,
         description="teaching (read-only tools) or lab_automation; absent or 'text' (GNS3 3.1): the server default",
     )
-    llm_config_id: str | None = Field(None, description="One of the user's LLM configs (default: the user's default)")
+    llm_config_id: UTF8Text | None = Field(None, description="One of the user's LLM configs (default: the user's default)")
 
     _message_not_blank = field_validator("message")(_not_blank)
 
@@ -106,19 +111,19 @@ class ConfirmRequest(RequestBody):
     """The user's decision on the tool calls a session waits for."""
 
     approved: StrictBool = Field(..., description="true: run them; false: reject them (nothing is sent)")
-    approval_id: str | None = Field(
+    approval_id: UTF8Text | None = Field(
         None, max_length=64, description="The approval_id of the confirm event: refused (409) unless it is the pending one"
     )
     stream: StrictBool = Field(True, description="Stream the resumed run's events; false: one JSON answer at the end")
     mode: Mode | None = Field(None, description="As for chat/stream")
-    llm_config_id: str | None = Field(None, description="As for chat/stream")
+    llm_config_id: UTF8Text | None = Field(None, description="As for chat/stream")
 
 
 # -------------------------------------------------------------------- sessions
 
 
 class SessionBase(RequestBody):
-    title: str = Field(..., min_length=1, max_length=TITLE_MAX)
+    title: UTF8Text = Field(..., min_length=1, max_length=TITLE_MAX)
 
     _title_not_blank = field_validator("title")(_not_blank)
 
@@ -306,11 +311,11 @@ class EffectiveLLMConfig(BaseModel):
 class InjectRequest(ChatRequest):
     """GNS3 3.1's ``chat/inject`` body (its ChatRequest, the message optional)."""
 
-    message: str = Field(
+    message: UTF8Text = Field(
         "Inject a network fault for troubleshooting practice", min_length=1, max_length=MAX_MESSAGE_CHARS,
         description="What to break, e.g. 'Inject interface network fault(s)'; 'random' lets the copilot choose",
     )
-    session_id: str | None = Field(None, description="A new session's id (the client may choose it), or a "
+    session_id: SessionId | None = Field(None, description="A new session's id (the client may choose it), or a "
                                    "fault-injection session of the caller's")
     mode: Mode | None = Field(None, description="Ignored: faults are injected with lab automation's tools")
 

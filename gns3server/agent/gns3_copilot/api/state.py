@@ -28,6 +28,7 @@ from ..tools.toolset import ConsoleServices, build_tools
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_config_store import LLMConfigRecord, LLMConfigStore
 from .model_configs31 import SERVER_DEFAULT_ID, default_record, named_record
+from .projects import VisibleProjects
 from .settings import CopilotSettings
 
 log = logging.getLogger(__name__)
@@ -57,9 +58,12 @@ class CopilotState:
         llm_configs: LLMConfigStore,
         gns3: GNS3Connection,
         console: ConsoleServices,
+        projects: VisibleProjects,
         prompts: PromptSet | None = None,
     ) -> None:
         self.settings = settings
+        self.projects = projects
+        """The projects each user may read, as GNS3 judges each one."""
         self.storage = storage
         self.llm_configs = llm_configs
         self.console = console

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ..as_data import as_data
 from .audit import AuditLog, Who
 from .credentials import Credentials, mask
 from .drivers import Driver
@@ -196,10 +197,10 @@ async def _run_locked(
                 await session.enter_config(left())
         except ConsoleConnectError as exc:
             if device.reported_status not in (None, "started"):
-                return _Stop(f"{device.name} is {device.reported_status}; start it first ({exc})", exc.code)
-            return _Stop(f"could not open {device.name}'s console: {exc}", exc.code)
+                return _Stop(f"{as_data(device.name)} is {device.reported_status}; start it first ({exc})", exc.code)
+            return _Stop(f"could not open {as_data(device.name)}'s console: {exc}", exc.code)
         except ConsoleError as exc:
-            return _Stop(f"could not open {device.name}'s console: {exc}", exc.code)
+            return _Stop(f"could not open {as_data(device.name)}'s console: {exc}", exc.code)
         for command in commands:
             # Stands for the command while it runs: what a cancellation now leaves audited.
             results.append(CommandResult(command, "failed", reason="cancelled while running; it may have been sent"))
@@ -236,7 +237,7 @@ async def _timed_out(
         results[-1] = CommandResult(command, "timeout", exc.output,
                                     reason=f"{exc}; interrupted, the console is at its prompt again")
         return _Stop(f"timed out on {command!r}", exc.code)
-    busy = ConsoleBusyError(f"{device.name}'s console stayed busy after the interrupt")
+    busy = ConsoleBusyError(f"{as_data(device.name)}'s console stayed busy after the interrupt")
     results[-1] = CommandResult(command, "timeout", exc.output, reason=f"{exc}; {busy}")
     return _Stop(f"timed out on {command!r}, and {busy}", busy.code)
 

@@ -20,8 +20,11 @@ original stays available as ``__cause__``::
         └── GNS3ServerError           5xx: GNS3 failed internally
 
 ``GNS3APIError.message`` is GNS3's own ``message`` (without the server-side
-traceback that GNS3 appends to validation errors); ``str(error)`` adds the method,
-URL and status so that a log line or a tool result says what was attempted.
+traceback that GNS3 appends to validation errors); ``str(error)`` adds the
+method, URL and status so that a log line or a tool result says what was
+attempted. ``str(error)`` and ``public_message`` show the message on one line:
+GNS3 quotes names in its messages, and a name may hold a line break
+(:func:`..as_data.one_line` escapes it).
 
 The tree is the GNS3 branch of the copilot's one error tree (``errors.py``):
 every class has the code ``gns3_error`` and a ``kind``. GNS3's 401/403/404 to
@@ -32,6 +35,7 @@ aiohttp or a server-side failure.
 
 from __future__ import annotations
 
+from ..as_data import one_line
 from ..errors import CopilotError, ErrorKind
 
 __all__ = [
@@ -99,16 +103,17 @@ class GNS3APIError(GNS3Error):
 
     def __str__(self) -> str:
         where = " ".join(part for part in (self.method, self.url) if part)
+        message = one_line(self.message)
         if self.status is not None:
-            return f"GNS3 answered {self.status} to {where}: {self.message}"
+            return f"GNS3 answered {self.status} to {where}: {message}"
         if where:
-            return f"{self.message} ({where})"
-        return self.message
+            return f"{message} ({where})"
+        return message
 
     @property
     def public_message(self) -> str:
         """GNS3's own words to the user's request (or the client's, when it refused to send it)."""
-        return self.message
+        return one_line(self.message)
 
 
 class GNS3AuthenticationError(GNS3APIError):

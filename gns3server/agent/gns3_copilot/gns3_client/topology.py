@@ -15,7 +15,8 @@ like ``PC1 e0``: the topology built here, the context manager's text rendering
 (``agent/context/topology.py``) and the link tool (``tools/links.py``, which
 names the link it changed and the ports a user may give) all use it, so the
 model reads the same names in the system prompt, in the topology tool's answer
-and in a link change's result.
+and in a link change's result. Labels show names as data (:func:`..as_data.as_data`:
+a name that is not plain is quoted and escaped), so no name can pass for structure.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..as_data import as_data
 from .client import GNS3Client, gather_cancelling
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "Endpoint", "Link", "Node", "Port", "Topology", "fetch_rest_topology", "fetch_topology", "find_port",
-    "link_text", "node_label", "port_label", "resolve_endpoint",
+    "link_text", "node_label", "node_text", "port_label", "resolve_endpoint",
 ]
 
 
@@ -53,12 +55,13 @@ class Endpoint:
     def port_text(self) -> str:
         """The port part of :meth:`label`: ``e0``, or ``a1/p0`` when the port is unknown."""
         if self.node_name is not None and self.port_name is not None:
-            return self.port_name
+            return as_data(self.port_name)
         return f"a{_num(self.adapter_number)}/p{_num(self.port_number)}"
 
     def label(self) -> str:
         """``PC1 e0``; ``?1a2b3c4d a0/p0`` for an unknown node; ``PC1 a1/p0`` for an unknown port."""
-        node = self.node_name if self.node_name is not None else f"?{self.node_id[:8]}"
+        unnamed = self.node_name is None or self.node_name == f"?{self.node_id[:8]}"  # node_label's stand-in
+        node = _unnamed(self.node_id) if unnamed else as_data(self.node_name)
         return f"{node} {self.port_text}"
 
 
@@ -220,13 +223,24 @@ async def _fetch(client: GNS3Client, project_id: str) -> list[Any]:
 
 
 def _num(value: int | None) -> str:
-    return "?" if value is None or value == "" else str(value)
+    return "?" if value is None or value == "" else as_data(value)
+
+
+def _unnamed(node_id: Any) -> str:
+    """How a node without a (known) name is shown: ``?`` and the start of its id."""
+    return "?" + as_data(str(node_id or "")[:8]) if node_id else "?"
 
 
 def node_label(node: Mapping[str, Any]) -> str:
     """A node's name; ``?<node_id[:8]>`` when it has none."""
     name = node.get("name")
     return str(name) if name not in (None, "") else f"?{str(node.get('node_id') or '')[:8]}"
+
+
+def node_text(node: Mapping[str, Any]) -> str:
+    """A node's name as shown to the model (:func:`..as_data.as_data`); ``?<node_id[:8]>`` when it has none."""
+    name = node.get("name")
+    return as_data(name) if name not in (None, "") else _unnamed(node.get("node_id"))
 
 
 def port_label(port: Mapping[str, Any]) -> str | None:

@@ -7,12 +7,19 @@ created, and never again. A key belongs to one GNS3 user, has a name (which the
 console audit shows), a scope (``read_only``: the read-only tools only; ``full``)
 and an optional expiry. Revoking keeps the row (its name stays meaningful in the
 audit) and refuses the key at once.
+
+A name is unique among its user's keys, revoked ones included, so that the
+audit's ``mcp:key:<name>`` names one key for good: a revoked key's entries are
+never attributed to a newer key of the same name. Keys stored before names were
+unique are renamed once (``laptop (2)``, oldest keeps its name) by migration 2.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
+import sqlite3
 import time
 import uuid
 from collections.abc import Sequence
@@ -23,11 +30,31 @@ from typing import Any, Literal
 from ..db import Database, Migration, Schema
 from ..errors import CopilotError, ErrorKind
 
+log = logging.getLogger(__name__)
+
 DATABASE_NAME = "copilot_mcp_keys.sqlite3"
 KEY_PREFIX = "gns3c_mcp_"
 SHOWN_PREFIX_CHARS = len(KEY_PREFIX) + 6
 Scope = Literal["read_only", "full"]
 SCOPES: tuple[Scope, ...] = ("read_only", "full")
+
+
+def _unique_names(db: sqlite3.Connection) -> None:
+    """Give the later of two keys of a user that share a name a name of its own, then keep names unique."""
+    taken: set[tuple[str, str]] = set()
+    rows = db.execute("SELECT key_id, user_id, name FROM copilot_mcp_keys ORDER BY created_at, key_id").fetchall()
+    for key_id, user_id, name in rows:
+        unique, number = name, 1
+        while (user_id, unique) in taken:
+            number += 1
+            unique = f"{name} ({number})"
+        if unique != name:
+            db.execute("UPDATE copilot_mcp_keys SET name = ? WHERE key_id = ?", (unique, key_id))
+            log.warning("MCP key %s of user %s shared its name %r with an older key: renamed %r",
+                        key_id, user_id, name, unique)
+        taken.add((user_id, unique))
+    db.execute("CREATE UNIQUE INDEX IF NOT EXISTS copilot_mcp_keys_name ON copilot_mcp_keys (user_id, name)")
+
 
 MCP_KEYS_SCHEMA = Schema("mcp_keys", (
     Migration(1, (
@@ -45,6 +72,7 @@ MCP_KEYS_SCHEMA = Schema("mcp_keys", (
         )""",
         "CREATE INDEX IF NOT EXISTS copilot_mcp_keys_owner ON copilot_mcp_keys (user_id, created_at)",
     ), "MCP keys"),
+    Migration(2, _unique_names, "key names unique per user"),
 ))
 _COLUMNS = "key_id, user_id, name, scope, prefix, created_at, expires_at, revoked_at, last_used_at"
 
@@ -54,6 +82,13 @@ class MCPKeyNotFoundError(CopilotError):
 
     kind = ErrorKind.NOT_FOUND
     code = "mcp_key_not_found"
+
+
+class MCPKeyNameTakenError(CopilotError):
+    """The user already has a key of that name (revoked keys keep theirs, for the audit)."""
+
+    kind = ErrorKind.CONFLICT
+    code = "mcp_key_name_taken"
 
 
 def looks_like_key(token: str) -> bool:
@@ -117,11 +152,19 @@ class MCPKeyStore:
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
         key_id = str(uuid.uuid4())
         row = (key_id, user_id, name, scope, digest_of(secret), secret[:SHOWN_PREFIX_CHARS], time.time(), expires_at)
-        await self._database.execute(
-            "INSERT INTO copilot_mcp_keys (key_id, user_id, name, scope, digest, prefix, created_at, expires_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            row,
-        )
+        try:
+            await self._database.execute(
+                "INSERT INTO copilot_mcp_keys (key_id, user_id, name, scope, digest, prefix, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+        except sqlite3.IntegrityError as exc:  # the unique index on (user_id, name): two requests cannot race past it
+            if "copilot_mcp_keys.name" not in str(exc):
+                raise
+            raise MCPKeyNameTakenError(
+                "You already have an MCP key of that name (revoked keys keep theirs, so that the audit names one "
+                "key): choose another name"
+            ) from exc
         return await self.get(user_id, key_id), secret
 
     async def list(self, user_id: str) -> list[MCPKey]:

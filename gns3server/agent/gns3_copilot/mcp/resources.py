@@ -24,12 +24,14 @@ from mcp.server.session import ServerSession
 from pydantic import AnyUrl
 
 from ..agent.context.topology import render_topology
+from ..as_data import as_data
 from ..errors import CopilotError, ErrorKind
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
 from .auth import Caller
 from .keys import MCPKeyStore
+from .projects import ProjectLister
 
 log = logging.getLogger(__name__)
 
@@ -69,19 +71,20 @@ TEMPLATES = [
 class TopologyResources:
     """Lists, reads and watches project topologies for MCP callers."""
 
-    def __init__(self, client_factory: Callable[[str], GNS3Client], keys: MCPKeyStore) -> None:
+    def __init__(self, client_factory: Callable[[str], GNS3Client], keys: MCPKeyStore, projects: ProjectLister) -> None:
         self._client_factory = client_factory
         self._keys = keys
+        self._projects = projects
         self._watches: dict[tuple[int, str], asyncio.Task[None]] = {}
         self._owners: dict[tuple[int, str], str] = {}
 
     async def list(self, caller: Caller) -> list[types.Resource]:
-        async with self._client_factory(caller.token()) as client:
-            projects = await client.projects()
+        """A topology resource per project the caller may read (:mod:`.projects`)."""
+        projects = await self._projects(caller)
         return [
             types.Resource(
-                uri=AnyUrl(URI_TEMPLATE.format(project_id=p["project_id"])), name=f"{p.get('name')} topology",
-                description=f"Topology of the GNS3 project {p.get('name')!r}", mimeType="text/plain",
+                uri=AnyUrl(URI_TEMPLATE.format(project_id=p["project_id"])), name=f"{as_data(p.get('name'))} topology",
+                description=f"Topology of the GNS3 project {as_data(p.get('name'))}", mimeType="text/plain",
             )
             for p in sorted(projects, key=lambda p: str(p.get("name")))
         ]

@@ -6,7 +6,10 @@ as long as the server; it runs in a task of its own (:meth:`MCPEndpoint.start`),
 so that opening and closing the endpoint are plain awaits on the lifespan's exit
 stack. :class:`MCPRoute` is the
 ASGI app mounted at ``/v3/copilot/mcp`` before the server starts: it finds the
-open endpoint on ``app.state`` at request time (503 while there is none).
+open endpoint on ``app.state`` at request time (503 while there is none), then,
+before the SDK sees the request, refuses a body the SDK would fail on
+(:mod:`.requests`: 400 with a JSON-RPC parse error) and a session or request
+over the caller's share (:mod:`.admission`: 429 with a JSON-RPC error).
 
 Why the low-level ``Server`` and not FastMCP: our tools already exist (LangChain
 tools with pydantic schemas, bound per call to a user, a project and the console
@@ -31,14 +34,18 @@ from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl
 from starlette.types import Receive, Scope, Send
 
+from ..asgi import read_body, replay_body
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..tools.approval import DEFAULT_APPROVAL_SECONDS
 from ..tools.toolset import ConsoleServices
+from .admission import OPENING, Admission
 from .approvals import Approvals
 from .auth import CALLER_SCOPE_KEY, Authenticator, Caller, MCPAuthMiddleware, UserLookup, json_reply
 from .keys import MCPKeyStore
+from .projects import ProjectLister
 from .prompts import PROMPTS, get_prompt
+from .requests import body_problem, jsonrpc_reply
 from .resources import TEMPLATES, ResourceError, TopologyResources
 from .tools import ToolGateway, text_result
 
@@ -55,7 +62,20 @@ INSTRUCTIONS = (
 
 
 class _Server(Server[Any, Any]):
-    """The SDK's server, announcing resource subscriptions (which it leaves off by default)."""
+    """The SDK's server, announcing resource subscriptions (which it leaves off by default), whose
+    sessions hold the admission ticket of the request that opened them (:mod:`.admission`)."""
+
+    def __init__(self, name: str, admission: Admission, **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self.admission = admission
+
+    async def run(self, *args: Any, **kwargs: Any) -> None:
+        ticket = OPENING.get()  # the SDK starts a session's run from the request that opens it
+        if ticket is None:
+            await super().run(*args, **kwargs)
+            return
+        with self.admission.held(ticket):
+            await super().run(*args, **kwargs)
 
     def get_capabilities(
         self, notification_options: NotificationOptions, experimental_capabilities: dict[str, dict[str, Any]]
@@ -78,9 +98,9 @@ def _mcp_error(message: str) -> McpError:
     return McpError(types.ErrorData(code=types.INVALID_PARAMS, message=message))
 
 
-def build_server(gateway: ToolGateway, resources: TopologyResources) -> Server[Any, Any]:
+def build_server(gateway: ToolGateway, resources: TopologyResources, admission: Admission) -> Server[Any, Any]:
     """The MCP server's handlers; every one acts as the caller of the request it answers."""
-    server = _Server(SERVER_NAME, instructions=INSTRUCTIONS)
+    server = _Server(SERVER_NAME, admission, instructions=INSTRUCTIONS)
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
@@ -148,14 +168,16 @@ class MCPEndpoint:
 
     def __init__(
         self, keys: MCPKeyStore, lookup: UserLookup, console: ConsoleServices | None,
-        client_factory: Callable[[str], GNS3Client], approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
+        client_factory: Callable[[str], GNS3Client], projects: ProjectLister,
+        approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
     ) -> None:
         self.keys = keys
         self.approvals = Approvals(approval_seconds)  # [Copilot] approval_minutes, as for the panel's approvals
         self.authenticator = Authenticator(keys, lookup)
-        self.gateway = ToolGateway(console, client_factory, self.approvals, approval_seconds)
-        self.resources = TopologyResources(client_factory, keys)
-        self.server = build_server(self.gateway, self.resources)
+        self.gateway = ToolGateway(console, client_factory, self.approvals, projects, approval_seconds)
+        self.resources = TopologyResources(client_factory, keys, projects)
+        self.admission = Admission()
+        self.server = build_server(self.gateway, self.resources, self.admission)
         # Stateful sessions (elicitation and resource notifications need them); the
         # SDK binds each session to the credential that opened it.
         self.sessions = StreamableHTTPSessionManager(self.server)
@@ -166,11 +188,12 @@ class MCPEndpoint:
     @classmethod
     async def open(
         cls, data_dir: Any, lookup: UserLookup, console: ConsoleServices | None,
-        client_factory: Callable[[str], GNS3Client], approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
+        client_factory: Callable[[str], GNS3Client], projects: ProjectLister,
+        approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
     ) -> MCPEndpoint:
         keys = await MCPKeyStore.open(data_dir)
         try:
-            endpoint = cls(keys, lookup, console, client_factory, approval_seconds)
+            endpoint = cls(keys, lookup, console, client_factory, projects, approval_seconds)
             await endpoint.start()
         except BaseException:
             await keys.close()  # nothing else is open yet: the sessions' task ended with the error
@@ -241,6 +264,53 @@ class MCPRoute:
         endpoint = endpoint_of(scope)
         if endpoint is None:  # stopped since the middleware looked
             await json_reply(send, 503, "The copilot is shutting down.")
+            return
+        caller: Caller = scope[CALLER_SCOPE_KEY]
+        if scope.get("method") == "POST":
+            checked = await _checked_body(caller, receive, send)
+            if checked is None:
+                return
+            receive = checked
+        await _within_share(endpoint, caller, scope, receive, send)
+
+
+async def _checked_body(caller: Caller, receive: Receive, send: Send) -> Receive | None:
+    """The request's ``receive`` once its body passed :func:`.requests.body_problem` (None: refused, or the client left)."""
+    body = await read_body(receive)  # at most the body-size limit: that middleware has read it already
+    if body is None:
+        return None
+    problem = body_problem(body)
+    if problem is not None:
+        log.info("MCP request of %s refused: %s", caller.username, problem.message)
+        await jsonrpc_reply(send, 400, problem.code, problem.message, problem.request_id)
+        return None
+    return replay_body(body, receive)
+
+
+async def _within_share(endpoint: MCPEndpoint, caller: Caller, scope: Scope, receive: Receive, send: Send) -> None:
+    """Hand the request to the SDK unless it would take the caller past its share (:mod:`.admission`)."""
+    admission = endpoint.admission
+    session_id = dict(scope.get("headers") or []).get(b"mcp-session-id")
+    if session_id is None:  # this request opens a session
+        ticket = admission.open(caller)
+        if isinstance(ticket, str):
+            log.warning("MCP session refused to %s (%s): %s", caller.username, caller.audit_session, ticket)
+            await jsonrpc_reply(send, 429, types.INVALID_REQUEST, ticket)
+            return
+        opening = OPENING.set(ticket)  # inherited by the session's server task, which holds it too
+        try:
+            with admission.held(ticket, taken=True):
+                await endpoint.handle(scope, receive, send)
+        finally:
+            OPENING.reset(opening)
+        return
+    if scope.get("method") == "DELETE":  # ending a session frees what it holds: never refused
+        await endpoint.handle(scope, receive, send)
+        return
+    with admission.request(caller, session_id.decode("latin-1")) as admitted:
+        if not admitted:
+            await jsonrpc_reply(send, 429, types.INVALID_REQUEST, (
+                f"Too many requests in flight on this MCP session ({admission.per_session}): wait for one to end"))
             return
         await endpoint.handle(scope, receive, send)
 

@@ -9,7 +9,7 @@ What MCP adds:
 * a ``project_id`` argument on every project tool (or the project chosen for the
   MCP session with ``gns3_select_project``), checked by reading the project as
   the caller before anything runs; ``gns3_list_projects`` lists what the caller
-  may see;
+  may read (:mod:`.projects`: GNS3's own check on each project);
 * the read-only tool set for read-only keys (tools whose ``metadata`` says
   ``read_only``);
 * approval for tools whose ``metadata`` says ``needs_confirmation``: through
@@ -25,7 +25,6 @@ digest format, bound to the project), the tools' error policy.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -40,6 +39,7 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import McpError
 from pydantic import BaseModel, ValidationError
 
+from ..as_data import json_as_data
 from ..errors import CopilotError
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
@@ -49,6 +49,7 @@ from ..tools.gate import REJECTED, Approved, ToolGate, is_read_only, needs_confi
 from ..tools.toolset import ConsoleServices, RunContext, build_tools
 from .approvals import Approval, Approvals
 from .auth import Caller
+from .projects import ProjectLister
 from .resources import topology_text
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ _OWN_TOOLS = {
 
 def text_result(data: Any, *, error: bool = False) -> types.CallToolResult:
     """A tool result as JSON text, with structured content when it is an object."""
-    text = data if isinstance(data, str) else json.dumps(data, indent=1, ensure_ascii=False, default=str)
+    text = data if isinstance(data, str) else json_as_data(data, indent=1)
     structured = data if isinstance(data, dict) else None
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structuredContent=structured, isError=error
@@ -147,11 +148,13 @@ class ToolGateway:
         console: ConsoleServices | None,
         client_factory: Callable[[str], GNS3Client],
         approvals: Approvals,
+        projects: ProjectLister,
         approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
     ) -> None:
         self._console = console
         self._client_factory = client_factory
         self.approvals = approvals
+        self._projects = projects
         self._approval_seconds = approval_seconds  # how long elicitation waits, as an approval by id stays valid
         self._catalogue: dict[str, _Entry] | None = None
         self._selected: weakref.WeakKeyDictionary[ServerSession, str] = weakref.WeakKeyDictionary()
@@ -204,8 +207,7 @@ class ToolGateway:
             return text_result(exc.public_message, error=True)
 
     async def _list_projects(self, caller: Caller) -> dict[str, Any]:
-        async with self._client_factory(caller.token()) as client:
-            projects = await client.projects()
+        projects = await self._projects(caller)
         rows = [{"name": p.get("name"), "project_id": p.get("project_id"), "status": p.get("status")} for p in projects]
         return {"projects": sorted(rows, key=lambda p: str(p["name"]))}
 

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from ..db import Database, Migration, Schema, add_missing_columns
+from .session_ids import canonicalise_stored_ids
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS copilot_sessions (
@@ -63,7 +64,10 @@ def _baseline(db: sqlite3.Connection) -> None:
     add_missing_columns(db, "copilot_sessions", _ADDED_COLUMNS)
 
 
-SESSIONS_SCHEMA = Schema("sessions", (Migration(1, _baseline, "sessions and in-flight turns"),))
+SESSIONS_SCHEMA = Schema("sessions", (
+    Migration(1, _baseline, "sessions and in-flight turns"),
+    Migration(2, canonicalise_stored_ids, "session ids in their one spelling (lower-case UUIDs)"),
+))
 """The session and in-flight tables, in the conversations' database (``storage.py``)."""
 TITLE_MAX = 200
 

@@ -43,6 +43,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, StringConstraints
 
+from ..as_data import as_data
 from ..console import (
     AuditLog,
     Credentials,
@@ -99,9 +100,9 @@ class ConsoleTool(ProjectTool):
     def _device(
         self, node: Mapping[str, Any], driver_name: str | None = None, credentials: Credentials | None = None
     ) -> Device:
-        name = str(node.get("name"))
+        name = as_data(node.get("name"))
         if node.get("console_type") not in (None, "telnet"):
-            raise ToolError(f"{name}'s console is {node.get('console_type')!r}; only telnet consoles can be used")
+            raise ToolError(f"{name}'s console is {as_data(node.get('console_type'))}; only telnet consoles can be used")
         if not node.get("console"):
             raise ToolError(f"{name} has no console port")
         status = node.get("status")
@@ -113,8 +114,9 @@ class ConsoleTool(ProjectTool):
             raise tool_error(exc) from exc
         host = str(node.get("console_host") or "")
         host = self.default_console_host if host in _ANY_ADDRESS else host
-        return Device(name, host, int(node["console"]), driver, reported_status=str(status) if status else None,
-                      cli_known=cli_known(node, driver_name), credentials=credentials)
+        return Device(str(node.get("name")), host, int(node["console"]), driver,
+                      reported_status=str(status) if status else None, cli_known=cli_known(node, driver_name),
+                      credentials=credentials)
 
     async def _devices(self, names: list[str], commands: list[str], driver_name: str | None, who: Who) -> list[Device]:
         """The named devices, once GNS3 lets the user use every one's console (else nothing is sent)."""
@@ -132,10 +134,10 @@ class ConsoleTool(ProjectTool):
         refused = [(str(n.get("name")), v) for n, v in zip(chosen, verdicts) if v != "allowed"]
         if refused:
             for name, verdict in refused:
-                reason = str(refusal(verdict, NODE_CONSOLE, name))
+                reason = str(refusal(verdict, NODE_CONSOLE, as_data(name)))
                 await self.audit.record_many(who, name, [(c.strip(), "denied", reason) for c in commands if c.strip()])
                 log.info("Console of %s refused to user %s: %s", name, self.user, reason)
-            raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(name for name, _ in refused))
+            raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(as_data(name) for name, _ in refused))
         logins = await gather_cancelling(*(self._login_for(node) for node in chosen))
         return [self._device(node, driver_name, login) for node, login in zip(chosen, logins)]
 
@@ -200,7 +202,7 @@ class ShowCommandsTool(ConsoleTool):
         results = await gather_cancelling(*(self._run_on(d, commands, "show", who, format) for d in targets))
         failed = [(r["device"], r["error"]) for r in results if r["status"] in BATCH_FAILED]
         if len(failed) == len(results):
-            raise every_item_failed(f"the commands on {', '.join(r['device'] for r in results)}", failed,
+            raise every_item_failed(f"the commands on {', '.join(as_data(r['device']) for r in results)}", failed,
                                     outcome={"devices": results})
         return {"devices": results}
 
@@ -235,7 +237,7 @@ class ConfigCommandsTool(ConsoleTool):
         (target,) = await self._devices([device], commands, driver, who)
         result = await self._configure(target, commands, driver, who)
         if result["status"] in BATCH_FAILED:  # blocked, or stopped part-way: its outcome says what was sent
-            raise ToolError(f"the configuration of {target.name} failed: {result['error']}", outcome=result)
+            raise ToolError(f"the configuration of {as_data(target.name)} failed: {result['error']}", outcome=result)
         return result
 
     async def _configure(
@@ -258,5 +260,5 @@ class ConfigCommandsTool(ConsoleTool):
                 args["driver"] = driver
             result["undo"] = {"tool": self.name, "args": args}
         else:
-            result["undo_unknown"] = undo_plan.reason or f"{target.name}'s previous settings could not be read"
+            result["undo_unknown"] = undo_plan.reason or f"{as_data(target.name)}'s previous settings could not be read"
         return result

@@ -20,12 +20,12 @@ failed call still reports.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.tools import ToolException
 
+from ..as_data import as_data, json_as_data, one_line
 from ..errors import CopilotError, ErrorKind
 from .gate import ToolErrorPolicy
 
@@ -65,9 +65,9 @@ def every_item_failed(
     what: str, failures: Sequence[tuple[str, str]], outcome: Mapping[str, Any] | None = None
 ) -> ToolError:
     """The error of a call on several items (nodes, devices) none of which succeeded: ``what``
-    was asked, ``failures`` says (item, why) for each. Raise it; while one item succeeds, the
-    call returns every item's outcome instead."""
-    reasons = "\n".join(f"- {item}: {why}" for item, why in failures)
+    was asked, ``failures`` says (item, why) for each (the item's name shown as data, each reason
+    on its own line). Raise it; while one item succeeds, the call returns every item's outcome instead."""
+    reasons = "\n".join(f"- {as_data(item)}: {one_line(why)}" for item, why in failures)
     return ToolError(f"{what}: every one failed\n{reasons}", outcome=outcome)
 
 
@@ -76,7 +76,7 @@ def model_message(exc: BaseException) -> str | None:
     None when it is a bug (only the log sees it)."""
     if isinstance(exc, ToolException):
         outcome = failure_outcome(exc)
-        return str(exc) if outcome is None else f"{exc}\n{json.dumps(outcome, ensure_ascii=False, default=str)}"
+        return str(exc) if outcome is None else f"{exc}\n{json_as_data(outcome)}"
     if isinstance(exc, CopilotError) and exc.kind is not ErrorKind.INTERNAL:
         return str(exc)  # a tool that did not translate: ours, written to be read
     return None

@@ -39,6 +39,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
 from langgraph.errors import GraphBubbleUp
 
+from ..as_data import json_as_data
 from .approval import APPROVAL_KEY, ApprovalGrant, approval_digest
 
 log = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ def _stringify(result: Any) -> str:
         return result
     if isinstance(result, BaseMessage):
         return str(result.text)  # every text block of its content, joined
-    return json.dumps(result, ensure_ascii=False, default=str)  # as the OpenAI clients serialise
+    return json_as_data(result)  # as the OpenAI clients serialise; names in it stay data (no raw line separator)
 
 
 def _undo(result: Any) -> Mapping[str, Any] | None:

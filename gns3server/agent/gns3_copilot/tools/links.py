@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from ..as_data import as_data
 from ..console.audit import Who
 from ..gns3_client import GNS3Client, GNS3Error
 from ..gns3_client.topology import find_port, link_text, resolve_endpoint
@@ -118,10 +119,11 @@ def _find_link(
     if len(between) == 1:
         return between[0]
     if not between:
-        raise ToolError(f"no link between {a['name']} and {b['name']}" + (f" on {a['name']} {port_a}" if port_a else ""))
+        ends = f"{as_data(a['name'])} and {as_data(b['name'])}"
+        raise ToolError(f"no link between {ends}" + (f" on {as_data(a['name'])} {as_data(port_a)}" if port_a else ""))
     by_id = {n.get("node_id"): n for n in nodes}
     names = "; ".join(link_text(link, by_id) for link in between)
-    raise ToolError(f"{a['name']} and {b['name']} share several links ({names}); say which with port_a")
+    raise ToolError(f"{as_data(a['name'])} and {as_data(b['name'])} share several links ({names}); say which with port_a")
 
 
 def _state(link: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,7 +133,7 @@ def _state(link: Mapping[str, Any]) -> dict[str, Any]:
 def _change_text(suspend: bool | None, filters: Mapping[str, Any] | None) -> str:
     parts = [] if suspend is None else ["suspend" if suspend else "resume"]
     if filters is not None:
-        shown = ", ".join(f"{k}={'/'.join(map(str, v))}" for k, v in sorted(filters.items())) or "none"
+        shown = ", ".join(f"{k}={'/'.join(map(as_data, v))}" for k, v in sorted(filters.items())) or "none"
         parts.append(f"filters {shown}")
     return "; ".join(parts)
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..as_data import as_data
 from ..console.audit import AuditLog, Who
 from ..gns3_client import GNS3Client, GNS3Error, NodeAction
 from ..gns3_client.client import find_named, gather_cancelling
@@ -65,7 +66,7 @@ def _by_name(items: Sequence[Mapping[str, Any]], wanted: str, what: str) -> Mapp
     item = find_named(items, wanted)
     if item is not None:
         return item
-    available = ", ".join(sorted(str(i.get("name")) for i in items)) or "none"
+    available = ", ".join(sorted(as_data(i.get("name")) for i in items)) or "none"
     raise ToolError(f"no {what} named {wanted!r} (available: {available})")
 
 
@@ -138,7 +139,7 @@ class NodeActionTool(ProjectTool):
                 try:
                     await client.node_action(self.project_id, action, str(node["node_id"]))
                 except PermissionErrors as exc:
-                    refused = await self._refused(exc, str(node["name"]), action)
+                    refused = await self._refused(exc, as_data(node["name"]), action)
                     refusals.append(refused)
                     return {"node": node["name"], "status": "denied", "error": str(refused)}
                 except GNS3Error as exc:
@@ -151,7 +152,7 @@ class NodeActionTool(ProjectTool):
         failed = [(str(r["node"]), str(r["error"])) for r in results if r["status"] != "ok"]
         outcome = {"action": action, "results": results, "failed": len(failed)}
         if len(failed) == len(results):
-            raise every_item_failed(f"{action} {', '.join(str(r['node']) for r in results)}", failed, outcome)
+            raise every_item_failed(f"{action} {', '.join(as_data(r['node']) for r in results)}", failed, outcome)
         return outcome
 
 
@@ -203,4 +204,5 @@ class CreateLinkTool(ProjectTool):
             raise await self._refused(exc, "this project", f"link {node_a} {port_a} <-> {node_b} {port_b}") from exc
         except GNS3Error as exc:
             raise tool_error(exc) from exc
-        return {"link_id": link.get("link_id"), "link": f"{node_a} {port_a} <-> {node_b} {port_b}"}
+        link_name = f"{as_data(node_a)} {as_data(port_a)} <-> {as_data(node_b)} {as_data(port_b)}"
+        return {"link_id": link.get("link_id"), "link": link_name}

@@ -14,6 +14,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
+from ..as_data import one_line
 from ..errors import ErrorKind
 from ..gns3_client.exceptions import GNS3AuthenticationError, GNS3PermissionError
 from .errors import ToolError
@@ -53,8 +54,8 @@ def refusal(verdict: Verdict, privilege: str, target: str) -> PermissionRefused:
 def gns3_refusal(exc: GNS3PermissionError | GNS3AuthenticationError, target: str) -> PermissionRefused:
     """GNS3's 401/403 to the user's own request, said plainly (the privilege it named, on what)."""
     if isinstance(exc, GNS3AuthenticationError):
-        return PermissionRefused(f"GNS3 no longer accepts your login ({exc.message}); nothing was done")
+        return PermissionRefused(f"GNS3 no longer accepts your login ({one_line(exc.message)}); nothing was done")
     found = _GNS3_PRIVILEGE.search(exc.message or "")
     if found is None:
-        return PermissionRefused(f"GNS3 refused this on {target}: {exc.message}")
+        return PermissionRefused(f"GNS3 refused this on {target}: {one_line(exc.message)}")
     return refusal("denied", found.group(1), target)

@@ -24,6 +24,10 @@ line per type/status, or just counts, and link counts between zones).
 A link end that names an unknown node is rendered ``?<node_id[:8]> a<adapter>/p<port>``,
 one on an unknown port of a known node ``<node> a<adapter>/p<port>``: reported,
 not dropped.
+
+Every value taken from GNS3 (names, types, hosts, filter values) is shown as data
+(``as_data.py``): a name that is not plain is quoted and escaped, so a
+name cannot end a line, start a heading or pass for a field of ours.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...gns3_client.topology import node_label, port_label, resolve_endpoint
+from ...as_data import as_data
+from ...gns3_client.topology import node_label, node_text, port_label, resolve_endpoint
 
 __all__ = ["FOCUS_LEVELS", "TOPOLOGY_LEVELS", "focus_nodes", "render_focused", "render_topology"]
 
@@ -87,7 +92,7 @@ class _LinkView:
         filters = link.get("filters")
         if isinstance(filters, Mapping) and filters:
             text += " [filters " + " ".join(
-                f"{name}={','.join(str(v) for v in values) if isinstance(values, list) else values}"
+                f"{as_data(name)}={','.join(as_data(v) for v in values) if isinstance(values, list) else as_data(values)}"
                 for name, values in sorted(filters.items())
             ) + "]"
         self.text = text
@@ -103,7 +108,7 @@ _name = node_label
 
 
 def _value(value: Any) -> str:
-    return "?" if value is None or value == "" else str(value)
+    return "?" if value is None or value == "" else as_data(value)
 
 
 def _header(topology: Mapping[str, Any], node_count: int, link_count: int) -> str:
@@ -117,18 +122,19 @@ def _console(node: Mapping[str, Any]) -> str:
     kind = node.get("console_type")
     if kind in (None, "", "none"):
         return "no-console"
-    return f"{kind} {_value(node.get('console_host'))}:{_value(node.get('console'))}"
+    return f"{_value(kind)} {_value(node.get('console_host'))}:{_value(node.get('console'))}"
 
 
 def _node_line(node: Mapping[str, Any], *, with_position: bool) -> str:
-    line = f"{_name(node)} {_value(node.get('node_type'))} {_value(node.get('status'))} {_console(node)}"
+    line = f"{node_text(node)} {_value(node.get('node_type'))} {_value(node.get('status'))} {_console(node)}"
     if with_position and ("x" in node or "y" in node):
         line += f" at {_value(node.get('x'))},{_value(node.get('y'))}"
     return line
 
 
 def _label(port: Mapping[str, Any]) -> str:
-    return port_label(port) or f"a{_value(port.get('adapter_number'))}/p{_value(port.get('port_number'))}"
+    label = port_label(port)
+    return as_data(label) if label else f"a{_value(port.get('adapter_number'))}/p{_value(port.get('port_number'))}"
 
 
 def _peers(links: Sequence[_LinkView]) -> dict[_PortKey, list[str]]:
@@ -174,7 +180,7 @@ def _grouped_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
     for node in nodes:
         kind = node.get("console_type")
         has_console = kind not in (None, "", "none")
-        console = f"{kind} {_value(node.get('console_host'))}" if has_console else "no-console"
+        console = f"{_value(kind)} {_value(node.get('console_host'))}" if has_console else "no-console"
         groups.setdefault((_value(node.get("node_type")), _value(node.get("status")), console), []).append(node)
     lines = ["nodes:"]
     for (kind, status, console), members in sorted(groups.items()):
@@ -182,7 +188,7 @@ def _grouped_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
             lines.append(_node_line(members[0], with_position=False))
             continue
         names = (
-            f"{_name(n)}:{_value(n.get('console'))}" if console != "no-console" else _name(n) for n in members
+            f"{node_text(n)}:{_value(n.get('console'))}" if console != "no-console" else node_text(n) for n in members
         )
         lines.append(f"{kind} {status} {console}: {' '.join(names)}")
     return lines

@@ -31,6 +31,7 @@ from typing import Any
 import jsonschema
 
 from ...errors import CopilotError, ErrorKind
+from ...utf8 import NOT_UTF8, first_unencodable
 from ..context.calibration import max_tokens_problem
 from ..context_manager import ContextSettings, context_settings
 from ..server.kind import ServerKind, server_kind
@@ -161,6 +162,10 @@ def validate_llm_config(config: Any) -> dict[str, Any]:
     """
     if isinstance(config, Mapping) and not isinstance(config, dict):
         config = dict(config)
+    # First: such a string cannot be stored, nor quoted in any answer (a key in an error message).
+    unencodable = first_unencodable(config) if isinstance(config, Mapping) else None
+    if unencodable is not None:
+        raise LLMConfigError(_short(unencodable.split(".", 1)[0].split("[", 1)[0]), "encoding", NOT_UTF8)
     validator = _validator()
     schema = validator.schema
     assert isinstance(schema, Mapping)  # our schema file is an object, never a boolean schema

@@ -13,12 +13,14 @@ it the host of ``base_url`` decides: an address that is not globally routable
 (loopback, private, link-local, shared), ``localhost``, a name without a dot, or
 a name under a suffix kept for local networks (``.local``, ``.lan``,
 ``.internal``, ``.home.arpa``, ``.localhost``, ``.localdomain``) is local
-(``kind.py`` decides, with this module's :func:`is_local_host`).
+(``kind.py`` decides, with this module's :func:`is_local_host`). Addresses are
+judged by the copilot's one classifier (:mod:`...addresses`), as the outbound
+policy judges them.
 """
 
 from __future__ import annotations
 
-import ipaddress
+from ...addresses import is_public, parse_address
 
 __all__ = ["LOCAL_SUFFIXES", "is_local_host"]
 
@@ -31,7 +33,7 @@ def is_local_host(host: str) -> bool:
     if not name:
         return False
     try:
-        address = ipaddress.ip_address(name.split("%", 1)[0])  # an IPv6 zone id is not part of it
+        address = parse_address(name)
     except ValueError:
         return name == "localhost" or "." not in name or name.endswith(LOCAL_SUFFIXES)
-    return not address.is_global
+    return not is_public(address)

@@ -20,6 +20,7 @@ from . import (
     llm_configs,
     llm_model_configs,
     mcp,
+    projects,
     sessions,
     skills,
 )
@@ -38,6 +39,7 @@ COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
 def copilot_router() -> APIRouter:
     """Every copilot route, ready for ``app.include_router``."""
     router = APIRouter(prefix=PREFIX, responses=COMMON_RESPONSES)
+    router.include_router(projects.router, tags=["Copilot projects"])
     router.include_router(chat.router, tags=["Copilot chat"])
     router.include_router(sessions.router, tags=["Copilot sessions"])
     router.include_router(faults.router, tags=["Copilot fault injection"])

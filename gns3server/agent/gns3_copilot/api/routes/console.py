@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
+from ...service.session_ids import canonical_session_id
 from ..dependencies import CurrentUser, State
 from ..errors import AdminOnlyError
 from ..schemas import ConsoleAuditEntry
@@ -31,6 +32,7 @@ async def list_audit(
     if not user.is_superadmin:
         raise AdminOnlyError("Only an administrator may read the console audit log")
     entries = await state.console.audit.entries(
-        user=username, session=session_id, project=project_id, device=device, outcome=outcome, since=since, limit=limit
+        user=username, session=canonical_session_id(session_id) if session_id else None, project=project_id,
+        device=device, outcome=outcome, since=since, limit=limit,
     )
     return [ConsoleAuditEntry.model_validate(e, from_attributes=True) for e in entries]

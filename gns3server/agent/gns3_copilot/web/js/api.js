@@ -80,7 +80,8 @@ export class Api {
 
   // -- GNS3 ------------------------------------------------------------------
   me() { return this.request("GET", "/v3/access/users/me"); }
-  projects() { return this.request("GET", "/v3/projects"); }
+  // The projects GNS3 lets this user open (GNS3 3.0's own list is empty for a role granted per project).
+  projects() { return this.request("GET", "/v3/copilot/projects"); }
 
   // -- copilot sessions --------------------------------------------------------
   chatBase(projectId) { return `/v3/copilot/projects/${enc(projectId)}/chat`; }
