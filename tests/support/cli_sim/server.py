@@ -197,6 +197,8 @@ class _Console:
             self.write(login["username_prompt"])
             user = await self.line()
             self.write("\n")
+            if not (user or "").strip():  # an empty line: getty asks for the login name again
+                continue
             password = ""
             if login.get("password_prompt"):
                 self.write(login["password_prompt"])

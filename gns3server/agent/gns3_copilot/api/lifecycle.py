@@ -40,6 +40,7 @@ from fastapi import FastAPI
 from ..agent.model.prompts import load_prompts
 from ..console import AuditLog, CredentialStore, DeviceLocks, load_policy
 from ..console.choices import FamilyChoices
+from ..console.registry import Drivers
 from ..gns3_client.client import GNS3Connection
 from ..mcp.auth import Caller, UserLookup, gns3_user_lookup
 from ..mcp.server import ENDPOINT_STATE, MCPEndpoint
@@ -95,7 +96,7 @@ async def copilot_running(
         host_permissions = HostPermissions(app)
         console = ConsoleServices(
             policy=policy, locks=DeviceLocks(), audit=audit, permissions=host_permissions.for_user,
-            credentials=credentials, choices=choices,
+            credentials=credentials, choices=choices, drivers=await Drivers.load(),
         )
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         projects = VisibleProjects(host_permissions)

@@ -25,17 +25,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from .families import Family
+from ..as_data import as_data
+from .families import DRIVER_NAMES
 
 Confidence = Literal["confirmed", "chosen", "explicit", "high", "medium", "low"]
 _RANK: Mapping[str, int] = {"confirmed": 6, "chosen": 5, "explicit": 4, "high": 3, "medium": 2, "low": 1}
 
-# Families the console knows besides those of console/families: today's drivers, and FRR's
-# vtysh (its own family). Detection names them; the caller maps a name to its driver.
-KNOWN_FAMILIES = ("ios", "linux", "vpcs", "frr", "eos", "junos", "iosxr", "nxos", "srlinux", "routeros", "vrp", "vyos",
-                  "fortios", "cumulus")
+# Every family the console drives (the built-in drivers' and console/families'). Detection names
+# them; the caller maps a name to its driver.
+KNOWN_FAMILIES = DRIVER_NAMES
 _TAG_PREFIXES = ("driver:", "driver=", "copilot-driver:", "family:", "copilot-family:")
 _DEVICE_TYPE_TAGS = ("device_type:", "netmiko_device_type:", "platform:")
 
@@ -244,7 +244,7 @@ def _decide(node: Mapping[str, Any], evidence: list[Evidence]) -> Detection:
         best = ranked[0]
         if best.family is None:
             return Detection(None, best.confidence, tuple(ranked),
-                             f"{node.get('name')}'s {best.source} {best.value!r} names {_unsupported(best)}, which has "
+                             f"{as_data(node.get('name'))}'s {best.source} {as_data(best.value)} names {_unsupported(best)}, which has "
                              f"no console family: choose one ({', '.join(KNOWN_FAMILIES)}) if its CLI is one of them")
         top = [e for e in ranked if e.confidence == best.confidence]
         families = {e.family for e in top}
@@ -260,16 +260,25 @@ def _decide(node: Mapping[str, Any], evidence: list[Evidence]) -> Detection:
                              f"{best.family} ({best.source}), although other evidence points to {', '.join(others)}")
         if best.confidence == "low":
             return Detection(best.family, "low", tuple(ranked),
-                             f"assumed {best.family} from the node's name {node.get('name')!r} only")
+                             f"assumed {best.family} from the node's name {as_data(node.get('name'))} only")
         return detection
     if str(node.get("node_type")) == "qemu":
         return Detection("ios", "low", (Evidence("node type", "qemu", "ios", "low"),),
-                         f"assumed ios for {node.get('name')}: nothing GNS3 knows of this QEMU node (image, template, "
+                         f"assumed ios for {as_data(node.get('name'))}: nothing GNS3 knows of this QEMU node (image, template, "
                          "tags) names its CLI; choose the family if it is not Cisco IOS")
-    return Detection(None, None, (), f"nothing says which CLI {node.get('name')} (a {node.get('node_type')} node) runs")
+    return Detection(None, None, (), f"nothing says which CLI {as_data(node.get('name'))} (a {as_data(node.get('node_type'))} node) runs")
 
 
-def confirm_by_prompt(detection: Detection, output: str, families: Mapping[str, Family]) -> Detection:
+class PromptReader(Protocol):
+    """What telling families apart by their prompt needs (a family, or a driver built from one)."""
+
+    @property
+    def title(self) -> str: ...
+
+    def prompt_in(self, output: str) -> str | None: ...
+
+
+def confirm_by_prompt(detection: Detection, output: str, families: Mapping[str, PromptReader]) -> Detection:
     """The detection once the console's ``output`` (ending in a prompt) has been read.
 
     The detected family's prompt confirms it (a prompt several families share, such as
@@ -278,7 +287,7 @@ def confirm_by_prompt(detection: Detection, output: str, families: Mapping[str, 
     and says so, unless a user chose the family. A prompt of no family, or one the
     IOS-style CLIs share, leaves it as it was.
     """
-    prompts = {name: seen[1] for name, f in families.items() if (seen := f.prompt_of(output)) is not None}
+    prompts = {name: seen for name, f in families.items() if (seen := f.prompt_in(output)) is not None}
     longest = max((len(p) for p in prompts.values()), default=0)
     best = [name for name, p in prompts.items() if len(p) == longest]
     shown = _last_line(output)
@@ -289,10 +298,10 @@ def confirm_by_prompt(detection: Detection, output: str, families: Mapping[str, 
         other = families[best[0]]
         if detection.confidence == "chosen":  # the user's call: kept, and the mismatch said
             return Detection(detection.family, detection.confidence, detection.evidence,
-                             f"the console's prompt {shown!r} looks like {other.spec.title}'s, not {detection.family}'s")
-        evidence = (Evidence("prompt", shown, other.name, "confirmed"), *detection.evidence)
-        return Detection(other.name, "confirmed", evidence,
-                         f"the console's prompt {shown!r} is {other.spec.title}'s, not {detection.family}'s")
+                             f"the console's prompt {as_data(shown)} looks like {other.title}'s, not {detection.family}'s")
+        evidence = (Evidence("prompt", shown, best[0], "confirmed"), *detection.evidence)
+        return Detection(best[0], "confirmed", evidence,
+                         f"the console's prompt {as_data(shown)} is {other.title}'s, not {detection.family}'s")
     return detection
 
 

@@ -6,9 +6,8 @@ object (:class:`StructuredOutput`); the session (``session.py``) and the config
 transaction (``transaction.py``) apply any driver the same way and know no family by
 name. The built-in drivers are :data:`DRIVERS`; the vendor families' are built from
 scrapli's platform data at start-up (``families.load_drivers``). A family is added by
-writing one ``Driver`` (``docs/console.md``, "Adding a CLI family").
-:func:`driver_for` picks a built-in driver from a GNS3 node's ``node_type`` and
-``tags``, or an explicit override (the tools detect the family: ``detect.py``).
+writing one ``Driver`` (``docs/console.md``, "Adding a CLI family"). Which driver a
+node gets is the detected family's (``detect.py``, ``registry.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import ErrorKind
 from .grammar import frr as frr_grammar
@@ -302,50 +300,3 @@ BIRD = Driver(
 
 DRIVERS: Mapping[str, Driver] = {d.name: d for d in (VPCS, IOS, LINUX, FRR, BIRD)}
 """The built-in drivers; ``families.load_drivers()`` adds the vendor families' at start-up."""
-_BY_NODE_TYPE = {"vpcs": "vpcs", "qemu": "ios", "iou": "ios", "dynamips": "ios", "docker": "linux"}
-_TAG_PREFIXES = ("driver:", "driver=", "copilot-driver:")
-
-
-# Node types that run one CLI only (a QEMU VM may run IOS, Linux or anything else).
-_ONE_CLI_TYPES = frozenset({"vpcs", "iou", "dynamips", "docker"})
-
-
-def _tagged_driver(node: Mapping[str, Any]) -> str | None:
-    """The driver a ``driver:<name>`` (or bare ``<name>``) tag names, if any."""
-    for tag in node.get("tags") or ():
-        tag = str(tag).strip().casefold()
-        for prefix in _TAG_PREFIXES:
-            if tag.startswith(prefix):
-                return tag[len(prefix):].strip()
-        if tag in DRIVERS:
-            return tag
-    return None
-
-
-def cli_known(node: Mapping[str, Any], override: str | None = None) -> bool:
-    """Whether GNS3's own data (a tag, or a node type with one CLI) says which CLI the node runs,
-    and ``override`` (the caller's choice) agrees with it.
-
-    When it does not, the console policy must judge a line in every CLI's grammar: what the
-    device executes is not what a caller-chosen grammar reads (``sh -c reboot`` is a ``show``
-    abbreviation to IOS and a shell to Linux).
-    """
-    node_type = str(node.get("node_type", ""))
-    known = _tagged_driver(node) or (_BY_NODE_TYPE.get(node_type) if node_type in _ONE_CLI_TYPES else None)
-    return known is not None and (override is None or override.strip().casefold() == known)
-
-
-def driver_for(node: Mapping[str, Any], override: str | None = None) -> Driver:
-    """The driver for a GNS3 node: ``override``, else a ``driver:<name>`` tag, else its node type."""
-    name = override if override is not None else _tagged_driver(node)
-    if name is None:
-        name = _BY_NODE_TYPE.get(str(node.get("node_type", "")))
-    if name is None:
-        raise UnknownDriverError(
-            f"no console driver for node {node.get('name')!r} of type {node.get('node_type')!r}; "
-            f"tag it driver:<{'|'.join(DRIVERS)}>"
-        )
-    try:
-        return DRIVERS[name.casefold()]
-    except KeyError:
-        raise UnknownDriverError(f"unknown console driver {name!r} (known: {', '.join(DRIVERS)})") from None

@@ -23,15 +23,17 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ..as_data import as_data
+from ..errors import ErrorKind
 from .audit import AuditLog, Who
 from .credentials import Credentials, mask
 from .drivers import Driver
 from .locks import DeviceBusyError, DeviceLocks
+from .modes import Commit
 from .policy import Policy
 from .session import ConsoleBusyError, DriverSession
 from .telnet import DEFAULT_MAX_OUTPUT, ConsoleClosed, ConsoleConnectError, ConsoleError, ConsoleTimeout, TelnetConsole
@@ -41,6 +43,8 @@ log = logging.getLogger(__name__)
 Mode = Literal["show", "config"]
 Status = Literal["ok", "error", "timeout", "blocked", "not_run", "failed"]
 OutputFormat = Literal["text", "json"]
+CONFIRM_SECONDS = 60
+"""A confirmed commit's rollback timer (at least the CLI's shortest), confirmed as soon as the console answers."""
 # How long a cancelled batch may spend typing the interrupt for the command in flight.
 _CANCEL_INTERRUPT = 1.0
 
@@ -59,6 +63,9 @@ class Device:
     cli_known: bool = True
     # What the console's login asks for (the node's or its template's), typed only if it asks.
     credentials: Credentials | None = None
+    # Given the console's first prompt, why it is not this driver's family (None: it may be): the
+    # detected family checked against the prompt (registry.Drivers.confirm) before anything is sent.
+    check_prompt: Callable[[str], str | None] | None = None
 
     def __repr__(self) -> str:
         return f"Device({self.name!r}, {self.host}:{self.port}, {self.driver.name})"
@@ -84,6 +91,13 @@ class DeviceResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class FamilyMismatchError(ConsoleError):
+    """The console's prompt belongs to another CLI family than the one the node was taken for."""
+
+    code = "console_family_mismatch"
+    kind = ErrorKind.CONFLICT
 
 
 @dataclass
@@ -193,6 +207,10 @@ async def _run_locked(
                 await _audit_login(audit, who, device, session)
             if device.reported_status not in (None, "started"):
                 log.warning("GNS3 reports %s %s, but its console answered: using it", device.name, device.reported_status)
+            mismatch = device.check_prompt(session.opening) if device.check_prompt else None
+            if mismatch is not None:
+                log.info("Console of %s is not %s: %s", device.name, device.driver.name, mismatch)
+                return _Stop(f"nothing was sent: {mismatch}", FamilyMismatchError.code)
             if mode == "config":
                 await session.enter_config(left())
         except ConsoleConnectError as exc:
@@ -221,10 +239,52 @@ async def _run_locked(
                 raise
             results[-1] = _result(device, command, output)
         if mode == "config":
+            stop = await _finish_config(device, session, results, left)
             try:
                 await session.exit_config(left())
             except ConsoleError as exc:
                 log.warning("Could not leave config mode on %s: %s", device.name, exc)
+            return stop
+    return None
+
+
+def commit_lines(commit: Commit | None, ok: bool) -> list[str]:
+    """What ends a config batch on a CLI with a candidate configuration: after a batch whose every
+    command went through, a confirmed commit (the device rolls it back by itself unless confirmed:
+    a change that cut the console off undoes itself) and its confirmation, or a plain commit; after
+    a failed one, the abort that drops the candidate. Nothing for the CLIs that apply each line
+    (and for EOS and NX-OS, whose candidates need a configuration session: lines apply at once)."""
+    if commit is None or commit.session:
+        return []
+    if not ok:
+        return [commit.abort] if commit.abort else []
+    if commit.typed:  # FortiOS: "end", typed by the caller, applies a block
+        return []
+    if commit.confirmed and commit.confirm:
+        return [commit.confirmed_command(max(CONFIRM_SECONDS, commit.min_seconds)), commit.confirm]
+    return [commit.commit]
+
+
+async def _finish_config(
+    device: Device, session: DriverSession, results: list[CommandResult], left: Callable[[], float]
+) -> _Stop | None:
+    """Commit the batch (or abort it, when a command failed), each line a result of its own, audited."""
+    commit = device.driver.commit
+    ok = all(r.status == "ok" for r in results)
+    lines = commit_lines(commit, ok)
+    for line in lines:
+        results.append(CommandResult(line, "failed", reason="cancelled while running; it may have been sent"))
+        try:
+            output = await session.command(line, left())
+        except ConsoleError as exc:
+            results[-1] = CommandResult(line, "failed", reason=str(exc))
+            return _Stop(f"{line!r} did not finish: {exc}", exc.code)
+        results[-1] = _result(device, line, output)
+        if results[-1].status != "ok" and ok and commit is not None and commit.abort:
+            # The commit was refused (a check failed): the candidate is dropped, never left for later.
+            ok = False
+            results.append(_result(device, commit.abort, await session.command(commit.abort, left())))
+            break
     return None
 
 

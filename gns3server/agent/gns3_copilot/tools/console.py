@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, StringConstraints
@@ -53,10 +53,11 @@ from ..console import (
     Policy,
     UnknownDriverError,
     Who,
-    cli_known,
-    driver_for,
     run_commands,
 )
+from ..console.choices import FamilyChoices
+from ..console.families import DriverName
+from ..console.registry import Drivers
 from ..console.runner import Mode, OutputFormat
 from ..errors import CopilotError
 from ..gns3_client.client import gather_cancelling
@@ -64,6 +65,7 @@ from ..gns3_client.exceptions import GNS3Error
 from .approval import grant_of
 from .config_undo import plan
 from .errors import ToolError, every_item_failed, tool_error
+from .families import node_evidence
 from .nodes import PermissionErrors, ProjectTool, _by_name
 from .permissions import NODE_CONSOLE, Authorize, console_path, refusal
 
@@ -87,6 +89,8 @@ class ConsoleTool(ProjectTool):
     timeout: float = 30.0
     default_console_host: str = "127.0.0.1"
     credentials: CredentialStore | None = Field(None, exclude=True)
+    drivers: Drivers = Field(default_factory=Drivers, exclude=True)  # built at start-up (Drivers.load)
+    choices: FamilyChoices | None = Field(None, exclude=True)  # the families users chose per node
 
     async def _login_for(self, node: Mapping[str, Any]) -> Credentials | None:
         """The node's console credentials (its own, else its template's), if any are set."""
@@ -98,7 +102,8 @@ class ConsoleTool(ProjectTool):
             raise tool_error(exc) from exc
 
     def _device(
-        self, node: Mapping[str, Any], driver_name: str | None = None, credentials: Credentials | None = None
+        self, node: Mapping[str, Any], driver_name: str | None = None, credentials: Credentials | None = None,
+        template: Mapping[str, Any] | None = None, choice: str | None = None,
     ) -> Device:
         name = as_data(node.get("name"))
         if node.get("console_type") not in (None, "telnet"):
@@ -109,25 +114,28 @@ class ConsoleTool(ProjectTool):
         if status == "suspended":  # the console would accept the connection but never answer
             raise ToolError(f"{name} is suspended; resume it first")
         try:
-            driver = driver_for(node, driver_name)
+            picked = self.drivers.pick(node, template, choice, driver_name)
         except UnknownDriverError as exc:
             raise tool_error(exc) from exc
+        if picked.note:
+            log.info("Console of %s: %s", name, picked.note)
         host = str(node.get("console_host") or "")
         host = self.default_console_host if host in _ANY_ADDRESS else host
-        return Device(str(node.get("name")), host, int(node["console"]), driver,
-                      reported_status=str(status) if status else None, cli_known=cli_known(node, driver_name),
-                      credentials=credentials)
+        return Device(str(node.get("name")), host, int(node["console"]), picked.driver,
+                      reported_status=str(status) if status else None, cli_known=picked.cli_known,
+                      credentials=credentials, check_prompt=self.drivers.prompt_check(picked))
 
     async def _devices(self, names: list[str], commands: list[str], driver_name: str | None, who: Who) -> list[Device]:
         """The named devices, once GNS3 lets the user use every one's console (else nothing is sent)."""
         try:
             async with self.client_factory() as client:
                 nodes = await client.nodes(self.project_id)
+                chosen = [_by_name(nodes, name, "node") for name in names]
+                templates, choices = await node_evidence(client, self.project_id, chosen, self.choices)
         except PermissionErrors as exc:
             raise await self._refused(exc, "this project's nodes", "; ".join(commands)) from exc
         except GNS3Error as exc:
             raise tool_error(exc) from exc
-        chosen = [_by_name(nodes, name, "node") for name in names]
         verdicts = await gather_cancelling(
             *(self.authorize(NODE_CONSOLE, console_path(self.project_id, str(n.get("node_id")))) for n in chosen)
         )
@@ -139,7 +147,11 @@ class ConsoleTool(ProjectTool):
                 log.info("Console of %s refused to user %s: %s", name, self.user, reason)
             raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(as_data(name) for name, _ in refused))
         logins = await gather_cancelling(*(self._login_for(node) for node in chosen))
-        return [self._device(node, driver_name, login) for node, login in zip(chosen, logins)]
+        return [
+            self._device(node, driver_name, login, templates.get(str(node.get("template_id"))),
+                         choices.get(str(node.get("node_id"))))
+            for node, login in zip(chosen, logins)
+        ]
 
     def _who(self, config: RunnableConfig) -> Who:
         """Who the commands run for, with the approval they run under (if any)."""
@@ -161,8 +173,7 @@ class ConsoleTool(ProjectTool):
         return result.as_dict()
 
 
-DriverName = Literal["vpcs", "ios", "linux", "frr", "bird"]
-_DRIVER_HELP = "CLI family (frr: vtysh), if the node's type and tags do not tell. Normally left out."
+_DRIVER_HELP = "CLI family (frr: vtysh), if the one detected is wrong. Normally left out."
 
 
 # Bounds on one call, so that a confused model cannot open hundreds of consoles or

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langchain_core.tools import BaseTool
 
 from ..console import AuditLog, CredentialStore, DeviceLocks, Policy
 from ..console.choices import FamilyChoices
+from ..console.registry import Drivers
 from .console import ConfigCommandsTool, ShowCommandsTool
 from .links import UpdateLinkTool
 from .nodes import ClientFactory, CreateLinkTool, CreateNodeTool, ListTemplatesTool, NodeActionTool
@@ -41,6 +42,7 @@ class ConsoleServices:
     permissions: Callable[[str], Authorize]
     credentials: CredentialStore | None = None
     choices: FamilyChoices | None = None  # the per-node CLI families users chose
+    drivers: Drivers = field(default_factory=Drivers)  # the built-in ones, unless loaded at start-up
 
 
 def build_tools(context: RunContext, console: ConsoleServices | None = None) -> list[BaseTool]:
@@ -67,12 +69,13 @@ def build_tools(context: RunContext, console: ConsoleServices | None = None) -> 
             ShowCommandsTool(
                 client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
                 audit=console.audit, authorize=authorize, user=user, session_id=session_id,
-                credentials=console.credentials,
+                credentials=console.credentials, drivers=console.drivers, choices=console.choices,
             ),
             ConfigCommandsTool(
                 client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
                 audit=console.audit, authorize=authorize, user=user, session_id=session_id,
-                credentials=console.credentials, record_undo=context.record_undo,
+                credentials=console.credentials, record_undo=context.record_undo, drivers=console.drivers,
+                choices=console.choices,
             ),
         ]
     return tools

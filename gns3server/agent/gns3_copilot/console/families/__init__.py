@@ -13,6 +13,7 @@ what the console tools use: the built-in drivers and one per family, built from 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal, get_args
 
 from ..drivers import DRIVERS, Driver
 from ..modes import Commit, Level
@@ -26,7 +27,10 @@ SPECS: Mapping[str, FamilySpec] = {
                  fortios.SPEC, cumulus.SPEC)
 }
 FAMILY_NAMES = tuple(SPECS)
-DRIVER_NAMES = (*DRIVERS, *FAMILY_NAMES)
+DriverName = Literal["vpcs", "ios", "linux", "frr", "bird", "eos", "junos", "iosxr", "nxos", "srlinux", "routeros",
+                     "vrp", "vyos", "fortios", "cumulus"]
+"""A CLI family the console drives, as the tools and routes accept it (a test keeps it :data:`DRIVER_NAMES`)."""
+DRIVER_NAMES: tuple[str, ...] = get_args(DriverName)
 """Every CLI family the console drives: the built-in drivers' and the vendor families'."""
 
 
@@ -55,6 +59,7 @@ def load_drivers(families: Mapping[str, Family] | None = None) -> dict[str, Driv
 
 __all__ = [
     "DRIVER_NAMES",
+    "DriverName",
     "FAMILY_NAMES",
     "load_drivers",
     "SPECS",

@@ -19,7 +19,7 @@ SPEC = FamilySpec(
     setup=(),
     errors=("Unknown action", "Command fail", "command parse error", "entry not found", "value parse error"),
     pager=r"--More--",
-    commit=Commit(commit="end", abort="abort"),
+    commit=Commit(commit="end", abort="abort", typed=True),
     login=Login(
         wake=(Dialog(r"\(Press 'a' to accept\):", "a", "a post-login banner waits for acceptance"),),
     ),

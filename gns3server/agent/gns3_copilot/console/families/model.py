@@ -112,6 +112,10 @@ class Family:
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def title(self) -> str:
+        return self.spec.title
+
     def level(self, name: str) -> Level:
         for level in self.levels:
             if level.name == name:
@@ -125,6 +129,10 @@ class Family:
     def level_of(self, output: str) -> Level | None:
         found = self.prompt_of(output)
         return found[0] if found else None
+
+    def prompt_in(self, output: str) -> str | None:
+        found = self.prompt_of(output)
+        return found[1] if found else None
 
     def error_lines(self, output: str) -> list[str]:
         """The lines of ``output`` holding one of the family's error strings."""
@@ -172,9 +180,10 @@ class Family:
         return Driver(
             name=spec.name,
             title=spec.title,
-            prompt=re.compile("|".join(f"(?:{level.prompt.pattern})" for level in levels), re.MULTILINE | re.IGNORECASE),
+            # Flags inline: the session joins the prompt with its dialogue steps into one pattern.
+            prompt=re.compile("|".join(f"(?im:{level.prompt.pattern})" for level in levels)),
             errors=tuple(re.compile(re.escape(e)) for e in self.errors),
-            pagers=(Pager(re.compile(spec.pager)),) if spec.pager else (),
+            pagers=(Pager(re.compile(f"(?i:{spec.pager})")),) if spec.pager else (),
             setup=spec.setup,
             config_enter=(config.escalate,) if config and config.escalate else (),
             config_exit=(config.deescalate,) if config and config.deescalate else (),
@@ -183,6 +192,10 @@ class Family:
             enable=(read.escalate,) if lower and read.escalate else (),
             enable_dialogue=IOS.enable_dialogue if read.escalate_auth else (),
             login=_login(spec.login),
+            # A console caught booting shows its login prompt by itself; an Enter typed over it would
+            # make getty ask again and the session take that for a refusal. A quiet console (one at
+            # its prompt already) gets the wake-up line after this long.
+            wake_wait=1.0,
             interrupt=spec.interrupt,
             structured=structured,
             levels=levels,
