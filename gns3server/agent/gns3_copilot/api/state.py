@@ -24,6 +24,7 @@ from ..agent.model.prompts import PromptSet, load_prompts
 from ..gns3_client.client import GNS3Client, GNS3Connection
 from ..service.copilot import CopilotService, User
 from ..service.storage import Storage
+from ..tools.families import topology_with_families
 from ..tools.toolset import ConsoleServices, build_tools
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_config_store import LLMConfigRecord, LLMConfigStore
@@ -78,6 +79,8 @@ class CopilotState:
             bind_tools_unstreamed=functools.partial(create_base_model_with_tools, stream=False),
             is_context_length_error=is_context_length_error,
             client_factory=self.gns3_client,
+            load_topology=lambda client, project_id: topology_with_families(
+                client, project_id, console.choices, console.drivers),
             max_llm_calls=settings.max_llm_calls,
             prompts=prompts,
         )

@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from langchain_core.runnables import RunnableConfig
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from ..as_data import as_data
 from ..console import (
@@ -56,7 +56,7 @@ from ..console import (
     run_commands,
 )
 from ..console.choices import FamilyChoices
-from ..console.families import DriverName
+from ..console.families import DRIVER_NAMES, DriverName
 from ..console.registry import Drivers
 from ..console.runner import Mode, OutputFormat
 from ..errors import CopilotError
@@ -173,7 +173,21 @@ class ConsoleTool(ProjectTool):
         return result.as_dict()
 
 
-_DRIVER_HELP = "CLI family (frr: vtysh), if the one detected is wrong. Normally left out."
+_DRIVER_HELP = "CLI family, only if the topology's cli= is wrong. Normally left out."
+
+
+def _known_family(value: str | None) -> str | None:
+    """A family the console drives (any case). The names are not listed in the tool's schema: the
+    topology shows each node's family, and fifteen names would cost every small window ~40 tokens."""
+    if value is None:
+        return None
+    name = value.strip().casefold()
+    if name not in DRIVER_NAMES:
+        raise ValueError(f"driver: unknown CLI family {value!r} (known: {', '.join(DRIVER_NAMES)})")
+    return name
+
+
+DriverArg = Annotated[str | None, AfterValidator(_known_family)]
 
 
 # Bounds on one call, so that a confused model cannot open hundreds of consoles or
@@ -190,7 +204,7 @@ class ShowCommandsInput(BaseModel):
     commands: list[Command] = Field(
         min_length=1, max_length=MAX_COMMANDS, description="Read-only commands, e.g. show ip interface brief, ping 10.0.0.1."
     )
-    driver: DriverName | None = Field(None, description=_DRIVER_HELP)
+    driver: DriverArg = Field(None, description=_DRIVER_HELP)
     format: OutputFormat = Field("text", description="json: the CLI's JSON forms (FRR), parsed.")
 
 
@@ -225,7 +239,7 @@ class ConfigCommandsInput(BaseModel):
         max_length=MAX_COMMANDS,
         description="Configuration commands in order (IOS: as typed inside configure terminal, which is entered for you).",
     )
-    driver: DriverName | None = Field(None, description=_DRIVER_HELP)
+    driver: DriverArg = Field(None, description=_DRIVER_HELP)
 
 
 class ConfigCommandsTool(ConsoleTool):

@@ -56,7 +56,8 @@ def build_tools(context: RunContext, console: ConsoleServices | None = None) -> 
     # GNS3's refusals of these tools are audited with the console's log when there is one.
     audit, user, session_id = (console.audit if console else None), context.username, context.session_id
     tools: list[BaseTool] = [
-        GNS3TopologyTool(client_factory=factory, project_id=project_id, metadata={"read_only": True}),
+        GNS3TopologyTool(client_factory=factory, project_id=project_id, metadata={"read_only": True},
+                         drivers=console.drivers if console else None, choices=console.choices if console else None),
         ListTemplatesTool(client_factory=factory, project_id=project_id, audit=audit, user=user, session_id=session_id),
         NodeActionTool(client_factory=factory, project_id=project_id, audit=audit, user=user, session_id=session_id),
         CreateNodeTool(client_factory=factory, project_id=project_id, audit=audit, user=user, session_id=session_id),
