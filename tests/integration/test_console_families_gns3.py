@@ -9,6 +9,7 @@ node may (its own ``Node.Modify`` check), an auditor may not; both are audited.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -25,6 +26,7 @@ from gns3server.agent.gns3_copilot.console.detect import detect_family
 pytestmark = pytest.mark.integration
 
 APPLIANCES = Path(str(resources.files("gns3server") / "appliances"))
+BUILT_IN_DISKS = Path(str(resources.files("gns3server") / "disks"))
 # QEMU appliances of the families, and what GNS3's own data says they are.
 QEMU = {
     "arista-veos.gns3a": "eos", "juniper-vJunos-router.gns3a": "junos", "cisco-iosxrv9k.gns3a": "iosxr",
@@ -49,6 +51,36 @@ def template_body(appliance: str, suffix: str) -> dict[str, Any]:
     return {**common, "template_type": "qemu", "platform": "x86_64", "ram": 128, **images}
 
 
+async def known_images(admin: API) -> set[str]:
+    """The image files GNS3 has. Its built-in disks (empty30G.qcow2 ...) are installed in the
+    background as it starts: uploading one meanwhile is a UNIQUE-path error, and a template
+    naming one before it is listed a 404; so they are awaited (a generous deadline), never uploaded."""
+    built_in = {disk.name for disk in BUILT_IN_DISKS.iterdir() if disk.suffix == ".qcow2"}
+    deadline = asyncio.get_running_loop().time() + 60
+    while True:
+        status, images = await admin.get("/v3/images")
+        assert status == 200, images
+        listed = {image["filename"] for image in images}
+        if built_in <= listed:
+            return listed
+        assert asyncio.get_running_loop().time() < deadline, f"GNS3 never listed {sorted(built_in - listed)}"
+        await asyncio.sleep(0.2)
+
+
+async def appliance_template(admin: API, appliance: str, suffix: str, known: set[str]) -> dict[str, Any]:
+    """A template as GNS3's "add from appliance" makes it, its image files uploaded first (once)."""
+    body = template_body(appliance, suffix)
+    for field in IMAGE_FIELDS:  # GNS3 wants its images known; a QCOW2 header is all it checks
+        if field in body and body[field] not in known:
+            known.add(body[field])
+            # (GNS3 keeps one image per checksum: each file's bytes differ)
+            status, image = await admin.call("POST", f"/v3/images/upload/{body[field]}", raw=QCOW2 + body[field].encode())
+            assert status == 201, (body[field], image)
+    status, template = await admin.post("/v3/templates", body)
+    assert status == 201, template
+    return template
+
+
 @pytest.fixture(scope="module")
 async def lab(admin: API) -> AsyncIterator[dict[str, Any]]:
     """A project with one node per QEMU appliance of QEMU, and the templates (Docker ones too)."""
@@ -56,21 +88,10 @@ async def lab(admin: API) -> AsyncIterator[dict[str, Any]]:
     status, project = await admin.post("/v3/projects", {"name": f"families-{suffix}"})
     assert status == 201, project
     templates, nodes = {}, {}
-    status, images = await admin.get("/v3/images")
-    assert status == 200, images
-    known = {image["filename"] for image in images}  # GNS3's built-in disks (empty30G.qcow2) among them
+    known = await known_images(admin)
     try:
         for appliance in (*QEMU, *DOCKER):
-            body = template_body(appliance, suffix)
-            for field in IMAGE_FIELDS:  # GNS3 wants its images known; a QCOW2 header is all it checks
-                if field in body and body[field] not in known:
-                    known.add(body[field])
-                    # (GNS3 keeps one image per checksum: each file's bytes differ)
-                    status, image = await admin.call("POST", f"/v3/images/upload/{body[field]}",
-                                                     raw=QCOW2 + body[field].encode())
-                    assert status == 201, image
-            status, template = await admin.post("/v3/templates", body)
-            assert status == 201, template
+            template = await appliance_template(admin, appliance, suffix, known)
             templates[appliance] = template
             if appliance in QEMU:
                 status, node = await admin.post(f"/v3/projects/{project['project_id']}/templates/{template['template_id']}",

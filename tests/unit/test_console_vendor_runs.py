@@ -115,7 +115,7 @@ async def test_a_config_batch_is_committed_confirmed_where_the_cli_can(sim, tmp_
         assert any(expected in entry for entry in sim.device.running), sim.device.events
         if commit is not None and commit.confirmed and commit.confirm and not commit.session:
             assert ends == [commit.confirmed_command(max(60, commit.min_seconds)), commit.confirm]
-            assert sim.device.events[-1] == "confirmed" or name in ("srlinux", "vyos"), sim.device.events
+            assert "confirmed" in sim.device.events, sim.device.events
         # Every line, the commit's too, is audited under the batch's approval.
         audited = {(e.command, e.outcome, e.approval_id) for e in await audit.entries()}
         assert {(r.command, "ok", "a1") for r in result.results} <= audited

@@ -249,7 +249,8 @@ class Session:
 
     def _run(self, entry: Entry, line: str, pipes: list[str], now: float) -> Reply:
         config = self.t.config
-        if line in config.get("commit", ()) or _matches(config.get("confirmed", ""), line):
+        confirming = bool(config.get("confirm_command")) and line == config["confirm_command"]
+        if line in config.get("commit", ()) or _matches(config.get("confirmed", ""), line) or confirming:
             return self._commit(line, now)
         if line in config.get("abort", ()):
             self.candidate = []

@@ -33,6 +33,7 @@ class CliSimulator:
 
     transcript: Transcript
     seconds_per_unit: float | None = None  # how long a confirmed commit's unit (minute, second) lasts here
+    listen_port: int = 0  # a GNS3 node's console port (0: one the OS picks)
     device: Device = field(init=False)
     port: int = field(init=False, default=0)
     received: list[str] = field(init=False, default_factory=list)  # every line typed, as it came
@@ -43,7 +44,7 @@ class CliSimulator:
         self.device = Device(self.transcript, seconds_per_unit=self.seconds_per_unit)
 
     async def __aenter__(self) -> Self:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.listen_port)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
