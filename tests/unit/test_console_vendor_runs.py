@@ -55,11 +55,11 @@ def on(names):
     return pytest.mark.parametrize("sim", names, indirect=True)
 
 
-async def run(sim, lines, mode, audit, driver=None, **device):
+async def run(sim, lines, mode, audit, driver=None, output_format="text", **device):
     name = sim.transcript.family
     target = Device(name, "127.0.0.1", sim.port, driver or DRIVERS[name], credentials=sim.credentials, **device)
     return await run_commands(target, lines, mode=mode, policy=POLICY, locks=DeviceLocks(), audit=audit, who=WHO,
-                              timeout=60)
+                              timeout=60, output_format=output_format)
 
 
 def batch(name: str, line: str) -> list[str]:
@@ -190,3 +190,36 @@ def test_every_family_ends_a_batch_as_its_cli_does():
     assert ends["eos"] == ends["nxos"] == ends["fortios"] == ends["ios"] == ends["frr"] == []
     assert commit_lines(DRIVERS["junos"].commit, False) == ["rollback 0"]
     assert asyncio.iscoroutinefunction(Drivers.load)
+
+
+@on(["junos", "vrp"])
+async def test_structured_output_hands_over_the_form_measured_smallest(sim, tmp_path):
+    name = sim.transcript.family
+    form = DRIVERS[name].structured
+    replayed = {" ".join(entry.words) for entry in sim.transcript.entries}
+    rows_command = next(c for c, use in form.forms.items() if use == "textfsm" and c in replayed)
+    raw_command = next(c for c in (*form.forms, READS[name][0], CONFIG[name][1]) if c in replayed and form.form_of(c) == "raw")
+    audit = AuditLog(tmp_path)
+    try:
+        result = await run(sim, [rows_command, raw_command], "show", audit, output_format="structured")
+        rows, raw = result.results
+        assert rows.status == "ok" and rows.output == "" and rows.data["columns"] and rows.data["rows"], rows
+        text = await run(sim, [rows_command], "show", audit)
+        assert text.results[0].data is None and text.results[0].output  # as text unless asked
+        assert raw.data is None and raw.output, raw
+    finally:
+        await audit.close()
+
+
+@on(["eos"])
+async def test_output_its_template_cannot_read_stays_text(sim, tmp_path):
+    # ntc-templates' arista_eos show version wants the "Arista" model line; a vEOS prints "vEOS"
+    # (scrapli's recorded vEOS session): the rows are measured smaller, the text is what reaches the model.
+    assert DRIVERS["eos"].structured.form_of("show version") == "textfsm"
+    audit = AuditLog(tmp_path)
+    try:
+        result = await run(sim, ["show version"], "show", audit, output_format="structured")
+        (read,) = result.results
+        assert read.status == "ok" and read.data is None and "4.22.1F" in read.output, read
+    finally:
+        await audit.close()

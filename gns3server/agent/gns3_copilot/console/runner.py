@@ -15,6 +15,10 @@ session.
 With ``output_format="json"`` each command is sent in the family's structured
 form where the CLI offers one (FRR: ``show ... json``); the result's ``command``
 is the line actually sent, and output that is JSON comes back parsed as ``data``.
+With ``output_format="structured"`` each command gets the form measured smallest for it
+(``structured.toml``): the CLI's JSON, TextFSM rows of the text (ntc-templates, parsed in a
+worker thread: ``data`` is ``{"columns", "rows"}``), or the text itself; output no template
+reads stays text.
 """
 
 from __future__ import annotations
@@ -36,13 +40,14 @@ from .locks import DeviceBusyError, DeviceLocks
 from .modes import Commit
 from .policy import Policy
 from .session import ConsoleBusyError, DriverSession
+from .structured import StructuredOutputError, rows_table, text_rows
 from .telnet import DEFAULT_MAX_OUTPUT, ConsoleClosed, ConsoleConnectError, ConsoleError, ConsoleTimeout, TelnetConsole
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["show", "config"]
 Status = Literal["ok", "error", "timeout", "blocked", "not_run", "failed"]
-OutputFormat = Literal["text", "json"]
+OutputFormat = Literal["text", "json", "structured"]
 CONFIRM_SECONDS = 60
 """A confirmed commit's rollback timer (at least the CLI's shortest), confirmed as soon as the console answers."""
 # How long a cancelled batch may spend typing the interrupt for the command in flight.
@@ -114,7 +119,26 @@ def requested(driver: Driver, commands: Sequence[str], output_format: OutputForm
     form = driver.structured
     if output_format == "json" and form is not None and form.format == "json":
         lines = [form.request(line) if form.offered(line) else line for line in lines]
+    elif output_format == "structured" and form is not None:
+        lines = [form.request(line) if form.form_of(line) == "json" and form.offered(line) else line for line in lines]
     return lines
+
+
+def _as_rows(driver: Driver, results: Sequence[CommandResult]) -> None:
+    """The commands measured best as TextFSM rows get their text parsed (blocking: a worker thread)."""
+    form = driver.structured
+    if form is None or not form.textfsm_platform:
+        return
+    for result in results:
+        if result.status != "ok" or result.data is not None or form.form_of(result.command) != "textfsm":
+            continue
+        try:
+            rows = text_rows(form.textfsm_platform, result.command, result.output)
+        except StructuredOutputError as exc:
+            log.info("Output of %r kept as text: %s", result.command, exc)
+            continue
+        if rows:
+            result.data, result.output = rows_table(rows), ""
 
 
 async def run_commands(
@@ -167,6 +191,8 @@ async def run_commands(
         for command in commands[len(results):]:
             results.append(CommandResult(command, "not_run", reason=stop.error if stop else "not run"))
         await asyncio.shield(_audit(audit, who, device, results))
+    if output_format == "structured":
+        await asyncio.to_thread(_as_rows, device.driver, results)
     if stop is not None:
         return DeviceResult(device.name, "failed", results, stop.error, stop.code)
     return DeviceResult(device.name, "error" if any(r.status != "ok" for r in results) else "ok", results)

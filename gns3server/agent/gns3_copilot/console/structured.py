@@ -86,11 +86,15 @@ def text_rows(platform: str, command: str, output: str) -> list[dict[str, Any]]:
     return rows
 
 
-def compact_rows(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Rows as one header and value lists, without blanks: what the model reads."""
+def rows_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Rows as one header and value lists: the shape the model reads (and the bench counts)."""
     columns = list(dict.fromkeys(key for row in rows for key in row))
-    return json.dumps({"columns": columns, "rows": [[row.get(c, "") for c in columns] for row in rows]},
-                      separators=(",", ":"), ensure_ascii=False)
+    return {"columns": columns, "rows": [[row.get(c, "") for c in columns] for row in rows]}
+
+
+def compact_rows(rows: Sequence[Mapping[str, Any]]) -> str:
+    """:func:`rows_table` as compact JSON text."""
+    return json.dumps(rows_table(rows), separators=(",", ":"), ensure_ascii=False)
 
 
 def compact_json(text: str) -> str:

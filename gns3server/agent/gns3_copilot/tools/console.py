@@ -205,7 +205,7 @@ class ShowCommandsInput(BaseModel):
         min_length=1, max_length=MAX_COMMANDS, description="Read-only commands, e.g. show ip interface brief, ping 10.0.0.1."
     )
     driver: DriverArg = Field(None, description=_DRIVER_HELP)
-    format: OutputFormat = Field("text", description="json: the CLI's JSON forms (FRR), parsed.")
+    format: OutputFormat = Field("text", description="json: the CLI's JSON, parsed; structured: the smallest form.")
 
 
 class ShowCommandsTool(ConsoleTool):
