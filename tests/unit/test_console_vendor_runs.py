@@ -51,6 +51,13 @@ async def sim(request):
         yield running
 
 
+@pytest.fixture
+async def audit(tmp_path):
+    log = AuditLog(tmp_path)
+    yield log
+    await log.close()
+
+
 def on(names):
     return pytest.mark.parametrize("sim", names, indirect=True)
 
@@ -88,81 +95,65 @@ def test_importing_the_copilot_reads_no_library():
 
 
 @on(FAMILY_NAMES)
-async def test_a_read_through_the_familys_driver(sim, tmp_path):
+async def test_a_read_through_the_familys_driver(sim, audit):
     name = sim.transcript.family
     read, _abbreviation, expected = READS[name]
-    audit = AuditLog(tmp_path)
-    try:
-        result = await run(sim, [read], "show", audit)
-        assert result.status == "ok", result
-        assert expected in result.results[0].output
-        assert (read, "ok") in [(e.command, e.outcome) for e in await audit.entries()]
-    finally:
-        await audit.close()
+    result = await run(sim, [read], "show", audit)
+    assert result.status == "ok", result
+    assert expected in result.results[0].output
+    assert (read, "ok") in [(e.command, e.outcome) for e in await audit.entries()]
 
 
 @on(FAMILY_NAMES)
-async def test_a_config_batch_is_committed_confirmed_where_the_cli_can(sim, tmp_path):
+async def test_a_config_batch_is_committed_confirmed_where_the_cli_can(sim, audit):
     name = sim.transcript.family
     line, show, expected = CONFIG[name]
     commit = DRIVERS[name].commit
-    audit = AuditLog(tmp_path)
-    try:
-        result = await run(sim, batch(name, line), "config", audit)
-        assert result.status == "ok", result
-        ends = commit_lines(commit, True)
-        assert [r.command for r in result.results] == [*batch(name, line), *ends]
-        assert any(expected in entry for entry in sim.device.running), sim.device.events
-        if commit is not None and commit.confirmed and commit.confirm and not commit.session:
-            assert ends == [commit.confirmed_command(max(60, commit.min_seconds)), commit.confirm]
-            assert "confirmed" in sim.device.events, sim.device.events
-        # Every line, the commit's too, is audited under the batch's approval.
-        audited = {(e.command, e.outcome, e.approval_id) for e in await audit.entries()}
-        assert {(r.command, "ok", "a1") for r in result.results} <= audited
-        read = await run(sim, [show], "show", audit)
-        assert expected in read.results[0].output
-    finally:
-        await audit.close()
+    result = await run(sim, batch(name, line), "config", audit)
+    assert result.status == "ok", result
+    ends = commit_lines(commit, True)
+    assert [r.command for r in result.results] == [*batch(name, line), *ends]
+    assert any(expected in entry for entry in sim.device.running), sim.device.events
+    if commit is not None and commit.confirmed and commit.confirm and not commit.session:
+        assert ends == [commit.confirmed_command(max(60, commit.min_seconds)), commit.confirm]
+        assert "confirmed" in sim.device.events, sim.device.events
+    # Every line, the commit's too, is audited under the batch's approval.
+    audited = {(e.command, e.outcome, e.approval_id) for e in await audit.entries()}
+    assert {(r.command, "ok", "a1") for r in result.results} <= audited
+    read = await run(sim, [show], "show", audit)
+    assert expected in read.results[0].output
 
 
 ABORTING = [n for n in FAMILY_NAMES if (c := DRIVERS[n].commit) and c.abort and not c.session and not c.typed]
 
 
 @on(ABORTING)
-async def test_a_failed_line_aborts_the_candidate(sim, tmp_path):
+async def test_a_failed_line_aborts_the_candidate(sim, audit):
     name = sim.transcript.family
     line, _show, expected = CONFIG[name]
-    audit = AuditLog(tmp_path)
-    try:
-        result = await run(sim, [line, "frobnicate the widget"], "config", audit)
-        assert result.status == "error", result
-        commit = DRIVERS[name].commit
-        assert [r.command for r in result.results][-1] == commit.abort
-        assert result.results[1].status == "error" and result.results[1].errors
-        assert not any(expected in entry for entry in sim.device.running), sim.device.events
-        assert "committed" not in " ".join(sim.device.events)
-    finally:
-        await audit.close()
+    result = await run(sim, [line, "frobnicate the widget"], "config", audit)
+    assert result.status == "error", result
+    commit = DRIVERS[name].commit
+    assert [r.command for r in result.results][-1] == commit.abort
+    assert result.results[1].status == "error" and result.results[1].errors
+    assert not any(expected in entry for entry in sim.device.running), sim.device.events
+    assert "committed" not in " ".join(sim.device.events)
 
 
 @on(["srlinux"])
-async def test_a_prompt_of_another_family_stops_the_batch_before_anything_is_sent(sim, tmp_path):
+async def test_a_prompt_of_another_family_stops_the_batch_before_anything_is_sent(sim, audit):
     # The image says EOS; the console shows SR Linux's two-line prompt.
     node = {"name": "leaf1", "node_type": "qemu", "properties": {"hda_disk_image": "vEOS64-lab-4.30.qcow2"}}
     picked = DRIVERS.pick(node)
     assert (picked.driver.name, picked.cli_known) == ("eos", True)
-    audit = AuditLog(tmp_path)
-    try:
-        result = await run(sim, ["show version"], "show", audit, driver=picked.driver,
-                           check_prompt=DRIVERS.prompt_check(picked))
-        assert (result.status, result.code) == ("failed", "console_family_mismatch"), result
-        assert "Nokia SR Linux" in result.error and "driver=srlinux" in result.error
-        assert "show version" not in sim.received and result.results[0].status == "not_run"
-        # A family a user chose stands: the mismatch is theirs to judge.
-        chosen = DRIVERS.pick(node, choice="eos")
-        assert DRIVERS.prompt_check(chosen)("\r\n--{ running }--[  ]--\r\nA:leaf1#") is None
-    finally:
-        await audit.close()
+    result = await run(sim, ["show version"], "show", audit, driver=picked.driver,
+                       check_prompt=DRIVERS.prompt_check(picked))
+    assert (result.status, result.code) == ("failed", "console_family_mismatch"), result
+    assert "Nokia SR Linux" in result.error and "driver=srlinux" in result.error
+    assert "show version" not in sim.received and result.results[0].status == "not_run"
+    # A family a user chose stands: the mismatch is theirs to judge.
+    chosen = DRIVERS.pick(node, choice="eos")
+    assert DRIVERS.prompt_check(chosen)("\r\n--{ running }--[  ]--\r\nA:leaf1#") is None
 
 
 @pytest.mark.parametrize(("node", "choice", "override", "driver", "known"), [
@@ -193,33 +184,25 @@ def test_every_family_ends_a_batch_as_its_cli_does():
 
 
 @on(["junos", "vrp"])
-async def test_structured_output_hands_over_the_form_measured_smallest(sim, tmp_path):
+async def test_structured_output_hands_over_the_form_measured_smallest(sim, audit):
     name = sim.transcript.family
     form = DRIVERS[name].structured
     replayed = {" ".join(entry.words) for entry in sim.transcript.entries}
     rows_command = next(c for c, use in form.forms.items() if use == "textfsm" and c in replayed)
     raw_command = next(c for c in (*form.forms, READS[name][0], CONFIG[name][1]) if c in replayed and form.form_of(c) == "raw")
-    audit = AuditLog(tmp_path)
-    try:
-        result = await run(sim, [rows_command, raw_command], "show", audit, output_format="structured")
-        rows, raw = result.results
-        assert rows.status == "ok" and rows.output == "" and rows.data["columns"] and rows.data["rows"], rows
-        text = await run(sim, [rows_command], "show", audit)
-        assert text.results[0].data is None and text.results[0].output  # as text unless asked
-        assert raw.data is None and raw.output, raw
-    finally:
-        await audit.close()
+    result = await run(sim, [rows_command, raw_command], "show", audit, output_format="structured")
+    rows, raw = result.results
+    assert rows.status == "ok" and rows.output == "" and rows.data["columns"] and rows.data["rows"], rows
+    text = await run(sim, [rows_command], "show", audit)
+    assert text.results[0].data is None and text.results[0].output  # as text unless asked
+    assert raw.data is None and raw.output, raw
 
 
 @on(["eos"])
-async def test_output_its_template_cannot_read_stays_text(sim, tmp_path):
+async def test_output_its_template_cannot_read_stays_text(sim, audit):
     # ntc-templates' arista_eos show version wants the "Arista" model line; a vEOS prints "vEOS"
     # (scrapli's recorded vEOS session): the rows are measured smaller, the text is what reaches the model.
     assert DRIVERS["eos"].structured.form_of("show version") == "textfsm"
-    audit = AuditLog(tmp_path)
-    try:
-        result = await run(sim, ["show version"], "show", audit, output_format="structured")
-        (read,) = result.results
-        assert read.status == "ok" and read.data is None and "4.22.1F" in read.output, read
-    finally:
-        await audit.close()
+    result = await run(sim, ["show version"], "show", audit, output_format="structured")
+    (read,) = result.results
+    assert read.status == "ok" and read.data is None and "4.22.1F" in read.output, read
