@@ -191,7 +191,7 @@ async def test_console_tools(vpcs, vpcs2, policy, audit):
     overridden = await show.ainvoke({"devices": ["Host"], "commands": ["show ip"], "driver": "vpcs"})
     assert overridden["devices"][0]["status"] == "ok" and "NAME" in overridden["devices"][0]["results"][0]["output"]
     with pytest.raises(ValidationError, match="driver"):
-        await config.ainvoke({"device": "Host", "commands": ["x"], "driver": "junos"})
+        await config.ainvoke({"device": "Host", "commands": ["x"], "driver": "nosuch"})
     # Bounded calls: a confused model cannot open hundreds of consoles or queue thousands of lines.
     for tool, args, field in [
         (show, {"devices": ["PC1"] * 33, "commands": ["show ip"]}, "devices"),

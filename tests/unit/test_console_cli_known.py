@@ -13,10 +13,10 @@ from gns3server.agent.gns3_copilot.console import (
     Device,
     DeviceLocks,
     Who,
-    cli_known,
     load_policy,
     run_commands,
 )
+from gns3server.agent.gns3_copilot.console.registry import Drivers
 
 
 @pytest.mark.parametrize(("node", "override", "known"), [
@@ -29,7 +29,7 @@ from gns3server.agent.gns3_copilot.console import (
     ({"node_type": "qemu", "tags": ["driver:ios"]}, "linux", False),
 ])
 def test_a_cli_is_known_from_gns3s_data_and_only_if_the_caller_agrees(node, override, known) -> None:
-    assert cli_known(node, override) is known
+    assert Drivers().pick(node, override=override).cli_known is known
 
 
 @pytest.mark.parametrize(("line", "mode"), [

@@ -22,9 +22,9 @@ from gns3server.agent.gns3_copilot.console import (
     TelnetConsole,
     UnknownDriverError,
     Who,
-    driver_for,
     run_commands,
 )
+from gns3server.agent.gns3_copilot.console.registry import Drivers
 
 from .console_fakes import FakeIOS, SilentConsole
 
@@ -58,14 +58,15 @@ def run(device, commands, *, mode="show", locks=None, policy, audit, timeout=60.
         ({"node_type": "cloud", "tags": ["driver:ios"]}, None, IOS),
     ],
 )
-def test_driver_for_picks_by_type_tag_and_override(node, override, driver):
-    assert driver_for(node, override) is driver
+def test_the_driver_is_picked_by_type_tag_and_override(node, override, driver):
+    assert Drivers().pick(node, override=override).driver is driver
 
 
-@pytest.mark.parametrize(("node", "override"), [({"node_type": "ethernet_switch", "name": "SW1"}, None), ({"node_type": "qemu"}, "junos")])
-def test_driver_for_refuses_unknown(node, override):
+@pytest.mark.parametrize(("node", "override"), [({"node_type": "ethernet_switch", "name": "SW1"}, None),
+                                                ({"node_type": "qemu"}, "nosuch")])
+def test_an_unknown_driver_is_refused(node, override):
     with pytest.raises(UnknownDriverError):
-        driver_for(node, override)
+        Drivers().pick(node, override=override)
 
 
 @pytest.mark.parametrize(

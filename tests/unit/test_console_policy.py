@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gns3server.agent.gns3_copilot.console import DRIVERS, PolicyError, load_policy
+from gns3server.agent.gns3_copilot.console.families import FAMILY_NAMES
 from gns3server.agent.gns3_copilot.console.grammar.patterns import Pattern, PatternError
 from gns3server.agent.gns3_copilot.console.policy import FAMILIES
 
@@ -49,9 +50,29 @@ def test_without_a_family_every_grammar_must_agree(policy):
     assert not policy.check("echo $((6*7))", read_only=True).allowed
 
 
+@pytest.mark.parametrize(("command", "read_only"), [
+    ("show run", True), ("show interfaces | include up", True), ("show ip route", True), ("show version", True),
+    ("ping 10.0.0.2", True), ("int lo 0", False), ("shut", False), ("no shut", False),
+    ("ip address 10.0.0.1 255.255.255.0", False), ("router ospf 1", False),
+    ("network 10.0.0.0 0.0.0.255 area 0", False), ("hostname R1", False), ("end", False),
+])
+def test_an_ios_node_whose_cli_is_not_known_keeps_its_everyday_commands(policy, command, read_only):
+    """A QEMU node's line is judged in all fifteen grammars: the vendor families' rules must not
+    refuse what engineers type on IOS every day (RouterOS's relative commands caught "run" and
+    "up" anywhere in a line, and "shut", before their patterns were narrowed to a command's start)."""
+    assert policy.check(command, read_only=read_only).allowed, policy.check(command, read_only=read_only).reason
+
+
+def test_do_is_down_to_birdc_so_a_node_whose_cli_is_not_known_refuses_it(policy):
+    """birdc expands "do" to "down" (and BIRD shuts down on "down /* a comment */"): judged in every
+    grammar, "do show ..." is refused; a node known to be IOS keeps it."""
+    assert "(reload)" in policy.check("do show ip route", read_only=False).reason
+    assert policy.check("do show ip route", family="ios", read_only=False).allowed
+
+
 def test_unknown_family_is_a_value_error_naming_the_field(policy):
     with pytest.raises(ValueError, match="family"):
-        policy.check("show ip", family="junos", read_only=True)
+        policy.check("show ip", family="cisco", read_only=True)
 
 
 @pytest.mark.parametrize(
@@ -234,6 +255,7 @@ def test_deep_nesting_is_refused_plainly(policy, command):
     assert not decision.allowed
 
 
-def test_every_driver_has_a_grammar():
+def test_every_driver_and_family_has_a_grammar():
     """The runner passes the driver's name as the family: a driver without a grammar could not run."""
-    assert set(DRIVERS) == set(FAMILIES)
+    assert set(DRIVERS) <= set(FAMILIES)
+    assert set(FAMILY_NAMES) <= set(FAMILIES)

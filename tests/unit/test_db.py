@@ -410,4 +410,6 @@ async def test_the_running_copilot_closes_every_database_thread(tmp_path: Path) 
             assert state.console.credentials is not None
             await state.console.credentials.info("node", "n1")
             assert mcp.running
-            assert len(copilot_threads() - before) == 6  # one per file (the change store too)
+            # One per file: conversations, LLM configs, console credentials, the console audit, node families,
+            # MCP keys, changes and backups.
+            assert len(copilot_threads() - before) == 7

@@ -32,6 +32,7 @@ from gns3server.agent.gns3_copilot.api.llm_config_store import DATABASE_NAME as 
 from gns3server.agent.gns3_copilot.api.settings import CopilotSettings
 from gns3server.agent.gns3_copilot.changes.store import CHANGES_DB_NAME
 from gns3server.agent.gns3_copilot.console.audit import AUDIT_DB_NAME, AUDIT_SCHEMA
+from gns3server.agent.gns3_copilot.console.choices import CHOICES_DB_NAME
 from gns3server.agent.gns3_copilot.console.credentials import DATABASE_NAME as CREDENTIALS_DB
 from gns3server.agent.gns3_copilot.console.policy import PolicyError
 from gns3server.agent.gns3_copilot.db.schema import VERSION_TABLE, SchemaTooNewError
@@ -169,9 +170,10 @@ async def test_a_started_copilot_is_open_and_closes_everything(tmp_path: Path) -
         assert any(f.endswith(MCP_KEYS_DB) for f in running["files"])
         assert any(f.endswith(CREDENTIALS_DB) for f in running["files"])
         assert any(f.endswith(CHANGES_DB_NAME) for f in running["files"])
+        assert any(f.endswith(CHOICES_DB_NAME) for f in running["files"])
         assert len(running["http sessions"]) == 1  # one pool for every user and operation
-        # conversations, LLM configs, console credentials, audit, MCP keys, changes and backups
-        assert len(running["database threads"]) == 6
+        # conversations, LLM configs, console credentials, audit, node families, MCP keys, changes and backups
+        assert len(running["database threads"]) == 7
         async with state.gns3_client("token-a") as a, state.gns3_client("token-b") as b:
             assert (a.token, b.token) == ("token-a", "token-b")
             assert len(_opened_since(before, tmp_path)["http sessions"]) == 1  # clients borrow the pool

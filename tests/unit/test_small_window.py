@@ -41,7 +41,8 @@ def fit(tools, limit: int, mode: str = "lab_automation"):
 
 
 # 4K windows got the full offer until gns3_update_link (about 400 tokens) was added.
-@pytest.mark.parametrize(("limit", "level"), [(2, "essential"), (3, "compact"), (4, "compact"), (8, "full"), (128, "full")])
+@pytest.mark.parametrize(("limit", "level"), [(2, "essential"), (3, "compact"), (4, "compact"), (5, "full"), (8, "full"),
+                                            (128, "full")])
 def test_each_window_gets_the_richest_offer_that_fits(tools, limit, level):
     chosen = fit(tools, limit)
     assert chosen.level == level

@@ -40,6 +40,8 @@ from fastapi import FastAPI
 from ..agent.model.prompts import load_prompts
 from ..changes.store import ChangeStore
 from ..console import AuditLog, CredentialStore, DeviceLocks, load_policy
+from ..console.choices import FamilyChoices
+from ..console.registry import Drivers
 from ..gns3_client.client import GNS3Connection
 from ..mcp.auth import Caller, UserLookup, gns3_user_lookup
 from ..mcp.server import ENDPOINT_STATE, MCPEndpoint
@@ -92,11 +94,14 @@ async def copilot_running(
         stack.push_async_callback(audit.close)
         changes = await ChangeStore.open(settings.data_dir)  # changes and configuration backups
         stack.push_async_callback(changes.close)
+        choices = await FamilyChoices.open(settings.data_dir)
+        stack.push_async_callback(choices.close)
         policy = await asyncio.to_thread(load_policy, settings.console_policy)
         host_permissions = HostPermissions(app)
         console = ConsoleServices(
             policy=policy, locks=DeviceLocks(), audit=audit, permissions=host_permissions.for_user,
-            credentials=credentials, changes=changes, verify_seconds=settings.verify_seconds,
+            credentials=credentials, changes=changes, verify_seconds=settings.verify_seconds, choices=choices,
+            drivers=await Drivers.load(),
         )
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         projects = VisibleProjects(host_permissions)

@@ -390,3 +390,36 @@ class ConsoleAuditEntry(BaseModel):
     approval_digest: str | None = Field(None, description="Digest of the approved calls")
     approved_by: str | None = Field(None, description="GNS3 username who approved")
     approved_at: float | None = Field(None, description="When it was approved (seconds since the epoch, UTC)")
+
+
+class NodeFamilyEvidence(BaseModel):
+    """One thing read about a node that points to a CLI family."""
+
+    source: str = Field(..., description="choice, tag, netmiko_device_type of the node/template, node type, image, "
+                                         "docker image, template name, node name, prompt")
+    value: str
+    family: str | None = Field(None, description="The family it points to (null: a CLI with no console family)")
+    confidence: str
+
+
+class NodeFamily(BaseModel):
+    """Which CLI family the copilot takes a node to run, why, and how sure it is."""
+
+    node_id: str
+    name: str
+    family: str | None = Field(None, description="ios, linux, vpcs, frr, eos, junos, iosxr, nxos, srlinux, routeros, "
+                                                 "vrp, vyos, fortios, cumulus; null when none fits")
+    confidence: str | None = Field(None, description="chosen, explicit, high, medium, low (confirmed: by the prompt)")
+    assumed: bool = Field(..., description="The family is a fallback or contradicted: say so, or ask")
+    note: str = ""
+    evidence: list[NodeFamilyEvidence]
+    chosen_by: str | None = Field(None, description="Who chose the family for this node (if someone did)")
+    chosen_at: float | None = None
+
+
+class NodeFamilyUpdate(BaseModel):
+    """A user's choice of a node's CLI family (null forgets it: detection decides again)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    family: str | None

@@ -29,6 +29,7 @@ from ..service.storage import Storage
 from ..teaching.catalogue import Catalogue
 from ..teaching.service import TeachingService, learner_for
 from ..teaching.tools import CheckWorkTool
+from ..tools.families import topology_with_families
 from ..tools.gate import BeforeCall
 from ..tools.toolset import ConsoleServices, build_tools
 from .endpoints import resolve_host
@@ -87,6 +88,8 @@ class CopilotState:
             bind_tools_unstreamed=functools.partial(create_base_model_with_tools, stream=False),
             is_context_length_error=is_context_length_error,
             client_factory=self.gns3_client,
+            load_topology=lambda client, project_id: topology_with_families(
+                client, project_id, console.choices, console.drivers),
             max_llm_calls=settings.max_llm_calls,
             prompts=prompts,
         )

@@ -17,8 +17,6 @@ from .drivers import (
     Step,
     StructuredOutput,
     UnknownDriverError,
-    cli_known,
-    driver_for,
 )
 from .locks import DeviceBusyError, DeviceLocks, device_key
 from .policy import Decision, Policy, PolicyError, load_policy
@@ -54,8 +52,6 @@ __all__ = [
     "CredentialsNeededError",
     "DriverSession",
     "UnknownDriverError",
-    "cli_known",
-    "driver_for",
     "DeviceBusyError",
     "DeviceLocks",
     "device_key",

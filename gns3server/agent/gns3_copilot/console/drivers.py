@@ -1,11 +1,13 @@
 """How to talk to each kind of device CLI: prompts, modes, paging, errors, login, interrupt.
 
-A :class:`Driver` is pure data (regexes, command lists, dialogue steps) plus, where a
-family needs one, a small strategy object (:class:`StructuredOutput`); the session
-(``session.py``) applies any driver the same way and knows no family by name. A
-family is added by writing one ``Driver`` and listing it in :data:`DRIVERS`
-(``docs/console.md``, "Adding a CLI family"). :func:`driver_for` picks the driver
-from a GNS3 node's ``node_type`` and ``tags``, or an explicit override.
+A :class:`Driver` is pure data (regexes, command lists, dialogue steps, privilege
+levels and commits: ``modes.py``) plus, where a family needs one, a small strategy
+object (:class:`StructuredOutput`); the session (``session.py``) and the config
+transaction (``transaction.py``) apply any driver the same way and know no family by
+name. The built-in drivers are :data:`DRIVERS`; the vendor families' are built from
+scrapli's platform data at start-up (``families.load_drivers``). A family is added by
+writing one ``Driver`` (``docs/console.md``, "Adding a CLI family"). Which driver a
+node gets is the detected family's (``detect.py``, ``registry.py``).
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from ..errors import ErrorKind
 from .grammar import frr as frr_grammar
+from .modes import Commit, Level, SafeMode, level_at
 from .telnet import ConsoleError
 
 log = logging.getLogger(__name__)
@@ -75,11 +77,19 @@ class StructuredOutput:
 
     ``offered(line)`` says whether the CLI has that form for ``line`` (FRR: only the
     commands whose syntax takes ``json``); ``request(line)`` is the line to send.
+    ``textfsm_platform`` names ntc-templates' templates for the CLI's text, and ``forms``
+    the form measured best per show command (``structured.toml``: json, textfsm or raw).
     """
 
     suffix: str
     offered: Callable[[str], bool]
     format: str = "json"
+    textfsm_platform: str = ""
+    forms: Mapping[str, str] = field(default_factory=dict)  # normalised command -> json, textfsm, raw
+
+    def form_of(self, line: str) -> str:
+        """The measured best form for ``line`` (raw when it was not measured)."""
+        return self.forms.get(" ".join(line.casefold().split()), "raw")
 
     def request(self, line: str) -> str:
         return line if line.rstrip().endswith(self.suffix.strip()) else line.rstrip() + self.suffix
@@ -137,14 +147,43 @@ class Driver:
     busy_after: float = 5.0  # output but no prompt this long after the wake-up: interrupt once
     recovery: float = 5.0  # after a command's deadline, how long interrupting may take
     structured: StructuredOutput | None = None
+    title: str = ""  # the CLI's name for people ("Juniper Junos")
+    # The CLI's privilege levels (modes.Level), where show commands run and where configuration
+    # commands do (None: typed where they are). With levels, the session finds the level from the
+    # prompt and climbs or descends to the one it needs (config_prompt, user_prompt and enable
+    # are then not used).
+    levels: tuple[Level, ...] = ()
+    read_level: str = ""
+    config_level: str | None = None
+    commit: Commit | None = None  # a candidate committed after a config batch (modes.Commit)
+    safe_mode: SafeMode | None = None  # RouterOS: held while a config batch runs
+    # Questions the CLI asks after a command, answered on the way to the prompt (Junos's
+    # "Exit with uncommitted changes?", VyOS's "Proceed? [confirm]").
+    dialogs: tuple[Step, ...] = ()
+    return_char: str = "\r"  # the Enter key (RouterOS: CR LF)
+    echo_twice: bool = False  # the CLI prints the prompt and the line once more after Enter (RouterOS)
 
     def error_lines(self, output: str) -> list[str]:
         """The lines of ``output`` that the CLI uses to report a failed command."""
         return [line.strip() for line in output.splitlines() if any(p.search(line) for p in self.errors)]
 
+    def level_of(self, output: str) -> Level | None:
+        """The level whose prompt ends ``output`` (None without levels, or at no level's prompt)."""
+        found = level_at(self.levels, output)
+        return found[0] if found else None
+
+    def prompt_in(self, output: str) -> str | None:
+        """The prompt that ends ``output`` as this CLI draws it, if it does (for telling families apart)."""
+        if self.levels:
+            found = level_at(self.levels, output)
+            return found[1] if found else None
+        match = self.prompt.search(output)
+        return match.group(0).strip("\r\n") if match else None
+
 
 VPCS = Driver(
     name="vpcs",
+    title="VPCS",
     prompt=re.compile(r"(?:^|[\r\n])[\w.\-\[\]]+> ?\Z"),
     # Right after a connection VPCS (Debian's 0.5b2) often loses the first line
     # typed, so opening repeats a harmless echo until its output comes back.
@@ -165,6 +204,7 @@ _CISCO_CONFIG_PROMPT = re.compile(r"\([\w.\-/: ]+\)#\s*\Z")
 
 IOS = Driver(
     name="ios",
+    title="Cisco IOS",
     prompt=_CISCO_PROMPT,
     errors=_any_of(
         r"^\s*% ?Invalid input",
@@ -193,6 +233,7 @@ IOS = Driver(
 
 LINUX = Driver(
     name="linux",
+    title="a Linux shell",
     prompt=re.compile(r"(?:^|[\r\n])[^\r\n]{0,200}[$#] ?\Z"),
     errors=_any_of(
         r"command not found",
@@ -213,6 +254,7 @@ LINUX = Driver(
 
 FRR = Driver(
     name="frr",
+    title="FRR (vtysh)",
     # vtysh: "R1# ", "R1(config)# ", "R1(config-router)# ", "R1(config-router-af)# ".
     prompt=_CISCO_PROMPT,
     errors=_any_of(
@@ -235,6 +277,7 @@ FRR = Driver(
 
 BIRD = Driver(
     name="bird",
+    title="BIRD (birdc)",
     # birdc draws "bird> " again while it waits for the daemon's answer, then erases it
     # (CR, erase line) and prints the answer: that early prompt follows a CR, the real
     # one a line break. After an empty line (the wake-up) the prompt follows a CR too.
@@ -256,50 +299,4 @@ BIRD = Driver(
 )
 
 DRIVERS: Mapping[str, Driver] = {d.name: d for d in (VPCS, IOS, LINUX, FRR, BIRD)}
-_BY_NODE_TYPE = {"vpcs": "vpcs", "qemu": "ios", "iou": "ios", "dynamips": "ios", "docker": "linux"}
-_TAG_PREFIXES = ("driver:", "driver=", "copilot-driver:")
-
-
-# Node types that run one CLI only (a QEMU VM may run IOS, Linux or anything else).
-_ONE_CLI_TYPES = frozenset({"vpcs", "iou", "dynamips", "docker"})
-
-
-def _tagged_driver(node: Mapping[str, Any]) -> str | None:
-    """The driver a ``driver:<name>`` (or bare ``<name>``) tag names, if any."""
-    for tag in node.get("tags") or ():
-        tag = str(tag).strip().casefold()
-        for prefix in _TAG_PREFIXES:
-            if tag.startswith(prefix):
-                return tag[len(prefix):].strip()
-        if tag in DRIVERS:
-            return tag
-    return None
-
-
-def cli_known(node: Mapping[str, Any], override: str | None = None) -> bool:
-    """Whether GNS3's own data (a tag, or a node type with one CLI) says which CLI the node runs,
-    and ``override`` (the caller's choice) agrees with it.
-
-    When it does not, the console policy must judge a line in every CLI's grammar: what the
-    device executes is not what a caller-chosen grammar reads (``sh -c reboot`` is a ``show``
-    abbreviation to IOS and a shell to Linux).
-    """
-    node_type = str(node.get("node_type", ""))
-    known = _tagged_driver(node) or (_BY_NODE_TYPE.get(node_type) if node_type in _ONE_CLI_TYPES else None)
-    return known is not None and (override is None or override.strip().casefold() == known)
-
-
-def driver_for(node: Mapping[str, Any], override: str | None = None) -> Driver:
-    """The driver for a GNS3 node: ``override``, else a ``driver:<name>`` tag, else its node type."""
-    name = override if override is not None else _tagged_driver(node)
-    if name is None:
-        name = _BY_NODE_TYPE.get(str(node.get("node_type", "")))
-    if name is None:
-        raise UnknownDriverError(
-            f"no console driver for node {node.get('name')!r} of type {node.get('node_type')!r}; "
-            f"tag it driver:<{'|'.join(DRIVERS)}>"
-        )
-    try:
-        return DRIVERS[name.casefold()]
-    except KeyError:
-        raise UnknownDriverError(f"unknown console driver {name!r} (known: {', '.join(DRIVERS)})") from None
+"""The built-in drivers; ``families.load_drivers()`` adds the vendor families' at start-up."""

@@ -2,10 +2,13 @@
 
 Checked before anything is sent, on the command as the device will read it: the
 grammar of the device's CLI family (``grammar/``: a shell for ``linux``, the IOS
-CLI for ``ios``, VPCS's for ``vpcs``, vtysh for ``frr``, birdc for ``bird``) turns
-the line into the commands it runs, with wrappers unwrapped, abbreviations resolved
-as the CLI resolves them (FRR, BIRD) or left for the patterns to resolve (IOS, VPCS),
-nested commands (``sh -c``, ``$(...)``, EEM ``cli command``) included. Dangerous
+CLI for ``ios``, VPCS's for ``vpcs``, vtysh for ``frr``, birdc for ``bird``, and one
+grammar per vendor CLI: EOS, Junos, IOS-XR, NX-OS, SR Linux, RouterOS, VRP, VyOS,
+FortiOS, Cumulus) turns the line into the commands it runs, with wrappers unwrapped,
+abbreviations resolved as the CLI resolves them (FRR, BIRD, RouterOS) or left for the
+patterns to resolve (IOS and the CLIs shaped like it), nested commands (``sh -c``,
+``$(...)``, EEM ``cli command``) included. A family whose CLI is a shell with more on
+top (VyOS, Cumulus) inherits every Linux rule (:data:`INHERITS`). Dangerous
 commands are blocked in every mode unless the administrator allows their rule by
 name; read-only mode allows only a line that is one allow-listed command (Linux:
 piped into filters only; IOS, FRR: output modifiers that only filter) and never
@@ -27,16 +30,54 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CopilotError, ErrorKind
-from .grammar import Analysis, IncompleteLine, TooComplex, bird, frr, ios, linux, vpcs
+from .grammar import (
+    Analysis,
+    IncompleteLine,
+    TooComplex,
+    bird,
+    cumulus,
+    eos,
+    fortios,
+    frr,
+    ios,
+    iosxr,
+    junos,
+    linux,
+    nxos,
+    routeros,
+    srlinux,
+    vpcs,
+    vrp,
+    vyos,
+)
 from .grammar.patterns import Pattern, PatternError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_POLICY_FILE = "policy.default.toml"
-FAMILIES = ("ios", "linux", "vpcs", "frr", "bird")
 _ANALYZERS: Mapping[str, Callable[[str], Analysis]] = {
-    "ios": ios.analyze, "linux": linux.analyze, "vpcs": vpcs.analyze, "frr": frr.analyze, "bird": bird.analyze,
+    "ios": ios.analyze,
+    "linux": linux.analyze,
+    "vpcs": vpcs.analyze,
+    "frr": frr.analyze,
+    "bird": bird.analyze,
+    "eos": eos.analyze,
+    "junos": junos.analyze,
+    "iosxr": iosxr.analyze,
+    "nxos": nxos.analyze,
+    "srlinux": srlinux.analyze,
+    "routeros": routeros.analyze,
+    "vrp": vrp.analyze,
+    "vyos": vyos.analyze,
+    "fortios": fortios.analyze,
+    "cumulus": cumulus.analyze,
 }
+FAMILIES = tuple(_ANALYZERS)
+# Families whose CLI is a Linux shell with more commands on top (VyOS's op mode is bash; Cumulus
+# is Debian): every Linux rule, read-only command, filter and refused option holds for them too.
+INHERITS: Mapping[str, tuple[str, ...]] = {"vyos": ("linux",), "cumulus": ("linux",)}
+# Families whose allow lists are matched with case (Linux options: -t is not -T).
+_CASE_SENSITIVE = frozenset({"linux", "vyos", "cumulus"})
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _EVERY = "patterns"  # a rule's or read-only list's key for patterns of every family
 _RULE_KEYS = {_EVERY, "reason", *FAMILIES}
@@ -44,6 +85,11 @@ _RULE_KEYS = {_EVERY, "reason", *FAMILIES}
 _LEGACY_FOLLOWERS = {"ios_output_modifiers": "ios", "linux_filters": "linux"}
 _READ_ONLY_KEYS = {"allowed", *FAMILIES, *_LEGACY_FOLLOWERS, "followers", "linux_refused_options"}
 _UNBOUNDED_KEYS = {"commands", "unless", "instead"}
+
+
+def lineage(family: str) -> tuple[str, ...]:
+    """The family and the ones whose rules it inherits (``vyos`` -> ``vyos``, ``linux``)."""
+    return (family, *INHERITS.get(family, ()))
 
 
 class PolicyError(CopilotError, ValueError):
@@ -69,7 +115,8 @@ class Rule:
     instead: str = ""  # [needs_approval]: how to send it with the configuration tool ({line})
 
     def matches(self, family: str, words: Sequence[str]) -> bool:
-        return any(p.matches(words) for p in (*self.patterns.get(_EVERY, ()), *self.patterns.get(family, ())))
+        own = (p for fam in lineage(family) for p in self.patterns.get(fam, ()))
+        return any(p.matches(words) for p in (*self.patterns.get(_EVERY, ()), *own))
 
 
 @dataclass(frozen=True)
@@ -93,7 +140,15 @@ class ReadOnly:
     linux_refused_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def commands(self, family: str) -> tuple[Pattern, ...]:
-        return (*self.allowed.get(_EVERY, ()), *self.allowed.get(family, ()))
+        return (*self.allowed.get(_EVERY, ()), *(p for fam in lineage(family) for p in self.allowed.get(fam, ())))
+
+    def followers_of(self, family: str) -> tuple[Pattern, ...]:
+        """What a read command of ``family`` may be piped into, its lineage's included."""
+        return tuple(p for fam in lineage(family) for p in self.followers.get(fam, ()))
+
+    def refused_options(self, family: str) -> Mapping[str, tuple[str, ...]]:
+        """The options refused on a shell's read commands (Linux and the families on top of it)."""
+        return self.linux_refused_options if "linux" in lineage(family) else {}
 
     @property
     def ios_output_modifiers(self) -> tuple[Pattern, ...]:
@@ -175,9 +230,9 @@ class Policy:
         """
         if analysis.refusals:
             return ""
-        fold = family != "linux"
+        fold = family not in _CASE_SENSITIVE
         for name, per_family in self.unbounded.items():
-            rule = per_family.get(family)
+            rule = next((per_family[fam] for fam in lineage(family) if fam in per_family), None)
             if rule is None:
                 continue
             for stages in analysis.readings or (analysis.stages,):
@@ -212,27 +267,28 @@ class Policy:
             return f"{', '.join(analysis.refusals)} not allowed"
         # Allowing is exact on Linux, where case matters (-t is not -T); everywhere else,
         # and for danger, case is ignored (the stricter reading).
-        fold = family != "linux"
+        fold = family not in _CASE_SENSITIVE
         line = " ".join(stages[0]) if stages else ""
         if not stages or not any(p.matches(stages[0], fold) for p in self.read_only.commands(family)):
             # Say what the device would run when it reads the line otherwise ("w" is "write" to vtysh).
             read_as = f" (to this CLI it is {line!r})" if line and line.split() != command.split() else ""
             return f"only show, ping, traceroute and similar commands are allowed{read_as}"
-        followers = self.read_only.followers.get(family, ())
+        followers = self.read_only.followers_of(family)
+        shell = "linux" in lineage(family)
         for stage in stages[1:]:
             if not any(p.matches(stage, fold) for p in followers):
                 known = "; ".join(p.text for p in followers) or "none"
-                what = f"pipes into anything but {known} are" if family == "linux" else f"output modifiers other than {known} are"
+                what = f"pipes into anything but {known} are" if shell else f"output modifiers other than {known} are"
                 return f"{what} not allowed ({' '.join(stage) or 'empty'})"
-        if family == "linux":
-            for stage in stages:
-                refused = self.read_only.linux_refused_options.get(stage[0], ())
-                for word in stage[1:]:
-                    if refused and word.startswith("$"):
-                        return f"{stage[0]}: a glob or variable among its arguments is not allowed"
-                    hit = _refused_option(word, refused)
-                    if hit:
-                        return f"{stage[0]} {hit} is not allowed"
+        refused_options = self.read_only.refused_options(family)
+        for stage in stages if refused_options else ():
+            refused = refused_options.get(stage[0], ())
+            for word in stage[1:]:
+                if refused and word.startswith("$"):
+                    return f"{stage[0]}: a glob or variable among its arguments is not allowed"
+                hit = _refused_option(word, refused)
+                if hit:
+                    return f"{stage[0]} {hit} is not allowed"
         return ""
 
 

@@ -15,6 +15,10 @@ session.
 With ``output_format="json"`` each command is sent in the family's structured
 form where the CLI offers one (FRR: ``show ... json``); the result's ``command``
 is the line actually sent, and output that is JSON comes back parsed as ``data``.
+With ``output_format="structured"`` each command gets the form measured smallest for it
+(``structured.toml``): the CLI's JSON, TextFSM rows of the text (ntc-templates, parsed in a
+worker thread: ``data`` is ``{"columns", "rows"}``), or the text itself; output no template
+reads stays text.
 """
 
 from __future__ import annotations
@@ -23,24 +27,29 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ..as_data import as_data
+from ..errors import ErrorKind
 from .audit import AuditLog, Who
 from .credentials import Credentials, mask
 from .drivers import Driver
 from .locks import DeviceBusyError, DeviceLocks
+from .modes import Commit
 from .policy import Policy
 from .session import ConsoleBusyError, DriverSession
+from .structured import StructuredOutputError, rows_table, text_rows
 from .telnet import DEFAULT_MAX_OUTPUT, ConsoleClosed, ConsoleConnectError, ConsoleError, ConsoleTimeout, TelnetConsole
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["show", "config"]
 Status = Literal["ok", "error", "timeout", "blocked", "not_run", "failed"]
-OutputFormat = Literal["text", "json"]
+OutputFormat = Literal["text", "json", "structured"]
+CONFIRM_SECONDS = 60
+"""A confirmed commit's rollback timer (at least the CLI's shortest), confirmed as soon as the console answers."""
 # How long a cancelled batch may spend typing the interrupt for the command in flight.
 _CANCEL_INTERRUPT = 1.0
 
@@ -59,6 +68,9 @@ class Device:
     cli_known: bool = True
     # What the console's login asks for (the node's or its template's), typed only if it asks.
     credentials: Credentials | None = None
+    # Given the console's first prompt, why it is not this driver's family (None: it may be): the
+    # detected family checked against the prompt (registry.Drivers.confirm) before anything is sent.
+    check_prompt: Callable[[str], str | None] | None = None
 
     def __repr__(self) -> str:
         return f"Device({self.name!r}, {self.host}:{self.port}, {self.driver.name})"
@@ -86,6 +98,13 @@ class DeviceResult:
         return asdict(self)
 
 
+class FamilyMismatchError(ConsoleError):
+    """The console's prompt belongs to another CLI family than the one the node was taken for."""
+
+    code = "console_family_mismatch"
+    kind = ErrorKind.CONFLICT
+
+
 @dataclass
 class _Stop:
     """Why a batch stopped part-way."""
@@ -100,6 +119,8 @@ def requested(driver: Driver, commands: Sequence[str], output_format: OutputForm
     form = driver.structured
     if output_format == "json" and form is not None and form.format == "json":
         lines = [form.request(line) if form.offered(line) else line for line in lines]
+    elif output_format == "structured" and form is not None:
+        lines = [form.request(line) if form.form_of(line) == "json" and form.offered(line) else line for line in lines]
     return lines
 
 
@@ -113,6 +134,23 @@ def judged(device: Device, commands: Sequence[str], mode: Mode, policy: Policy,
     lines = requested(device.driver, commands, output_format)
     family = device.driver.name if device.cli_known else None
     return lines, [policy.check(c, family=family, read_only=mode == "show") for c in lines]
+
+
+def _as_rows(driver: Driver, results: Sequence[CommandResult]) -> None:
+    """The commands measured best as TextFSM rows get their text parsed (blocking: a worker thread)."""
+    form = driver.structured
+    if form is None or not form.textfsm_platform:
+        return
+    for result in results:
+        if result.status != "ok" or result.data is not None or form.form_of(result.command) != "textfsm":
+            continue
+        try:
+            rows = text_rows(form.textfsm_platform, result.command, result.output)
+        except StructuredOutputError as exc:
+            log.info("Output of %r kept as text: %s", result.command, exc)
+            continue
+        if rows:
+            result.data, result.output = rows_table(rows), ""
 
 
 async def run_commands(
@@ -160,6 +198,8 @@ async def run_commands(
         for command in commands[len(results):]:
             results.append(CommandResult(command, "not_run", reason=stop.error if stop else "not run"))
         await asyncio.shield(_audit(audit, who, device, results))
+    if output_format == "structured":
+        await asyncio.to_thread(_as_rows, device.driver, results)
     if stop is not None:
         return DeviceResult(device.name, "failed", results, stop.error, stop.code)
     return DeviceResult(device.name, "error" if any(r.status != "ok" for r in results) else "ok", results)
@@ -200,6 +240,10 @@ async def _run_locked(
                 await _audit_login(audit, who, device, session)
             if device.reported_status not in (None, "started"):
                 log.warning("GNS3 reports %s %s, but its console answered: using it", device.name, device.reported_status)
+            mismatch = device.check_prompt(session.opening) if device.check_prompt else None
+            if mismatch is not None:
+                log.info("Console of %s is not %s: %s", device.name, device.driver.name, mismatch)
+                return _Stop(f"nothing was sent: {mismatch}", FamilyMismatchError.code)
             if mode == "config":
                 await session.enter_config(left())
         except ConsoleConnectError as exc:
@@ -228,10 +272,52 @@ async def _run_locked(
                 raise
             results[-1] = _result(device, command, output)
         if mode == "config":
+            stop = await _finish_config(device, session, results, left)
             try:
                 await session.exit_config(left())
             except ConsoleError as exc:
                 log.warning("Could not leave config mode on %s: %s", device.name, exc)
+            return stop
+    return None
+
+
+def commit_lines(commit: Commit | None, ok: bool) -> list[str]:
+    """What ends a config batch on a CLI with a candidate configuration: after a batch whose every
+    command went through, a confirmed commit (the device rolls it back by itself unless confirmed:
+    a change that cut the console off undoes itself) and its confirmation, or a plain commit; after
+    a failed one, the abort that drops the candidate. Nothing for the CLIs that apply each line
+    (and for EOS and NX-OS, whose candidates need a configuration session: lines apply at once)."""
+    if commit is None or commit.session:
+        return []
+    if not ok:
+        return [commit.abort] if commit.abort else []
+    if commit.typed:  # FortiOS: "end", typed by the caller, applies a block
+        return []
+    if commit.confirmed and commit.confirm:
+        return [commit.confirmed_command(max(CONFIRM_SECONDS, commit.min_seconds)), commit.confirm]
+    return [commit.commit]
+
+
+async def _finish_config(
+    device: Device, session: DriverSession, results: list[CommandResult], left: Callable[[], float]
+) -> _Stop | None:
+    """Commit the batch (or abort it, when a command failed), each line a result of its own, audited."""
+    commit = device.driver.commit
+    ok = all(r.status == "ok" for r in results)
+    lines = commit_lines(commit, ok)
+    for line in lines:
+        results.append(CommandResult(line, "failed", reason="cancelled while running; it may have been sent"))
+        try:
+            output = await session.command(line, left())
+        except ConsoleError as exc:
+            results[-1] = CommandResult(line, "failed", reason=str(exc))
+            return _Stop(f"{line!r} did not finish: {exc}", exc.code)
+        results[-1] = _result(device, line, output)
+        if results[-1].status != "ok" and ok and commit is not None and commit.abort:
+            # The commit was refused (a check failed): the candidate is dropped, never left for later.
+            ok = False
+            results.append(_result(device, commit.abort, await session.command(commit.abort, left())))
+            break
     return None
 
 

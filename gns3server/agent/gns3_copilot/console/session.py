@@ -107,7 +107,8 @@ class DriverSession:
         self.logged_in = False  # the console asked for a login and the credentials were typed
         self.prompt_reached = False
         self.answered: list[str] = []  # the dialogue steps answered on the way to the prompt
-        self._wait_for = _alternatives(driver.prompt, (), driver.pagers)
+        self.opening = ""  # the end of what the console printed up to its first prompt (telling families apart)
+        self._wait_for = _alternatives(driver.prompt, driver.dialogs, driver.pagers)
 
     @property
     def _secrets(self) -> list[str]:
@@ -146,6 +147,7 @@ class DriverSession:
             secrets = {k: v for k, v in (("username", creds.username), ("password", creds.password)) if v} if creds else {}
             raw = await self._reach_prompt(driver.login, deadline, secrets, wake=True)
         self.prompt_reached = True
+        self.opening = raw[-2048:]
         # The banner or the wake-up may leave more prompts in flight: start clean.
         self.console.discard_pending()
         if driver.config_prompt is not None and driver.config_prompt.search(raw):
@@ -257,6 +259,12 @@ class DriverSession:
             except ConsoleTimeout as exc:  # the pages already read are output too
                 raise ConsoleTimeout(str(exc), "".join(parts) + exc.output) from exc
             group = match.lastgroup or "prompt"
+            if group[0] == "s":  # a question the CLI asks after the command: the family's answer
+                parts.append(raw)
+                step = self.driver.dialogs[int(group[1:])]
+                log.info("Console %s asks (%s): answered %r", self._name(), step.what, step.answer)
+                await self.console.send_line(step.answer)
+                continue
             if group != "prompt":
                 parts.append(raw[: match.start()])
                 # A page already buffered is read without waiting, so the read's own timeout
@@ -299,6 +307,9 @@ class DriverSession:
                         self.console.discard_pending()
                         log.info("Console %s interrupted: at its prompt again", self._name())
                         return True
+                    if group[0] == "s":
+                        await self.console.send_line(self.driver.dialogs[int(group[1:])].answer)
+                        continue
                     await self.console.send(self.driver.pagers[int(group[1:])].leave)
             except ConsoleTimeout:
                 continue

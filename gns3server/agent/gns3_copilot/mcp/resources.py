@@ -29,6 +29,8 @@ from ..errors import CopilotError, ErrorKind
 from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
+from ..tools.families import topology_with_families
+from ..tools.toolset import ConsoleServices
 from .auth import Caller
 from .keys import MCPKeyStore
 from .projects import ProjectLister
@@ -55,9 +57,12 @@ def project_of(uri: AnyUrl | str) -> str:
     return match["project_id"]
 
 
-async def topology_text(client: GNS3Client, project_id: str) -> str:
-    """The project's topology as the agent's system prompt shows it (compact text)."""
-    return render_topology(await fetch_rest_topology(client, project_id))
+async def topology_text(client: GNS3Client, project_id: str, console: ConsoleServices | None = None) -> str:
+    """The project's topology as the agent's system prompt shows it (compact text, each node's CLI
+    family with the console services)."""
+    if console is None:
+        return render_topology(await fetch_rest_topology(client, project_id))
+    return render_topology(await topology_with_families(client, project_id, console.choices, console.drivers))
 
 
 TEMPLATES = [
@@ -71,8 +76,12 @@ TEMPLATES = [
 class TopologyResources:
     """Lists, reads and watches project topologies for MCP callers."""
 
-    def __init__(self, client_factory: Callable[[str], GNS3Client], keys: MCPKeyStore, projects: ProjectLister) -> None:
+    def __init__(
+        self, client_factory: Callable[[str], GNS3Client], keys: MCPKeyStore, projects: ProjectLister,
+        console: ConsoleServices | None = None,
+    ) -> None:
         self._client_factory = client_factory
+        self._console = console
         self._keys = keys
         self._projects = projects
         self._watches: dict[tuple[int, str], asyncio.Task[None]] = {}
@@ -91,7 +100,7 @@ class TopologyResources:
 
     async def read(self, caller: Caller, uri: AnyUrl) -> str:
         async with self._client_factory(caller.token()) as client:
-            return await topology_text(client, project_of(uri))
+            return await topology_text(client, project_of(uri), self._console)
 
     async def subscribe(self, caller: Caller, session: ServerSession, uri: AnyUrl) -> None:
         project_id = project_of(uri)

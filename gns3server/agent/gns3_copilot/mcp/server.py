@@ -176,7 +176,7 @@ class MCPEndpoint:
         self.approvals = Approvals(approval_seconds)  # [Copilot] approval_minutes, as for the panel's approvals
         self.authenticator = Authenticator(keys, lookup)
         self.gateway = ToolGateway(console, client_factory, self.approvals, projects, approval_seconds, teaching)
-        self.resources = TopologyResources(client_factory, keys, projects)
+        self.resources = TopologyResources(client_factory, keys, projects, console)
         self.admission = Admission()
         self.server = build_server(self.gateway, self.resources, self.admission)
         # Stateful sessions (elicitation and resource notifications need them); the

@@ -208,7 +208,7 @@ class ToolGateway:
                 return text_result({"selected": project_id, "name": project.get("name")})
             if name == TOPOLOGY_TEXT:
                 async with self._client_factory(caller.token()) as client:
-                    return text_result(await topology_text(client, project_id))
+                    return text_result(await topology_text(client, project_id, self._console))
             return await self._run(caller, session, entry, name, project_id, args)
         except GNS3Error as exc:
             return text_result(f"GNS3 refused: {exc.public_message}", error=True)

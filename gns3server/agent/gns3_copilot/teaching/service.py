@@ -30,7 +30,8 @@ from langchain_core.tools import BaseTool
 
 from ..changes.transaction import readings_of
 from ..checks import Check, Reading, run_checks
-from ..console import UnknownDriverError, driver_for
+from ..console import UnknownDriverError
+from ..console.registry import Drivers
 from ..errors import CopilotError, ErrorKind
 from ..gns3_client.client import GNS3Client
 from ..service.faults import SQLiteFaultStore
@@ -107,8 +108,10 @@ def learner_for(user_id: str, username: str, client_factory: Callable[[], GNS3Cl
 
 
 def _family(node: Mapping[str, Any]) -> str | None:
+    """The family the console tools drive ``node`` as, from what GNS3 says of the node itself
+    (scenarios run on VPCS, Linux and FRR: the built-in drivers)."""
     try:
-        return driver_for(node).name
+        return Drivers().pick(node).driver.name
     except UnknownDriverError:
         return None
 

@@ -42,10 +42,10 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from langchain_core.runnables import RunnableConfig
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from ..as_data import as_data
 from ..changes.store import ChangeStore
@@ -60,16 +60,18 @@ from ..console import (
     Policy,
     UnknownDriverError,
     Who,
-    cli_known,
-    driver_for,
     run_commands,
 )
+from ..console.choices import FamilyChoices
+from ..console.families import DRIVER_NAMES, DriverName
+from ..console.registry import Drivers
 from ..console.runner import Mode, OutputFormat, judged
 from ..errors import CopilotError
 from ..gns3_client.client import gather_cancelling
 from ..gns3_client.exceptions import GNS3Error
 from .approval import grant_of
 from .errors import ToolError, every_item_failed, tool_error
+from .families import node_evidence
 from .gate import batch_of
 from .nodes import PermissionErrors, ProjectTool, _by_name
 from .permissions import NODE_CONSOLE, Authorize, console_path, refusal
@@ -94,6 +96,8 @@ class ConsoleTool(ProjectTool):
     timeout: float = 30.0
     default_console_host: str = "127.0.0.1"
     credentials: CredentialStore | None = Field(None, exclude=True)
+    drivers: Drivers = Field(default_factory=Drivers, exclude=True)  # built at start-up (Drivers.load)
+    choices: FamilyChoices | None = Field(None, exclude=True)  # the families users chose per node
 
     async def _login_for(self, node: Mapping[str, Any]) -> Credentials | None:
         """The node's console credentials (its own, else its template's), if any are set."""
@@ -105,7 +109,8 @@ class ConsoleTool(ProjectTool):
             raise tool_error(exc) from exc
 
     def _device(
-        self, node: Mapping[str, Any], driver_name: str | None = None, credentials: Credentials | None = None
+        self, node: Mapping[str, Any], driver_name: str | None = None, credentials: Credentials | None = None,
+        template: Mapping[str, Any] | None = None, choice: str | None = None,
     ) -> Device:
         name = as_data(node.get("name"))
         if node.get("console_type") not in (None, "telnet"):
@@ -116,14 +121,16 @@ class ConsoleTool(ProjectTool):
         if status == "suspended":  # the console would accept the connection but never answer
             raise ToolError(f"{name} is suspended; resume it first")
         try:
-            driver = driver_for(node, driver_name)
+            picked = self.drivers.pick(node, template, choice, driver_name)
         except UnknownDriverError as exc:
             raise tool_error(exc) from exc
+        if picked.note:
+            log.info("Console of %s: %s", name, picked.note)
         host = str(node.get("console_host") or "")
         host = self.default_console_host if host in _ANY_ADDRESS else host
-        return Device(str(node.get("name")), host, int(node["console"]), driver,
-                      reported_status=str(status) if status else None, cli_known=cli_known(node, driver_name),
-                      credentials=credentials)
+        return Device(str(node.get("name")), host, int(node["console"]), picked.driver,
+                      reported_status=str(status) if status else None, cli_known=picked.cli_known,
+                      credentials=credentials, check_prompt=self.drivers.prompt_check(picked))
 
     async def _devices(self, names: list[str], commands: list[str], driver_name: str | None, who: Who) -> list[Device]:
         """The named devices, once GNS3 lets the user use every one's console (else nothing is sent)."""
@@ -136,11 +143,12 @@ class ConsoleTool(ProjectTool):
         try:
             async with self.client_factory() as client:
                 nodes = await client.nodes(self.project_id)
+                chosen = [_by_name(nodes, name, "node") for name in names]
+                templates, choices = await node_evidence(client, self.project_id, chosen, self.choices)
         except PermissionErrors as exc:
             raise await self._refused(exc, "this project's nodes", "; ".join(commands)) from exc
         except GNS3Error as exc:
             raise tool_error(exc) from exc
-        chosen = [_by_name(nodes, name, "node") for name in names]
         verdicts = await gather_cancelling(
             *(self.authorize(NODE_CONSOLE, console_path(self.project_id, str(n.get("node_id")))) for n in chosen)
         )
@@ -152,7 +160,11 @@ class ConsoleTool(ProjectTool):
                 log.info("Console of %s refused to user %s: %s", name, self.user, reason)
             raise refusal(refused[0][1], NODE_CONSOLE, ", ".join(as_data(name) for name, _ in refused))
         logins = await gather_cancelling(*(self._login_for(node) for node in chosen))
-        return [(node, self._device(node, driver_name, login)) for node, login in zip(chosen, logins)]
+        return [
+            (node, self._device(node, driver_name, login, templates.get(str(node.get("template_id"))),
+                                choices.get(str(node.get("node_id")))))
+            for node, login in zip(chosen, logins)
+        ]
 
     def _who(self, config: RunnableConfig) -> Who:
         """Who the commands run for, with the approval they run under (if any)."""
@@ -174,8 +186,21 @@ class ConsoleTool(ProjectTool):
         return result.as_dict()
 
 
-DriverName = Literal["vpcs", "ios", "linux", "frr", "bird"]
-_DRIVER_HELP = "CLI family (frr: vtysh), if the node's type and tags do not tell. Normally left out."
+_DRIVER_HELP = "CLI family, only if the topology's cli= is wrong. Normally left out."
+
+
+def _known_family(value: str | None) -> str | None:
+    """A family the console drives (any case). The names are not listed in the tool's schema: the
+    topology shows each node's family, and fifteen names would cost every small window ~40 tokens."""
+    if value is None:
+        return None
+    name = value.strip().casefold()
+    if name not in DRIVER_NAMES:
+        raise ValueError(f"driver: unknown CLI family {value!r} (known: {', '.join(DRIVER_NAMES)})")
+    return name
+
+
+DriverArg = Annotated[str | None, AfterValidator(_known_family)]
 
 
 # Bounds on one call, so that a confused model cannot open hundreds of consoles or
@@ -192,8 +217,8 @@ class ShowCommandsInput(BaseModel):
     commands: list[Command] = Field(
         min_length=1, max_length=MAX_COMMANDS, description="Read-only commands, e.g. show ip interface brief, ping 10.0.0.1."
     )
-    driver: DriverName | None = Field(None, description=_DRIVER_HELP)
-    format: OutputFormat = Field("text", description="json: the CLI's JSON forms (FRR), parsed.")
+    driver: DriverArg = Field(None, description=_DRIVER_HELP)
+    format: OutputFormat = Field("text", description="json: the CLI's JSON, parsed; structured: the smallest form.")
 
 
 class ShowCommandsTool(ConsoleTool):
@@ -227,7 +252,7 @@ class ConfigCommandsInput(BaseModel):
         max_length=MAX_COMMANDS,
         description="Configuration commands in order (IOS: as typed inside configure terminal, which is entered for you).",
     )
-    driver: DriverName | None = Field(None, description=_DRIVER_HELP)
+    driver: DriverArg = Field(None, description=_DRIVER_HELP)
 
 
 class ConfigCommandsTool(ConsoleTool):

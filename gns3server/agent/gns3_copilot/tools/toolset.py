@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langchain_core.tools import BaseTool
 
 from ..changes.store import ChangeStore
 from ..changes.transaction import DEFAULT_VERIFY_SECONDS
 from ..console import AuditLog, CredentialStore, DeviceLocks, Policy
+from ..console.choices import FamilyChoices
+from ..console.registry import Drivers
 from .console import ConfigCommandsTool, ShowCommandsTool
 from .links import UpdateLinkTool
 from .nodes import ClientFactory, CreateLinkTool, CreateNodeTool, ListTemplatesTool, NodeActionTool
@@ -45,6 +47,8 @@ class ConsoleServices:
     credentials: CredentialStore | None = None
     changes: ChangeStore | None = None
     verify_seconds: float = DEFAULT_VERIFY_SECONDS
+    choices: FamilyChoices | None = None  # the per-node CLI families users chose
+    drivers: Drivers = field(default_factory=Drivers)  # the built-in ones, unless loaded at start-up
 
 
 def build_tools(context: RunContext, console: ConsoleServices | None = None) -> list[BaseTool]:
@@ -58,7 +62,8 @@ def build_tools(context: RunContext, console: ConsoleServices | None = None) -> 
     # GNS3's refusals of these tools are audited with the console's log when there is one.
     audit, user, session_id = (console.audit if console else None), context.username, context.session_id
     tools: list[BaseTool] = [
-        GNS3TopologyTool(client_factory=factory, project_id=project_id, metadata={"read_only": True}),
+        GNS3TopologyTool(client_factory=factory, project_id=project_id, metadata={"read_only": True},
+                         drivers=console.drivers if console else None, choices=console.choices if console else None),
         ListTemplatesTool(client_factory=factory, project_id=project_id, audit=audit, user=user, session_id=session_id),
         NodeActionTool(client_factory=factory, project_id=project_id, audit=audit, user=user, session_id=session_id),
         CreateNodeTool(client_factory=factory, project_id=project_id, audit=audit, user=user, session_id=session_id),
@@ -71,18 +76,18 @@ def build_tools(context: RunContext, console: ConsoleServices | None = None) -> 
             ShowCommandsTool(
                 client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
                 audit=console.audit, authorize=authorize, user=user, session_id=session_id,
-                credentials=console.credentials,
+                credentials=console.credentials, drivers=console.drivers, choices=console.choices,
             ),
             ConfigCommandsTool(
                 client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
                 audit=console.audit, authorize=authorize, user=user, session_id=session_id,
                 credentials=console.credentials, record_undo=context.record_undo, changes=console.changes,
-                verify_seconds=console.verify_seconds,
+                verify_seconds=console.verify_seconds, drivers=console.drivers, choices=console.choices,
             ),
             VerifyTool(
                 client_factory=factory, project_id=project_id, policy=console.policy, locks=console.locks,
                 audit=console.audit, authorize=authorize, user=user, session_id=session_id,
-                credentials=console.credentials,
+                credentials=console.credentials, drivers=console.drivers, choices=console.choices,
             ),
         ]
     return tools

@@ -18,8 +18,11 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..console.choices import FamilyChoices
+from ..console.registry import Drivers
 from ..gns3_client import GNS3AuthenticationError, GNS3Error, GNS3PermissionError, fetch_topology
 from .errors import ToolError, tool_error
+from .families import annotate_families
 from .nodes import ClientFactory
 from .permissions import gns3_refusal
 
@@ -46,7 +49,7 @@ class GNS3TopologyTool(BaseTool):
     name: str = "gns3_topology"
     description: str = (
         "Read the current topology of a GNS3 project: every node with its type, status, "
-        "console (type, host, port) and ports with what each is linked to, and every link "
+        "console (type, host, port), CLI family and ports with what each is linked to, and every link "
         "as 'nodeA portA <-> nodeB portB'. Input: project_id (UUID). Use it for details that "
         "the topology summary in the system prompt leaves out, or after changing the lab."
     )
@@ -54,6 +57,8 @@ class GNS3TopologyTool(BaseTool):
     client_factory: ClientFactory = Field(exclude=True)
     project_id: str | None = None
     """The run's project: when set, the model gives no argument (``OpenProjectTopologyInput``)."""
+    drivers: Drivers | None = Field(None, exclude=True)  # with them, each node says its CLI family (``cli``)
+    choices: FamilyChoices | None = Field(None, exclude=True)
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -63,7 +68,7 @@ class GNS3TopologyTool(BaseTool):
             self.args_schema = OpenProjectTopologyInput
             self.description = (
                 "Read the current topology of the open GNS3 project (no arguments): every node with its "
-                "type, status, console (type, host, port) and ports with what each is linked to, and every "
+                "type, status, console (type, host, port), CLI family and ports with what each is linked to, and every "
                 "link as 'nodeA portA <-> nodeB portB'. Use it for details that the topology summary in "
                 "the system prompt leaves out, or after changing the lab."
             )
@@ -77,13 +82,21 @@ class GNS3TopologyTool(BaseTool):
         try:
             async with self.client_factory() as client:
                 topology = await fetch_topology(client, project_id)
+                families: dict[str, dict[str, Any]] = {}
+                if self.drivers is not None:
+                    nodes = [dict(node) for node in topology.rest_nodes]
+                    await annotate_families(client, project_id, nodes, self.choices, self.drivers)
+                    families = {str(n.get("node_id")): {k: n[k] for k in ("cli", "cli_assumed") if k in n} for n in nodes}
         except (GNS3PermissionError, GNS3AuthenticationError) as exc:
             log.info("topology of project %s refused: %s", project_id, exc)
             raise gns3_refusal(exc, f"project {project_id}") from exc
         except GNS3Error as exc:
             log.info("topology of project %s not available: %s", project_id, exc)
             raise tool_error(exc) from exc
-        return topology.to_dict()
+        result = topology.to_dict()
+        for node in result["nodes"]:
+            node.update(families.get(str(node.get("node_id")), {}))
+        return result
 
     def _run(self, project_id: str | None = None, run_manager: CallbackManagerForToolRun | None = None) -> dict[str, Any]:
         """Blocking variant for scripts; the agent uses the async one."""

@@ -7,7 +7,9 @@ produces: ``{"project_id", "name", "status", "nodes": [...], "links": [...]}``
 with nodes and links exactly as GNS3's REST API returns them.
 
 Levels, from most to least detailed; every level keeps node names, types,
-status, consoles and every link (``PC1 e0 <-> R1 e0``):
+status, consoles, CLI families (``cli=junos``, ``cli=ios?`` when only assumed: the
+node dicts' ``cli`` and ``cli_assumed``, ``tools/families.py``) and every link
+(``PC1 e0 <-> R1 e0``):
 
 0. full: per node its position and every port, linked (``e0 -> R1 e0``) or free;
 1. without positions and free ports;
@@ -125,8 +127,16 @@ def _console(node: Mapping[str, Any]) -> str:
     return f"{_value(kind)} {_value(node.get('console_host'))}:{_value(node.get('console'))}"
 
 
+def _cli(node: Mapping[str, Any]) -> str:
+    """`` cli=junos`` (``cli=ios?`` when only assumed): the CLI family the console tools drive it as."""
+    family = node.get("cli")
+    if not family:
+        return ""
+    return f" cli={as_data(family)}{'?' if node.get('cli_assumed') else ''}"
+
+
 def _node_line(node: Mapping[str, Any], *, with_position: bool) -> str:
-    line = f"{node_text(node)} {_value(node.get('node_type'))} {_value(node.get('status'))} {_console(node)}"
+    line = f"{node_text(node)} {_value(node.get('node_type'))} {_value(node.get('status'))} {_console(node)}{_cli(node)}"
     if with_position and ("x" in node or "y" in node):
         line += f" at {_value(node.get('x'))},{_value(node.get('y'))}"
     return line
@@ -176,21 +186,22 @@ def _grouped_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
     A node alone in its group keeps its level-2 line, so that this level is never
     longer than level 2.
     """
-    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
     for node in nodes:
         kind = node.get("console_type")
         has_console = kind not in (None, "", "none")
         console = f"{_value(kind)} {_value(node.get('console_host'))}" if has_console else "no-console"
-        groups.setdefault((_value(node.get("node_type")), _value(node.get("status")), console), []).append(node)
+        key = (_value(node.get("node_type")), _value(node.get("status")), console, _cli(node))
+        groups.setdefault(key, []).append(node)
     lines = ["nodes:"]
-    for (kind, status, console), members in sorted(groups.items()):
+    for (kind, status, console, cli), members in sorted(groups.items()):
         if len(members) == 1:
             lines.append(_node_line(members[0], with_position=False))
             continue
         names = (
             f"{node_text(n)}:{_value(n.get('console'))}" if console != "no-console" else node_text(n) for n in members
         )
-        lines.append(f"{kind} {status} {console}: {' '.join(names)}")
+        lines.append(f"{kind} {status} {console}{cli}: {' '.join(names)}")
     return lines
 
 

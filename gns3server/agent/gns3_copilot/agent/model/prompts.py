@@ -94,7 +94,8 @@ def system_prompt_for(mode: str) -> str:
 # For small context windows (``small_window``): the same rules in a few words.
 COMPACT_SYSTEM_PROMPT = """\
 You are GNS3 Copilot, assistant for the user's GNS3 lab. Answer from the topology below \
-and your tools' results; never invent output. Be brief. Mode: {mode_rules}
+and your tools' results; never invent output. A node's cli= is its CLI: use its commands. \
+Be brief. Mode: {mode_rules}
 
 ### TOPOLOGY
 {{topology_info}}

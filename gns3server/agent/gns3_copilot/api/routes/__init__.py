@@ -17,6 +17,7 @@ from . import (
     console,
     console_credentials,
     evidence,
+    families,
     faults,
     llm_configs,
     llm_model_configs,
@@ -52,6 +53,7 @@ def copilot_router() -> APIRouter:
     router.include_router(llm_configs.router, prefix="/llm-configs", tags=["Copilot LLM configs"])
     router.include_router(console.router, prefix="/console", tags=["Copilot device consoles"])
     router.include_router(console_credentials.router, tags=["Copilot device consoles"])
+    router.include_router(families.router, tags=["Copilot device consoles"])
     router.include_router(mcp.router, prefix="/mcp", tags=["Copilot MCP keys and approvals"])
     return router
 
