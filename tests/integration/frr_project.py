@@ -10,7 +10,7 @@ finds the device exactly as it finds any node's console: from GNS3's node.
 QEMU nodes get the ``ios`` console driver from their node type; the tests name
 FRR's (:data:`CONSOLE_DRIVER`) in their tool calls, as a model is told to for a
 QEMU node running FRR. GNS3's data does not confirm that choice, so the policy
-judges every line in every CLI's grammar there (``drivers.cli_known``).
+judges every line in every CLI's grammar there (``registry.Drivers.pick``'s ``cli_known``).
 
 Fixtures for a test module (import them; one lab and one project per module):
 ``frr_lab`` (the ``FRRLab``), ``frr_gns3`` (the ``FRRProject`` on the session's

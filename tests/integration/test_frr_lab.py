@@ -27,10 +27,10 @@ from gns3server.agent.gns3_copilot.console import (
     Device,
     DeviceLocks,
     Who,
-    cli_known,
     load_policy,
     run_commands,
 )
+from gns3server.agent.gns3_copilot.console.registry import Drivers
 from gns3server.agent.gns3_copilot.tools.ios_rollback import rollback
 
 pytestmark = pytest.mark.integration
@@ -205,7 +205,7 @@ async def test_exit_and_shutdown_pass_where_gns3_says_the_node_runs_frr(tags, fr
     # GNS3's data confirms the CLI (a driver:frr tag) is that the grammar the policy judges them in.
     # Elsewhere they are judged in every CLI's too, where they end a shell and power a Linux VM off.
     commands = ["interface eth9", "shutdown", "exit", "no interface eth9"]
-    known = cli_known({**frr_gns3.nodes["R2"], "tags": tags}, "frr")
+    known = Drivers().pick({**frr_gns3.nodes["R2"], "tags": tags}, override="frr").cli_known
     assert frr_gns3.nodes["R2"]["node_type"] == "qemu" and known == bool(tags)
     audit = AuditLog(tmp_path / "audit")
     try:
