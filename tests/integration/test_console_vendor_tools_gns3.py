@@ -151,6 +151,10 @@ async def test_a_node_of_the_family_is_read_and_configured_with_approval_policy_
         entries = await audited(admin, session_id)
         typed = [(command, outcome, approved) for device, command, outcome, approved in entries if device == name]
         configured_lines = [e for e in typed if e[2] and e[0] != "<console login>"]  # under the approval
+        # The change transaction's one summary line (docs/changes.md): its checks did not fail.
+        (change,) = [e for e in configured_lines if e[0] == "<change>"]
+        assert change[1] in ("verified", "unverified"), change
+        configured_lines = [e for e in configured_lines if e[0] != "<change>"]
         assert [c for c, _o, _a in configured_lines][: len(batch)] == batch
         assert all(outcome == "ok" for _c, outcome, _a in configured_lines), configured_lines
         ends = commit_lines(DRIVERS[family].commit, True)
