@@ -49,4 +49,7 @@ async def test_a_linux_change_is_baselined_diffed_verified_and_rolled_back(users
     status, undone = await person.post(f"{COPILOT}/projects/{project_id}/changes/{change['change_id']}/rollback")
     assert status == 200 and undone["result"]["status"] == "ok", undone
     assert undone["commands"] == change["rollback"]["commands"]
+    # Verified by what Host1 held before (its links up), not by the address the rollback took away.
+    assert undone["verify"]["passed"] is True, undone["verify"]["summary"]
+    assert not any("10.7.0.1" in v["subject"] for v in undone["verify"]["checks"]), undone["verify"]
     assert await settles_to(shell, tmp_path, before) == before
