@@ -155,6 +155,55 @@ async def test_a_change_that_breaks_a_neighbour_fails_its_checks_and_its_rollbac
     assert outcomes[0] == "checks_failed"
 
 
+async def test_a_change_that_breaks_a_neighbour_is_rolled_back_with_one_click_by_its_route(
+        frr_lab, frr_gns3, engineer, stub, users, admin):
+    pid = frr_gns3.project_id
+    breaking = config_call("R1", ["interface eth1", "no ip ospf area", "ip ospf area 1"])
+    _, (result,) = await approved(engineer, stub, pid, [breaking], "The check failed.")
+    change = result["change"]
+    assert change["verified"] == "fail", change["checks"]
+    await asyncio.to_thread(frr_lab.wait_for, lambda: ospf_lost("R2", "10.255.0.1")(frr_lab), "R2 loses R1",
+                            BROKEN_TIMEOUT)
+    path = f"{COPILOT}/projects/{pid}/changes/{change['change_id']}/rollback"
+
+    other = await users("change_onlooker")
+    status, refused = await other.post(path)
+    assert status == 404 and refused["code"] == "change_not_found", refused
+
+    status, done = await engineer.post(path)  # the POST is the approval
+    assert status == 200, done
+    assert done["commands"] == change["rollback"]["commands"] and done["result"]["status"] == "ok", done
+    # The change's checks, run again after it: the neighbour Full again.
+    assert done["verify"]["passed"] is True, done["verify"]["summary"]
+    assert {v["subject"]: v["observed"] for v in done["verify"]["checks"]}["R1: OSPF neighbour 10.255.0.2"] == FULL
+    assert done["rolled_back_at"]
+    assert await asyncio.to_thread(frr_lab.changed) == []  # the baseline again, exactly
+
+    status, changes = await engineer.get(f"{COPILOT}/projects/{pid}/changes")
+    assert status == 200, changes
+    (listed,) = [c for c in changes if c["change_id"] == change["change_id"]]
+    assert listed["rolled_back_at"] == done["rolled_back_at"] and listed["rolled_back_by"] == "change_engineer"
+    status, again = await engineer.post(path)  # once only
+    assert status == 409 and again["code"] == "change_not_rollbackable", again
+
+    status, entries = await admin.get(f"{COPILOT}/console/audit?session_id=rollback-{change['change_id']}")
+    assert status == 200, entries
+    assert {e["approval_id"] for e in entries if e["command"] == "no ip ospf area 1"} == {
+        f"rollback:{change['change_id']}"}, entries
+
+
+async def test_a_rollback_refuses_a_device_changed_since(frr_lab, frr_gns3, engineer, stub):
+    pid = frr_gns3.project_id
+    _, (first,) = await approved(engineer, stub, pid, [config_call("R3", ["interface eth1", "description one"])],
+                                 "Done.")
+    await approved(engineer, stub, pid, [config_call("R3", ["interface eth1", "description two"])],
+                   "Done.")
+    status, refused = await engineer.post(f"{COPILOT}/projects/{pid}/changes/{first['change']['change_id']}/rollback")
+    assert status == 409 and "no longer holds" in refused["message"], refused
+    assert await asyncio.to_thread(lambda: "description two" in frr_lab.running_config("R3"))
+
+
+# Last: GNS3's restore closes and reopens the project; the routers' consoles are not reached through it after.
 async def test_a_batch_on_two_routers_is_snapshotted_once_and_the_snapshot_restored(
         frr_lab, frr_gns3, engineer, stub):
     pid = frr_gns3.project_id

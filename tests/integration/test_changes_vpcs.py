@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 import pytest
 from test_copilot_api import (  # noqa: F401  (fixtures)
@@ -28,6 +29,20 @@ from tests.support.openai_stub import reply, tool_call
 pytestmark = pytest.mark.integration
 
 
+async def approved_change(person: Any, stub: Any, project_id: str, call: dict[str, Any]) -> dict[str, Any]:
+    """A turn in which the model proposes ``call`` and the user approves it: the tool result it was given."""
+    stub.enqueue(reply(tool_calls=[tool_call("gns3_config_commands", call)]))
+    session_id = str(uuid.uuid4())
+    result = await person.chat(project_id, "Change it", session_id=session_id)
+    assert result["status"] == "waiting_confirmation", result
+    stub.enqueue("Done.")
+    status, done = await person.post(sessions_path(project_id, session_id, "/confirm"),
+                                     {"approved": True, "stream": False})
+    assert status == 200, done
+    (told,) = [json.loads(m["content"]) for m in stub.requests[-1]["messages"] if m["role"] == "tool"]
+    return dict(told)
+
+
 async def test_a_vpcs_change_is_verified_and_its_backup_restored(users, stub, admin, lab, tmp_path):
     project_id, vpcs = lab
     person, other = await users("vpcs_changer"), await users("vpcs_other")
@@ -36,16 +51,7 @@ async def test_a_vpcs_change_is_verified_and_its_backup_restored(users, stub, ad
     before = addressing(await console(vpcs, tmp_path, ["show ip"]))
 
     call = {"device": "PC1", "commands": ["ip 10.0.0.7/24 10.0.0.254"]}
-    stub.enqueue(reply(tool_calls=[tool_call("gns3_config_commands", call)]))
-    session_id = str(uuid.uuid4())
-    result = await person.chat(project_id, "Give PC1 10.0.0.7", session_id=session_id)
-    assert result["status"] == "waiting_confirmation", result
-    stub.enqueue("Done.")
-    status, done = await person.post(sessions_path(project_id, session_id, "/confirm"),
-                                     {"approved": True, "stream": False})
-    assert status == 200, done
-    (told,) = [json.loads(m["content"]) for m in stub.requests[-1]["messages"] if m["role"] == "tool"]
-    change = told["change"]
+    change = (await approved_change(person, stub, project_id, call))["change"]
     assert any(line.startswith("-IP/MASK") and "10.0.0.1/24" in line for line in change["diff"]["config"])
     assert any(line.startswith("+IP/MASK") and "10.0.0.7/24" in line for line in change["diff"]["config"])
     assert {(d["aspect"], d["before"], d["after"]) for d in change["diff"]["state"]} >= {

@@ -784,3 +784,44 @@ def test_the_gns3_web_ui_button_opens_the_panel_for_its_project(driver: WebDrive
         driver.switch_to.default_content()
         driver.close()
         driver.switch_to.window(panel_tab)
+
+
+def test_a_changes_diff_checks_and_rollback_are_shown_in_the_approval_card_as_text(
+        signed_in: Panel, stub: OpenAIStub, project: dict[str, Any], admin_rest: Rest, tmp_path: Path) -> None:
+    """A real VPCS change whose implied check fails (VPCS takes ``/32`` as ``/24``): the approval card's
+    result shows the diff of PC1's addressing, the failed check with the value read and a Roll back
+    button, which puts PC1 back; the device's text (a domain name that is markup) stays text."""
+    panel = signed_in
+    pc1 = next(n for n in admin_rest.ok("GET", f"/v3/projects/{project['project_id']}/nodes") if n["name"] == "PC1")
+    vpcs = VPCSProcess.start(tmp_path, pc1["console"])
+    markup = "<b>x<i>y<script>z"  # VPCS takes no "/" nor blank in a domain name
+    try:
+        call = {"device": "PC1", "commands": [f"ip domain {markup}", "ip 10.0.0.5/32"]}
+        stub.enqueue(reply("Setting PC1 up.", tool_calls=[tool_call("gns3_config_commands", call)]),
+                     "A check failed.")
+        panel.send("Set PC1 up")
+        panel.wait_turn_status("waiting_confirmation")
+        panel.wait_confirm_card().find_element(By.CSS_SELECTOR, ".confirm-approve").click()
+        panel.wait_turn_status("completed")
+        card = panel.css(".confirm-card")[-1]
+        view = wait_for(panel.driver, lambda d: card.find_elements(By.CSS_SELECTOR, ".change-view"),
+                        "no change shown in the approval card")[0]
+        assert view.get_attribute("data-verified") == "fail"
+        added = [panel.js("return arguments[0].textContent", e)
+                 for e in view.find_elements(By.CSS_SELECTOR, '.diff-line[data-kind="added"]')]
+        assert any(markup in line for line in added), added  # the device's text, as text
+        assert not view.find_elements(By.CSS_SELECTOR, "b, i, script")
+        checks = {panel.js("return arguments[0].querySelector('.check-subject').textContent", c).strip():
+                  (c.get_attribute("data-status"), c.find_element(By.CSS_SELECTOR, ".check-observed").text)
+                  for c in view.find_elements(By.CSS_SELECTOR, ".change-check")}
+        assert checks["PC1: address 10.0.0.5/32"][0] == "fail", checks
+        assert all("read:" in observed for _, observed in checks.values()), checks
+
+        view.find_element(By.CSS_SELECTOR, ".change-rollback").click()
+        wait_for(panel.driver, lambda d: view.get_attribute("data-rolled-back") == "true",
+                 "the rollback did not finish", timeout=90)
+        assert "Rolled back" in view.find_element(By.CSS_SELECTOR, ".change-rollback-result").text
+        assert not view.find_elements(By.CSS_SELECTOR, ".change-rollback")
+        assert asyncio.run(vpcs.address(tmp_path)) == "IP/MASK     : 0.0.0.0/0"  # as the daemon started
+    finally:
+        vpcs.stop()

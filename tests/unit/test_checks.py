@@ -25,6 +25,7 @@ from gns3server.agent.gns3_copilot.checks import (
     Timeline,
     commands_for,
     evaluate,
+    held_before,
     implied_checks,
     parse_check,
     parse_checks,
@@ -201,6 +202,10 @@ def test_a_change_implies_what_must_not_break_and_what_it_asks_for():
     vpcs = state_of("PC1", "vpcs", [Reading("PC1", "show ip", 1.0, "ok", VPCS["show ip"])])
     moved = implied_checks(vpcs, ["ip 10.0.0.7/24 10.0.0.254"])
     assert [(c.kind, getattr(c, "address", None)) for c in moved] == [("interface_up", None), ("address", "10.0.0.7/24")]
+    # What a rollback must bring back: what the device held, not what the change asked for.
+    assert [c.kind for c in moved if held_before(c)] == ["interface_up"]
+    assert all(held_before(c) for c in checks)
+    assert [held_before(c) for c in readdressed if getattr(c, "address", "") == "10.0.12.5/30"] == [False]
 
 
 async def test_run_checks_reads_again_until_each_check_is_decided():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -57,9 +58,13 @@ class Stub:
     logins: int = 0
     peers: set[Any] = field(default_factory=set)
 
-    def answer(self, method: str, path: str, status: int, body: Any, content_type: str = "application/json") -> None:
+    once: dict[tuple[str, str], tuple[int, str, str]] = field(default_factory=dict)
+
+    def answer(self, method: str, path: str, status: int, body: Any, content_type: str = "application/json",
+               *, first: bool = False) -> None:
+        """Answer ``method path`` so from now on (``first``: to its next request only, then as before)."""
         text = body if isinstance(body, str) else json.dumps(body)
-        self.answers[(method, path)] = (status, text, content_type)
+        (self.once if first else self.answers)[(method, path)] = (status, text, content_type)
 
     async def handle(self, request: web.Request) -> web.Response:
         auth = request.headers.get("Authorization")
@@ -75,7 +80,7 @@ class Stub:
             return web.json_response({"access_token": token, "token_type": "bearer"})
         if self.valid_tokens and (auth is None or auth[7:] not in self.valid_tokens):
             return web.json_response({"message": "Could not validate credentials"}, status=401)
-        status, text, content_type = self.answers.get(
+        status, text, content_type = self.once.pop((request.method, request.path), None) or self.answers.get(
             (request.method, request.path), (404, json.dumps({"message": "no such route"}), "application/json"))
         return web.Response(status=status, text=text, content_type=content_type)
 
@@ -270,3 +275,30 @@ async def test_rest_topology_is_the_raw_payloads(stub: Stub) -> None:
         rest = await fetch_rest_topology(client, PID)
         built = await fetch_topology(client, PID)
     assert rest == built.as_rest() == {"project_id": PID, "name": "lab", "status": "opened", "nodes": nodes, "links": links}
+
+
+SNAPSHOT = "5b1e3c7a-9d2f-4e8b-a6c0-1f2e3d4c5b6a"
+
+
+async def test_a_snapshot_restore_that_races_gns3s_own_file_removal_is_tried_once_more(stub: Stub) -> None:
+    restore = f"/v3/projects/{PID}/snapshots/{SNAPSHOT}/restore"
+    stub.answer("GET", f"/v3/projects/{PID}", 200, {"project_id": PID, "status": "closed"})
+    stub.answer("POST", restore, 200, {"project_id": PID, "status": "opened"})
+    stub.answer("POST", restore, 409, {"message": "[Errno 39] Directory not empty: 'qemu'"}, first=True)
+    async with OwnSessionClient(stub.base_url, token="t") as client:
+        restored = await client.restore_snapshot(PID, SNAPSHOT)
+    assert restored == {"project_id": PID, "status": "opened"}
+    assert [(m, p) for m, p, _ in stub.calls] == [("POST", restore), ("GET", f"/v3/projects/{PID}"), ("POST", restore)]
+
+
+@pytest.mark.parametrize("message", ["[Errno 39] Directory not empty: 'qemu'", "Snapshot is locked"])
+async def test_a_snapshot_restore_is_tried_once_more_only_for_that_error_and_only_once(stub: Stub,
+                                                                                       message: str) -> None:
+    restore = f"/v3/projects/{PID}/snapshots/{SNAPSHOT}/restore"
+    stub.answer("GET", f"/v3/projects/{PID}", 200, {"project_id": PID, "status": "closed"})
+    stub.answer("POST", restore, 409, {"message": message})  # every time
+    async with OwnSessionClient(stub.base_url, token="t") as client:
+        with pytest.raises(GNS3ConflictError, match=re.escape(message)):
+            await client.restore_snapshot(PID, SNAPSHOT)
+    posts = [p for m, p, _ in stub.calls if m == "POST"]
+    assert len(posts) == (2 if "Errno 39" in message else 1)

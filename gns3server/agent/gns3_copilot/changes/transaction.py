@@ -41,6 +41,7 @@ from ..checks import (
     DeviceState,
     Reading,
     commands_for,
+    held_before,
     implied_checks,
     run_checks,
     state_of,
@@ -231,16 +232,17 @@ class ChangeTransaction:
 
     def _rollback(self, undo: config_undo.Undo, checks: Sequence[Check]) -> dict[str, Any]:
         """The way back, and the change's checks as ``gns3_verify`` lines (``verify``): a rollback is
-        verified by the checks that judged the change, each given the transaction's whole wait (what
-        broke needs time to come back, e.g. an OSPF adjacency)."""
+        verified by the checks that judged what the device held before the change (not what the change
+        asked for: the rollback takes that away), each given the transaction's whole wait (what broke
+        needs time to come back, e.g. an OSPF adjacency)."""
         if undo.commands is None:
             return {"commands": None, "reason": undo.reason or "the previous settings could not be read"}
         rollback: dict[str, Any] = {"commands": list(undo.commands)}
         if undo.expects is not None:
             rollback["expects"] = dict(undo.expects)
-        if checks:
+        if any(held_before(c) for c in checks):
             rollback["verify"] = list(dict.fromkeys(
-                CheckSpec.of(c).model_copy(update={"within": self._cap}).line() for c in checks))
+                CheckSpec.of(c).model_copy(update={"within": self._cap}).line() for c in checks if held_before(c)))
         return rollback
 
     async def _record(self, result: Mapping[str, Any], change: dict[str, Any], verified: str,

@@ -10,7 +10,7 @@ every check is decided (its I/O injected). Nothing here imports the console laye
 
 from .evaluate import Timeline, Verdict, commands_for, evaluate, needed_aspects, state_of
 from .families import FAMILY_READS, StateReads, reads_for
-from .implied import implied_checks, intent_of
+from .implied import held_before, implied_checks, intent_of
 from .model import (
     AddressPresent,
     BGPNeighbor,
@@ -46,6 +46,7 @@ __all__ = [
     "check_key",
     "commands_for",
     "evaluate",
+    "held_before",
     "implied_checks",
     "intent_of",
     "needed_aspects",

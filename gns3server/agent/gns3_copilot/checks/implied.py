@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from .model import AddressPresent, BGPNeighbor, Check, InterfaceUp, OSPFNeighbor
 from .state import DeviceState
 
-__all__ = ["DEFAULT_HOLD", "MIN_HOLD", "Intent", "implied_checks", "intent_of"]
+__all__ = ["DEFAULT_HOLD", "MIN_HOLD", "Intent", "held_before", "implied_checks", "intent_of"]
+
+BEFORE = "before the change"
+"""The end of the ``why`` of a check that judges what the device held before the change."""
 
 MIN_HOLD = 2.0
 DEFAULT_HOLD = 10.0
@@ -134,6 +137,12 @@ def _hold(baseline: DeviceState, cap: float) -> float:
     return max(MIN_HOLD, min(hold, cap))
 
 
+def held_before(check: Check) -> bool:
+    """Whether ``check`` judges something the device held before the change (what a rollback must
+    bring back), not something the change asked for (what a rollback takes away)."""
+    return check.why.endswith(BEFORE)
+
+
 def implied_checks(baseline: DeviceState, commands: Sequence[str], *, cap: float = 60.0) -> list[Check]:
     """The checks ``commands`` imply on the device whose state before them is ``baseline``."""
     intent = intent_of(baseline.family, commands)
@@ -145,24 +154,24 @@ def implied_checks(baseline: DeviceState, commands: Sequence[str], *, cap: float
         if neighbor.state.casefold() == "full" and (neighbor.interface or "").casefold() not in shut \
                 and not {neighbor.router_id, neighbor.address or ""} & intent.ospf_neighbors:
             checks.append(OSPFNeighbor(device=device, neighbor=neighbor.router_id, hold=hold,
-                                       why="was Full before the change"))
+                                       why=f"was Full {BEFORE}"))
     for peer in (baseline.bgp or {}).values():
         if peer.state.casefold() == "established" and peer.address not in intent.bgp_peers:
             checks.append(BGPNeighbor(device=device, peer=peer.address, hold=hold,
-                                      why="was Established before the change"))
+                                      why=f"was Established {BEFORE}"))
     for interface in (baseline.interfaces or {}).values():
         if interface.name.casefold() in shut:
             continue
         if interface.up:
             checks.append(InterfaceUp(device=device, interface=interface.name, hold=hold,
-                                      why="was up before the change"))
+                                      why=f"was up {BEFORE}"))
         if "*" in intent.readdressed or interface.name in intent.readdressed:
             continue
         for address in interface.addresses:
             if ":" in address:
                 continue  # IPv6 link-local addresses come and go with the link
             checks.append(AddressPresent(device=device, address=address, interface=interface.name, hold=hold,
-                                         why="was there before the change"))
+                                         why=f"was there {BEFORE}"))
     for address in intent.addresses:
         checks.append(AddressPresent(device=device, address=address, interface=intent.address_interfaces.get(address),
                                      within=hold, why="set by the change"))

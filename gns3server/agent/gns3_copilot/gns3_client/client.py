@@ -38,6 +38,7 @@ from typing import Any, Literal, Self, TypeVar
 import aiohttp
 
 from .exceptions import (
+    GNS3APIError,
     GNS3AuthenticationError,
     GNS3ConnectionError,
     GNS3Error,
@@ -425,7 +426,24 @@ class GNS3Client:
         """Put the project back as the snapshot holds it (GNS3 needs ``Snapshot.Restore``; it closes and
         reopens the project, stopping its nodes)."""
         pid, sid = _check_id(project_id, "project"), _check_id(snapshot_id, "snapshot")
-        return await self.request("POST", f"/projects/{pid}/snapshots/{sid}/restore")
+        try:
+            return await self.request("POST", f"/projects/{pid}/snapshots/{sid}/restore")
+        except GNS3APIError as exc:
+            if not _files_still_going(exc):
+                raise
+            # GNS3 3.0 asks the computes to delete the project and removes its files itself at
+            # the same time; under load the two meet ("[Errno 39] Directory not empty") after
+            # the project was closed and before the snapshot was imported. Once the computes
+            # are done, the same restore succeeds: re-read the project (closed now), then once more.
+            project = await self.project(pid)
+            log.warning("Snapshot %s of project %s: GNS3 failed to clear the project's files (%s); the project "
+                        "is %s, restoring once more", sid, pid, exc.message, project.get("status"))
+            return await self.request("POST", f"/projects/{pid}/snapshots/{sid}/restore")
+
+
+def _files_still_going(exc: GNS3APIError) -> bool:
+    """GNS3's snapshot restore failing on its own file removal racing the computes' (errno 39, ENOTEMPTY)."""
+    return exc.status == 409 and "[Errno 39]" in exc.message  # ControllerError: 409
 
 
 class GNS3Connection:

@@ -13,6 +13,10 @@
 * ``GET .../snapshots`` and ``POST .../snapshots/{id}/restore``: GNS3's own snapshot
   routes, with the caller's token (GNS3 decides: ``Snapshot.Audit``, ``Snapshot.Restore``);
   the copilot takes one before a batch that changes several devices;
+* ``POST .../changes/{id}/rollback``: the change's recorded rollback, approved by that POST
+  (``rollback:<change_id>`` in the audit), run through the tool gate as the caller (a change
+  transaction itself), then the change's checks run again (``gns3_verify``); a computed
+  rollback runs only on a device that still holds what the change left (read first);
 * ``POST .../verify``: ``gns3_verify`` run through the tool gate as the caller (read-only,
   the console policy and the audit apply), its report as the answer.
 
@@ -37,12 +41,12 @@ from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
 from ...changes.diff import config_diff
 from ...changes.profiles import profile_for
-from ...changes.store import Backup, ChangeStore
+from ...changes.store import Backup, ChangeRecord, ChangeStore
 from ...errors import CopilotError, ErrorKind
 from ...service.copilot import User
 from ...tools import ios_rollback
 from ...tools.approval import ApprovalGrant
-from ...tools.config_undo import vpcs_undo
+from ...tools.config_undo import holds, vpcs_undo
 from ...tools.errors import TOOL_ERRORS
 from ...tools.gate import Approved, ToolGate, ToolOutcome
 from ...tools.permissions import NODE_CONSOLE, console_path
@@ -80,6 +84,20 @@ class ChecksFailedToRunError(CopilotError):
     code = "checks_not_run"
 
 
+class ChangeNotFoundError(CopilotError):
+    """No such change in this project, or another user's (a superadmin sees everyone's)."""
+
+    kind = ErrorKind.NOT_FOUND
+    code = "change_not_found"
+
+
+class NotRollbackableError(CopilotError):
+    """The change has no rollback, was rolled back already, or its device no longer holds what it left."""
+
+    kind = ErrorKind.CONFLICT
+    code = "change_not_rollbackable"
+
+
 class VerifyRequest(BaseModel):
     checks: list[Annotated[str, StringConstraints(max_length=300)]] = Field(min_length=1, max_length=MAX_CHECKS)
     driver: str | None = Field(None, description="The CLI family, when GNS3's node type does not tell it")
@@ -112,6 +130,68 @@ async def list_changes(project_id: ProjectId, user: CurrentUser, state: State,
     return [dataclasses.asdict(r) for r in records]
 
 
+async def _change(state: CopilotState, user: User, project_id: str, change_id: str) -> ChangeRecord:
+    record = await _store(state).change(change_id)
+    if record is None or record.project_id != project_id or (
+            record.username != user.username and not user.is_superadmin):
+        raise ChangeNotFoundError(f"Change {change_id} not found")
+    return record
+
+
+@router.post("/projects/{project_id}/changes/{change_id}/rollback",
+             responses={404: {"description": "No such change, or another user's"},
+                        409: {"description": "No rollback, rolled back already, or the device changed since"}})
+async def rollback_change(change_id: str, project_id: ProjectId, user: CurrentUser, state: State) -> dict[str, Any]:
+    """Run the change's recorded rollback, approved by this POST, then its checks again (see the module's docstring)."""
+    record = await _change(state, user, project_id, change_id)
+    rollback = record.rollback
+    commands = rollback.get("commands")
+    if not commands:
+        raise NotRollbackableError(f"Change {change_id} has no rollback: {rollback.get('reason') or 'none recorded'}")
+    if record.rolled_back_at is not None:
+        raise NotRollbackableError(f"Change {change_id} was rolled back already by {record.rolled_back_by}")
+    gate = await _tools_gate(state, user, project_id, f"rollback-{change_id}")
+    call = {"name": CONFIG_COMMANDS, "args": {"device": record.device, "commands": list(commands),
+                                              "driver": record.driver}, "id": ""}
+    expects = rollback.get("expects")
+    read = None if not isinstance(expects, Mapping) else {
+        "name": SHOW_COMMANDS, "args": {"devices": [record.device], "commands": [str(expects.get("command"))],
+                                        "driver": record.driver}, "id": ""}
+    calls = [call] if read is None else [read, call]
+    scope = {"project_id": project_id, "change_id": change_id}
+    grant = ApprovalGrant(f"rollback:{change_id}", gate.digest(calls, **scope), user.username, time.time())
+    approved = gate.verify(grant, calls, **scope)
+    if read is not None and isinstance(expects, Mapping):
+        # A computed rollback is exact only from the configuration it was computed on.
+        outcome = await gate.run(read, approved=approved)
+        answer = _answer(outcome, record.device, NotRollbackableError)
+        held = await asyncio.to_thread(holds, expects, str(answer["results"][0]["output"]))
+        if held != "after":
+            raise NotRollbackableError(
+                f"{record.device} no longer holds what change {change_id} left ({held}): its rollback would not "
+                "restore the baseline exactly; GET .../backups/{id}/diff shows what differs")
+    if not await _store(state).claim_rollback(change_id, user.username):
+        raise NotRollbackableError(f"Change {change_id} was rolled back already")
+    outcome = await gate.run(call, approved=approved)
+    if outcome.status != "success" or outcome.result.get("status") != "ok":
+        await _store(state).release_rollback(change_id)
+        exc = outcome.error
+        if exc is not None and not isinstance(exc, (ToolException, ValidationError)):
+            raise exc
+        reason = outcome.reason if outcome.status != "success" else outcome.result.get("error") or "a command failed"
+        raise NotRollbackableError(f"{record.device} was not rolled back: {reason}")
+    report: dict[str, Any] | None = None
+    if rollback.get("verify"):
+        verify_call = {"name": VERIFY, "args": {"checks": list(rollback["verify"]), "driver": record.driver}, "id": ""}
+        verified = await gate.run(verify_call)
+        report = dict(verified.result) if verified.status == "success" else {
+            "passed": None, "checks": [], "summary": f"not verified: {verified.reason}"}
+    log.info("Change %s on %s rolled back by %s", change_id, record.device, user.username)
+    done = await _store(state).change(change_id)
+    return {"change_id": change_id, "device": record.device, "commands": list(commands), "result": outcome.result,
+            "verify": report, "rolled_back_at": done.rolled_back_at if done else None}
+
+
 @router.get("/projects/{project_id}/backups")
 async def list_backups(project_id: ProjectId, user: CurrentUser, state: State,
                        node_id: Annotated[str | None, Query(max_length=64)] = None) -> list[dict[str, Any]]:
@@ -134,19 +214,20 @@ async def _read(gate: ToolGate, approved: Approved | None, backup: Backup) -> li
     call = {"name": SHOW_COMMANDS, "args": {"devices": [backup.device], "commands": list(backup.commands),
                                             "driver": backup.driver}, "id": ""}
     outcome = await gate.run(call, approved=approved)
-    answer = _answer(outcome, backup)
+    answer = _answer(outcome, backup.device)
     return [r["output"] for r in answer["results"]]
 
 
-def _answer(outcome: ToolOutcome, backup: Backup) -> Mapping[str, Any]:
+def _answer(outcome: ToolOutcome, device: str, error: type[CopilotError] = NotRestorableError) -> Mapping[str, Any]:
+    """A one-device read's answer; ``error`` when it could not be read."""
     exc = outcome.error
     if exc is not None and not isinstance(exc, (ToolException, ValidationError)):  # a bug: the error tree answers it
         raise exc
     if outcome.status != "success":
-        raise NotRestorableError(f"{backup.device} could not be read: {outcome.reason}")
+        raise error(f"{device} could not be read: {outcome.reason}")
     (answer,) = outcome.result["devices"]
     if answer["status"] != "ok":
-        raise NotRestorableError(f"{backup.device} could not be read ({answer['status']}): {answer.get('error')}")
+        raise error(f"{device} could not be read ({answer['status']}): {answer.get('error')}")
     return answer
 
 

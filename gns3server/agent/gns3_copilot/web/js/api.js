@@ -103,6 +103,10 @@ export class Api {
     return this.request("GET", `${this.chatBase(projectId)}/sessions/${enc(sessionId)}`);
   }
   /** One device read kept as evidence in the session (`id`: E1, E2 ...), with its output. */
+  /** Run a change's recorded rollback (the POST is the approval), then its checks again. */
+  rollback(projectId, changeId) {
+    return this.request("POST", `/v3/copilot/projects/${enc(projectId)}/changes/${enc(changeId)}/rollback`);
+  }
   evidence(projectId, sessionId, id) {
     return this.request("GET", `${this.chatBase(projectId)}/sessions/${enc(sessionId)}/evidence/${enc(id)}`);
   }

@@ -3,6 +3,7 @@
 // approval card), and the panel put back once the run has ended.
 
 import { ApiError } from "./api.js";
+import { showChange } from "./changes.js";
 import { Turn, focusConfirmCard, hideEmpty, scrollDown, userBubble } from "./conversation.js";
 import { reportError } from "./errors.js";
 import { rememberLlm } from "./llm.js";
@@ -141,9 +142,12 @@ function handleEvent(run, event) {
     case "tool_start":
       updateToolCard(turn.card(event), { status: "running", args: event.args });
       break;
-    case "tool_end":
-      updateToolCard(turn.card(event), { status: event.status || "success", output: event.output ?? "" });
+    case "tool_end": {
+      const card = turn.card(event);
+      updateToolCard(card, { status: event.status || "success", output: event.output ?? "" });
+      showChange(card, event.output);
       break;
+    }
     case "context":
       showReport(event.report);
       break;

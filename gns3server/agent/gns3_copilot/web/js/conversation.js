@@ -2,6 +2,7 @@
 // in the order they happened), a stored history drawn again, and the scrolling that
 // follows a streaming answer unless the user scrolled up.
 
+import { showChange } from "./changes.js";
 import { evidenceCard } from "./evidence.js";
 import { resetMeter } from "./meter.js";
 import { el, markdownFragment, toolCard, updateToolCard } from "./render.js";
@@ -151,6 +152,7 @@ export function renderHistory(messages, load) {
       }
       const card = turn.card({ tool_call_id: message.tool_call_id, name: message.name, args: undefined });
       updateToolCard(card, { status: message.status || "success", output: message.content });
+      showChange(card, message.content);
     }
   }
   if (!messages.length) $("empty-chat").hidden = false;
