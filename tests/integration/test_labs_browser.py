@@ -35,6 +35,7 @@ from test_panel_browser import (  # noqa: F401
 )
 from vpcs_process import VPCSProcess
 
+from gns3server.agent.gns3_copilot.teaching.catalogue import read_catalogue
 from tests.browser.chromium import visible, wait_for
 from tests.browser.panel import Panel
 from tests.browser.rest import Rest
@@ -46,9 +47,11 @@ STUDENT_PRIVILEGES = ("Project.Audit", "Node.Audit", "Node.Console", "Link.Audit
 LONG = 90.0  # an assignment waits up to 60 s for its fault to show
 
 
+SHIPPED = resources.files("gns3server.agent.gns3_copilot.teaching") / "scenarios"
+
+
 def scenario(scenario_id: str) -> dict[str, Any]:
-    shipped = resources.files("gns3server.agent.gns3_copilot.teaching") / "scenarios" / "vpcs.toml"
-    return next(s for s in tomllib.loads(shipped.read_text())["scenario"] if s["id"] == scenario_id)
+    return next(s for s in tomllib.loads((SHIPPED / "vpcs.toml").read_text())["scenario"] if s["id"] == scenario_id)
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +175,31 @@ def test_a_lab_assigned_in_the_panel_is_checked_hinted_fixed_and_listed_with_its
     wait_for(panel.driver, lambda d: "No open assignment." in texts(dialog, ".labs-none"), "not closed")
     assert not [a for a in user_rest.ok("GET", f"/v3/copilot/projects/{project_id}/teaching/assignments")
                 if not a["closed_at"]]
+
+
+def test_the_teacher_draws_n_scenarios_of_a_level_with_a_seed_from_the_panel(
+        panel: Panel, project: dict[str, Any], user_rest: Rest, pc1: VPCSProcess) -> None:
+    project_id = project["project_id"]
+    # What that seed draws among the ccna scenarios a project of VPCS PCs can fill.
+    catalogue = read_catalogue([Path(str(SHIPPED))])
+    fits = [s for s in catalogue.by_level("ccna") if all(r.family == "vpcs" for r in s.roles.values())]
+    expected = [s.id for s in catalogue.draw("ccna", 2, "class-a", fits)]
+
+    dialog = open_labs(panel, USER, PASSWORD, project_id, "teacher")
+    wait_for(panel.driver, lambda d: dialog.find_elements(By.CSS_SELECTOR, ".labs-catalogue tbody tr"),
+             "no catalogue")
+    panel.by_id("labs-count").clear()
+    panel.by_id("labs-count").send_keys("2")
+    panel.by_id("labs-seed").send_keys("class-a")
+    panel.by_id("labs-draw").click()
+    wait_for(panel.driver, lambda d: panel.by_id("labs-status").text.startswith("Assigned "),
+             "not assigned", timeout=2 * LONG)
+    assert panel.by_id("labs-status").text == f"Assigned {', '.join(expected)}."
+    rows = [[c.text for c in r.find_elements(By.TAG_NAME, "td")]
+            for r in dialog.find_elements(By.CSS_SELECTOR, ".labs-open tbody tr")]
+    assert sorted((r[1], r[5]) for r in rows) == sorted((i, "class-a") for i in expected)
+    made = [a for a in user_rest.ok("GET", f"/v3/copilot/projects/{project_id}/teaching/assignments")
+            if not a["closed_at"]]
+    assert sorted(a["scenario_id"] for a in made) == sorted(expected)
+    for assignment in made:  # leave the project with no open lab
+        user_rest.ok("POST", f"/v3/copilot/projects/{project_id}/teaching/assignments/{assignment['assignment_id']}/close")
