@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
+from test_fault_revert import console
 
 # The browser, the server user, the stub and the panel fixtures live with the panel tests.
-from test_fault_revert import console
 from test_panel_browser import (  # noqa: F401
     PASSWORD,
     USER,
@@ -33,6 +33,7 @@ from test_panel_browser import (  # noqa: F401
     stub,
     user_rest,
 )
+from test_teaching_labs import STUDENT_PRIVILEGES
 from vpcs_process import VPCSProcess
 
 from gns3server.agent.gns3_copilot.teaching.catalogue import read_catalogue
@@ -43,7 +44,6 @@ from tests.browser.rest import Rest
 pytestmark = pytest.mark.integration
 
 SCENARIO = "vpcs-wrong-dns"
-STUDENT_PRIVILEGES = ("Project.Audit", "Node.Audit", "Node.Console", "Link.Audit")
 LONG = 90.0  # an assignment waits up to 60 s for its fault to show
 
 
@@ -188,9 +188,17 @@ def test_the_teacher_draws_n_scenarios_of_a_level_with_a_seed_from_the_panel(
     dialog = open_labs(panel, USER, PASSWORD, project_id, "teacher")
     wait_for(panel.driver, lambda d: dialog.find_elements(By.CSS_SELECTOR, ".labs-catalogue tbody tr"),
              "no catalogue")
+    panel.by_id("labs-seed").send_keys("class-a")
+    panel.by_id("labs-count").clear()
+    panel.by_id("labs-count").send_keys("0")  # refused in words, nothing assigned
+    panel.by_id("labs-draw").click()
+    wait_for(panel.driver, lambda d: panel.by_id("labs-status").text == "Count: a whole number from 1 to 20.",
+             "a bad count was not refused")
+    assert panel.by_id("labs-draw").is_enabled()
+    assert not [a for a in user_rest.ok("GET", f"/v3/copilot/projects/{project_id}/teaching/assignments")
+                if not a["closed_at"]]
     panel.by_id("labs-count").clear()
     panel.by_id("labs-count").send_keys("2")
-    panel.by_id("labs-seed").send_keys("class-a")
     panel.by_id("labs-draw").click()
     wait_for(panel.driver, lambda d: panel.by_id("labs-status").text.startswith("Assigned "),
              "not assigned", timeout=2 * LONG)

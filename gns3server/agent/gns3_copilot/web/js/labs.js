@@ -67,6 +67,12 @@ function input(id, attrs = {}) {
   return node;
 }
 
+/** A whole number in [low, high] typed by the user, or null. */
+function whole(text, low, high) {
+  const value = Number(String(text).trim());
+  return Number.isInteger(value) && value >= low && value <= high ? value : null;
+}
+
 const minutes = (limit) => (limit ? `${limit} min` : "none");
 const needs = (roles) => Object.entries(roles || {}).map(([role, family]) => `${role} (${family})`).join(", ");
 
@@ -123,18 +129,28 @@ function drawTeacher(body, projectId, scenarios, assignments, results) {
   }
   const count = input("labs-count", { inputmode: "numeric", value: "1", size: "3" });
   const seed = input("labs-seed", { placeholder: "any", size: "8" });
-  const timeLimit = () => (limit.value.trim() ? { time_limit_minutes: Number(limit.value.trim()) } : {});
+  const timeLimit = () => {
+    if (!limit.value.trim()) return {};
+    const value = whole(limit.value, 1, 600);
+    return value === null ? null : { time_limit_minutes: value };
+  };
   const chosen = () => [...body.querySelectorAll(".labs-pick:checked")].map((p) => p.value);
   const assignChosen = button("Assign chosen", "primary", () => {
     const ids = chosen();
+    const limited = timeLimit();
     if (!ids.length) status("Tick the scenarios to assign first.", "warn");
-    else assign(projectId, { scenario_ids: ids, ...timeLimit() });
+    else if (limited === null) status("Time limit: a whole number of minutes from 1 to 600.", "warn");
+    else assign(projectId, { scenario_ids: ids, ...limited });
   });
   assignChosen.id = "labs-assign";
   const draw = button("Draw and assign", null, () => {
-    const body_ = { level: level.value, count: Number(count.value.trim() || "1"), ...timeLimit() };
-    if (seed.value.trim()) body_.seed = seed.value.trim();
-    assign(projectId, body_);
+    const limited = timeLimit();
+    const drawn = whole(count.value || "1", 1, 20);
+    if (limited === null) return status("Time limit: a whole number of minutes from 1 to 600.", "warn");
+    if (drawn === null) return status("Count: a whole number from 1 to 20.", "warn");
+    const request = { level: level.value, count: drawn, ...limited };
+    if (seed.value.trim()) request.seed = seed.value.trim();
+    return assign(projectId, request);
   });
   draw.id = "labs-draw";
   const form = el("div", "labs-assign");
