@@ -185,6 +185,35 @@ export class Api {
     return this.request("PUT", `/v3/copilot/llm-configs/default/${enc(configId)}`);
   }
   clearDefaultLlmConfig() { return this.request("DELETE", "/v3/copilot/llm-configs/default"); }
+
+  // -- graded labs (docs/teaching.md): who is a teacher is the server's answer (`results().teacher`)
+  teachingBase(projectId) { return `/v3/copilot/projects/${enc(projectId)}/teaching`; }
+  scenarios() { return this.request("GET", "/v3/copilot/teaching/scenarios"); }
+  assignments(projectId) { return this.request("GET", `${this.teachingBase(projectId)}/assignments`); }
+  /** `body`: {scenario_ids} or {level, count, seed}, optional time_limit_minutes; answers once broken. */
+  assign(projectId, body) { return this.request("POST", `${this.teachingBase(projectId)}/assignments`, body); }
+  checkWork(projectId, assignmentId) {
+    return this.request("POST", `${this.teachingBase(projectId)}/check`, { assignment_id: assignmentId });
+  }
+  /** The next hint; every one served: ApiError 409 `no_more_hints`. */
+  nextHint(projectId, assignmentId) {
+    return this.request("POST", `${this.teachingBase(projectId)}/assignments/${enc(assignmentId)}/hint`);
+  }
+  closeAssignment(projectId, assignmentId) {
+    return this.request("POST", `${this.teachingBase(projectId)}/assignments/${enc(assignmentId)}/close`);
+  }
+  /** {teacher, results}: every student's rows for a teacher, the caller's own otherwise. */
+  labResults(projectId) { return this.request("GET", `${this.teachingBase(projectId)}/results`); }
+  /** The results as CSV text (teachers only). */
+  async labResultsCsv(projectId) {
+    const response = await fetch(`${this.teachingBase(projectId)}/results.csv`, { headers: this.headers() });
+    if (!response.ok) {
+      const data = await readJson(response);
+      if (response.status === 401) this.onUnauthorized();
+      throw new ApiError(response.status, data);
+    }
+    return response.text();
+  }
 }
 
 /** Parse a text/event-stream body: yields the JSON of every `data:` event. */

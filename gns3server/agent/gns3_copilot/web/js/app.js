@@ -9,6 +9,7 @@ import { initChat, send } from "./chat.js";
 import { nearBottom } from "./conversation.js";
 import { reportError } from "./errors.js";
 import { checkLlmConfigured, loadLlmConfigs, onLlmChange } from "./llm.js";
+import { openLabs } from "./labs.js";
 import { initMcpSettings } from "./mcp.js";
 import { refreshMeter } from "./meter.js";
 import { clearNotice, runNoticeAction } from "./notice.js";
@@ -181,6 +182,8 @@ function wire() {
     onError: reportError,
   });
   initMcpSettings({ api: () => state.api });
+  $("labs-button").addEventListener("click", openLabs);
+  $("labs-close").addEventListener("click", () => $("labs-dialog").close());
 }
 
 wire();
