@@ -41,15 +41,26 @@ ADMIN_USERNAME = "admin"
 ADMIN_PASSWORD = "admin"
 
 # Port ranges below Linux's ephemeral range (32768+), where free_port() picks the
-# HTTP port, so a node console never lands on another server's HTTP port.
-_PORT_RANGES = {
-    "console_start_port_range": 20000,
-    "console_end_port_range": 24999,
-    "vnc_console_start_port_range": 25000,
-    "vnc_console_end_port_range": 25999,
-    "udp_start_port_range": 26000,
-    "udp_end_port_range": 31999,
-}
+# HTTP port, so a node console never lands on another server's HTTP port. Two test
+# runs at once (scripts/test runs the router tests beside the rest) each get a block
+# of their own (GNS3_TEST_PORT_BLOCK=0 or 1): GNS3 checks a console port is free only
+# when it allocates it, and the tests attach their CLIs to it later, so two servers
+# sharing one range could hand two nodes the same port.
+_RANGES = {"console": (20000, 24999), "vnc_console": (25000, 25999), "udp": (26000, 31999)}
+
+
+def _port_ranges(block: str | None = None) -> dict[str, int]:
+    """The ranges of the run's block (the whole range when no block is set)."""
+    block = os.environ.get("GNS3_TEST_PORT_BLOCK", "") if block is None else block
+    if block not in ("", "0", "1"):
+        raise ValueError(f"GNS3_TEST_PORT_BLOCK must be 0 or 1, not {block!r}")
+    ranges: dict[str, int] = {}
+    for name, (start, end) in _RANGES.items():
+        if block:
+            half = (end - start + 1) // 2
+            start, end = (start, start + half - 1) if block == "0" else (start + half, end)
+        ranges[f"{name}_start_port_range"], ranges[f"{name}_end_port_range"] = start, end
+    return ranges
 
 _COMPUTE_CONNECTED = "Connected to compute 'local'"
 
@@ -75,7 +86,7 @@ def write_config(
         "symbols_path": data / "symbols",
         "configs_path": data / "configs",
         "compute_password": secrets.token_hex(16),
-        **_PORT_RANGES,
+        **_port_ranges(),
     }
     controller = {
         "default_admin_username": ADMIN_USERNAME,
