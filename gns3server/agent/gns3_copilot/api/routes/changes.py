@@ -333,7 +333,8 @@ async def restore_snapshot(snapshot_id: uuid.UUID, project_id: ProjectId, user: 
 
 
 @router.post("/projects/{project_id}/verify",
-             responses={422: {"description": "A check that is not understood, or a device that cannot be read"}})
+             responses={413: {"description": "Request body too large"},
+                        422: {"description": "A check that is not understood, or a device that cannot be read"}})
 async def verify(body: VerifyRequest, project_id: ProjectId, user: CurrentUser, state: State) -> dict[str, Any]:
     """Run checks of device state now (``gns3_verify``, read-only): each verdict with the values read."""
     gate = await _tools_gate(state, user, project_id, f"verify-{uuid.uuid4().hex[:8]}")

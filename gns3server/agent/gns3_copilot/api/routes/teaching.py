@@ -68,6 +68,7 @@ async def scenarios(user: CurrentUser, state: State) -> list[dict[str, Any]]:
 @router.post("/projects/{project_id}/teaching/assignments", status_code=201,
              responses={403: {"description": "Not a teacher of this project"},
                         404: {"description": "No such scenario"},
+                        413: {"description": "Request body too large"},
                         409: {"description": "The scenario cannot be put into this lab"}})
 async def assign(body: AssignRequest, project_id: ProjectId, user: CurrentUser, state: State) -> list[dict[str, Any]]:
     """Assign scenarios to the project: chosen, or drawn by level with a seed (teachers only)."""
@@ -83,7 +84,7 @@ async def assignments(project_id: ProjectId, user: CurrentUser, state: State) ->
     return await teaching_of(state).assignments(learner(state, user), project_id, user.is_superadmin)
 
 
-@router.post("/projects/{project_id}/teaching/check")
+@router.post("/projects/{project_id}/teaching/check", responses={413: {"description": "Request body too large"}})
 async def check_work(body: CheckRequest, project_id: ProjectId, user: CurrentUser, state: State) -> list[dict[str, Any]]:
     """"Check my work": each open assignment graded on the devices now, as the caller (an attempt each)."""
     return await teaching_of(state).check_work(learner(state, user), project_id, body.assignment_id)
