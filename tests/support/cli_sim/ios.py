@@ -155,12 +155,7 @@ class Section:
                     for slot in [s for s in self.lines if s.startswith(prefix)]:
                         del self.lines[slot]
                 else:
-                    try:
-                        self.lines.pop(rule.slot.format(**groups), None)
-                    except KeyError:  # a negation naming less than the slot does: every line of the kind
-                        head = rule.slot.split("{")[0]
-                        for slot in [s for s in self.lines if s.startswith(head)]:
-                            del self.lines[slot]
+                    self.lines.pop(rule.slot.format(**groups), None)
                 return ""
             if rule.needs and rule.needs.format(**groups) not in self.lines:
                 return rule.needs_error
