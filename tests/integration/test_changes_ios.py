@@ -231,13 +231,14 @@ async def test_an_ios_fault_is_injected_seen_and_reverted_exactly_from_the_basel
     assert configuration(router) == baseline  # exactly, line for line
 
     # Audited under the teacher's revert approval: R1 read (it still holds what the fault left), the
-    # undo typed, R1 read again (it holds what it had).
+    # undo typed as a change transaction of its own (baseline first), R1 read again (it holds what it had).
     status, entries = await admin.get(f"{COPILOT}/console/audit?session_id={session_id}")
     assert status == 200, entries
     revert_id = f"revert:{recorded['fault_id']}"
     reverting = [e["command"] for e in reversed(entries) if e["approval_id"] == revert_id]
     typed = [c for c in reverting if c in fault.undo]
-    assert typed == fault.undo and reverting[0] == "show running-config" and reverting[-1] != fault.undo[-1]
+    assert typed == fault.undo and reverting[0] == reverting[-1] == "show running-config"
+    assert reverting.index(fault.undo[0]) > reverting.index("show running-config", 1)  # the undo's own baseline
 
 
 async def test_a_revert_refuses_a_router_changed_since_and_runs_nothing_on_one_fixed_already(iosv, router, people,
