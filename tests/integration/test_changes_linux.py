@@ -53,3 +53,21 @@ async def test_a_linux_change_is_baselined_diffed_verified_and_rolled_back(users
     assert undone["verify"]["passed"] is True, undone["verify"]["summary"]
     assert not any("10.7.0.1" in v["subject"] for v in undone["verify"]["checks"]), undone["verify"]
     assert await settles_to(shell, tmp_path, before) == before
+
+
+async def test_a_rollback_refuses_a_host_changed_since(users, stub, linux_lab, tmp_path):
+    """The recorded inverse of an address added (``ip addr del``) is exact only on the host the change left."""
+    project_id, shell = linux_lab
+    person = await users("linux_rollbacker")
+    await person.use_llm(stub, context_limit=128)
+    first = await approved_change(person, stub, project_id, {"device": "Host1", "driver": "linux",
+                                                             "commands": ["ip addr add 10.7.0.1/24 dev eth0"]})
+    assert set(first["change"]["rollback"]["expects"]) == {"commands", "after"}
+    await approved_change(person, stub, project_id, {"device": "Host1", "driver": "linux",
+                                                     "commands": ["ip route add 10.9.0.0/16 via 10.7.0.254"]})
+    status, refused = await person.post(
+        f"{COPILOT}/projects/{project_id}/changes/{first['change']['change_id']}/rollback")
+    assert status == 409 and refused["code"] == "change_not_rollbackable", refused
+    assert "Host1 no longer holds what change" in refused["message"], refused
+    state = await device_state(shell, tmp_path)
+    assert "10.7.0.1/24" in state[1] and "10.9.0.0/16 via 10.7.0.254" in state[2]  # nothing was run

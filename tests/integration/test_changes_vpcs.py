@@ -84,3 +84,26 @@ async def test_a_vpcs_change_is_verified_and_its_backup_restored(users, stub, ad
 
     status, entries = await admin.get(f"{COPILOT}/console/audit?session_id=restore-{backups[0]['backup_id']}")
     assert status == 200 and {e["approval_id"] for e in entries} == {f"restore:{backups[0]['backup_id']}"}, entries
+
+
+async def test_a_rollback_refuses_a_vpcs_changed_since_and_runs_on_one_as_the_change_left_it(users, stub, lab,
+                                                                                               tmp_path):
+    """A recorded inverse (``clear ip`` and the addressing typed again) would throw away what was set since."""
+    project_id, vpcs = lab
+    person = await users("vpcs_rollbacker")
+    await person.use_llm(stub, context_limit=128)
+    await console(vpcs, tmp_path, ["ip 10.0.0.1/24 10.0.0.254"], "config")
+    change = (await approved_change(person, stub, project_id,
+                                    {"device": "PC1", "commands": ["ip 10.0.0.7/24 10.0.0.254"]}))["change"]
+    assert set(change["rollback"]["expects"]) == {"commands", "after"}
+    await console(vpcs, tmp_path, ["ip dns 10.0.0.53"], "config")  # changed since, outside the copilot
+    path = f"{COPILOT}/projects/{project_id}/changes/{change['change_id']}/rollback"
+    status, refused = await person.post(path)
+    assert status == 409 and refused["code"] == "change_not_rollbackable", refused
+    assert "PC1 no longer holds what change" in refused["message"], refused
+    assert addressing(await console(vpcs, tmp_path, ["show ip"]))["DNS"] == "10.0.0.53"  # nothing was run
+
+    await console(vpcs, tmp_path, ["clear ip", "ip 10.0.0.7/24 10.0.0.254"], "config")  # as the change left it
+    status, done = await person.post(path)
+    assert status == 200 and done["result"]["status"] == "ok", done
+    assert addressing(await console(vpcs, tmp_path, ["show ip"]))["IP/MASK"] == "10.0.0.1/24"

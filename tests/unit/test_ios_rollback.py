@@ -160,6 +160,11 @@ def test_global_lines_come_before_sections_whatever_the_configuration_order():
 
 
 IOS_CASES = {
+    # A timer is set again in place: negated first, the interface would say hello every 10 s in between.
+    "hello interval": ([(" ip ospf hello-interval 1", " ip ospf hello-interval 2")],
+                       ["interface GigabitEthernet0/0", "ip ospf hello-interval 1"]),
+    "ospf cost added": ([(" ip ospf hello-interval 1\n", " ip ospf hello-interval 1\n ip ospf cost 20\n")],
+                        ["interface GigabitEthernet0/0", "no ip ospf cost 20"]),
     "interface shut down": ([(" duplex auto\n", " duplex auto\n shutdown\n")],
                             ["interface GigabitEthernet0/0", "no shutdown"]),
     "address replaced": ([("ip address 10.0.12.1 ", "ip address 10.0.12.5 ")],

@@ -68,7 +68,11 @@ class Transcript:
 
     @classmethod
     def load(cls, family: str) -> Transcript:
-        data = tomllib.loads((TRANSCRIPTS / f"{family}.toml").read_text("utf-8"))
+        return cls.read(TRANSCRIPTS / f"{family}.toml")
+
+    @classmethod
+    def read(cls, path: Path) -> Transcript:
+        data = tomllib.loads(path.read_text("utf-8"))
         entries = tuple(
             Entry(
                 modes=tuple(e["modes"]) if "modes" in e else tuple(data["modes"]),
@@ -106,6 +110,10 @@ class Device:
         # A confirmed commit's time counts in the CLI's unit (minutes, seconds); tests shrink it.
         unit = float(transcript.config.get("confirmed_unit_seconds", 60))
         self.seconds_per_unit = unit if seconds_per_unit is None else seconds_per_unit
+
+    def session(self) -> Session:
+        """A new console connection's session (a device with a CLI of its own returns its own kind)."""
+        return Session(self)
 
     def rollback_due(self, now: float) -> bool:
         """Roll a confirmed commit back if its time is up (the device does it by itself)."""
@@ -272,13 +280,7 @@ class Session:
             self.contexts = []
         if line in config.get("commit_on", ()):
             self._commit(line, now)
-        output = entry.output
-        if entry.render == "running":
-            lines = entry.output.split("\n") if entry.output else []
-            end = len(lines) - 1 if lines and lines[-1].strip() == "end" else len(lines)
-            output = "\n".join([*lines[:end], *self.device.running, *lines[end:]])
-        elif entry.render == "candidate":
-            output = "\n".join(self.candidate)
+        output = self.render(entry, line) if entry.render else entry.output
         for pipe in pipes:
             output, paging = self._modifier(pipe, entry, output)
             if not paging:
@@ -286,6 +288,16 @@ class Session:
         if entry.repeat:
             return Reply(output, repeat=entry.repeat)
         return self._paged(output)
+
+    def render(self, entry: Entry, line: str) -> str:
+        """The output of a command whose answer is the device's state (``render``), for ``line`` as read."""
+        if entry.render == "running":
+            lines = entry.output.split("\n") if entry.output else []
+            end = len(lines) - 1 if lines and lines[-1].strip() == "end" else len(lines)
+            return "\n".join([*lines[:end], *self.device.running, *lines[end:]])
+        if entry.render == "candidate":
+            return "\n".join(self.candidate)
+        return entry.output
 
     def _modifier(self, pipe: str, entry: Entry, output: str) -> tuple[str, bool]:
         words = pipe.split()

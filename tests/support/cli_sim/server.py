@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Self
 
-from .device import Device, Reply, Session, Transcript
+from .device import Device, Reply, Transcript
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ class CliSimulator:
     transcript: Transcript
     seconds_per_unit: float | None = None  # how long a confirmed commit's unit (minute, second) lasts here
     listen_port: int = 0  # a GNS3 node's console port (0: one the OS picks)
+    kind: type[Device] = Device  # the device playing the transcript (``ios.IOSDevice``: a stateful IOS)
     device: Device = field(init=False)
     port: int = field(init=False, default=0)
     received: list[str] = field(init=False, default_factory=list)  # every line typed, as it came
@@ -41,7 +42,7 @@ class CliSimulator:
     _sessions: set[asyncio.Task[None]] = field(init=False, default_factory=set)
 
     def __post_init__(self) -> None:
-        self.device = Device(self.transcript, seconds_per_unit=self.seconds_per_unit)
+        self.device = self.kind(self.transcript, seconds_per_unit=self.seconds_per_unit)
 
     async def __aenter__(self) -> Self:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.listen_port)
@@ -79,7 +80,7 @@ class _Console:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sim: CliSimulator) -> None:
         self.reader, self.writer, self.sim = reader, writer, sim
-        self.session = Session(sim.device)
+        self.session = sim.device.session()
         self.t = sim.transcript
         self.after_cr = False
 

@@ -21,8 +21,9 @@ audited, nothing is captured, and the result says so.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
@@ -51,11 +52,21 @@ class ChangeProfile:
     restore: Way
     noise: tuple[re.Pattern[str], ...] = ()
     note: str = ""
+    volatile: tuple[re.Pattern[str], ...] = ()
+    """Parts of configuration lines that change by themselves (an address's remaining lifetime): not compared."""
     """What the family's support lacks, said in results (e.g. VPCS keeps no configuration besides its addresses)."""
 
     def configuration(self, text: str) -> list[str]:
         """The configuration lines of one capture (noise left out, trailing blanks stripped)."""
         return [line.rstrip() for line in text.splitlines() if not any(p.search(line) for p in self.noise)]
+
+    def digest(self, captures: Sequence[str]) -> str:
+        """A fingerprint of the configuration ``captures`` (the ``config`` commands' answers) hold, to tell
+        later whether a device still holds it: its configuration lines, ``volatile`` parts left out."""
+        lines = [line for capture in captures for line in self.configuration(capture)]
+        for pattern in self.volatile:
+            lines = [pattern.sub("", line) for line in lines]
+        return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 IOS = ChangeProfile("ios", ("show running-config",), ("interfaces", "ospf", "bgp", "routes"), "computed", "computed",
@@ -74,6 +85,7 @@ LINUX = ChangeProfile(
     (re.compile(r"^\s*$"),),
     note="a Linux host's configuration is its links, addresses and routes; the rollback covers the iproute2 "
          "commands of docs/api.md, and a backup is kept to compare, not restored as a whole",
+    volatile=(re.compile(r"\b(?:valid|preferred)_lft \S+"),),
 )
 UNKNOWN = ChangeProfile("unknown", (), (), "none", "none",
                         note="the copilot captures nothing around changes on this CLI family")

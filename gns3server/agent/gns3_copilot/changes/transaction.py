@@ -26,7 +26,6 @@ run's policy, locks, audit and approval): the transaction itself never opens a c
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 import uuid
@@ -177,6 +176,10 @@ class ChangeTransaction:
         elif self._verify:
             change["checks"] = {"passed": None, "checks": [], "summary": self._unverified(baseline_ok, result)}
         change["rollback"] = self._rollback(undo, checks)
+        if change["rollback"].get("commands") and "expects" not in change["rollback"]:
+            left = await self._left(after_by_command)
+            if left is not None:
+                change["rollback"]["expects"] = left
         verified = "none" if report is None else "pass" if report.passed else "fail"
         change["verified"] = verified
         if verified == "fail" and change["rollback"].get("commands"):
@@ -213,8 +216,7 @@ class ChangeTransaction:
     def _fingerprint(self, captures: Sequence[str]) -> str:
         if self.profile.restore == "computed":
             return ios_rollback.fingerprint(captures[0])
-        lines = [line for capture in captures for line in self.profile.configuration(capture)]
-        return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
+        return self.profile.digest(captures)
 
     async def _diff(self, before: Mapping[str, Reading], after: Mapping[str, Reading],
                     baseline: DeviceState | None) -> dict[str, Any]:
@@ -229,6 +231,15 @@ class ChangeTransaction:
         if baseline is not None and after:
             state = state_diff(baseline, await self._state(list(after.values())))
         return {"config": config, "state": state}
+
+    async def _left(self, after: Mapping[str, Reading]) -> dict[str, Any] | None:
+        """What a recorded inverse applies to: the configuration the change left (its ``commands`` and the
+        fingerprint of their answers), so that its rollback can tell a device changed since."""
+        config = self.profile.config
+        if not config or not all(c in after and after[c].ok for c in config):
+            return None
+        digest = await asyncio.to_thread(self.profile.digest, [after[c].output for c in config])
+        return {"commands": list(config), "after": digest}
 
     def _rollback(self, undo: config_undo.Undo, checks: Sequence[Check]) -> dict[str, Any]:
         """The way back, and the change's checks as ``gns3_verify`` lines (``verify``): a rollback is

@@ -214,6 +214,10 @@ IOS = Driver(
         r"^\s*% ?Bad ",
         r"^\s*%Error",
         r"^\s*% ?Error",
+        # Configuration lines IOS refuses in words of their own (the line is not applied).
+        r"^\s*% ?Specify remote-as or peer-group commands first",
+        r"^\s*% ?BGP is already running",
+        r"^\s*% ?\S+ overlaps with ",
     ),
     pagers=(MORE,),
     setup=("terminal length 0", "terminal width 0"),

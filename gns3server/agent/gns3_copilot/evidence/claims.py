@@ -100,6 +100,17 @@ _ROLES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("address", re.compile(r"\b(?:ip|ipv4|address(?:ed)?|addresses)\b", re.IGNORECASE)),
     ("mac", re.compile(r"\b(?:mac|hardware address)\b", re.IGNORECASE)),
 )
+# An interface whose name no known scheme has (``peer0``, ``wan1``, ``ge-0/0/0``): a name with a digit, said to be
+# up or down, or named an interface, port or link. Without it, "R1's peer0 is up" read as R1 itself being up.
+_NAME = r"[A-Za-z][\w.-]*\d[\w./-]*"
+_UNKNOWN_INTERFACE = re.compile(
+    rf"(?<![\w/.-])(?P<name>{_NAME})(?:\s+(?:interface|port|link))?\s+(?:is|was|are|stays|remains|went|goes)\s+"
+    r"(?:(?:not|still|now|also)\s+)*(?:up|down|administratively down)\b"
+    rf"|\b(?:interfaces?|ports?|links?)\s+(?P<named>{_NAME})(?![\w/.-])",
+    re.IGNORECASE,
+)
+# Names with a digit that are protocols or numbers, not interfaces.
+_NOT_INTERFACE = re.compile(r"(?:ospf|bgp|rip|eigrp|is-?is|ipv\d|v\d|as\d|e\d)\w*|\d.*", re.IGNORECASE)
 _ROLE_KINDS = {"mac": ("mac",)}
 """The kinds of value each role is of (the others: addresses)."""
 _ROLE_WINDOW = 28  # characters before a value in which its role word must be
@@ -169,6 +180,22 @@ class _Mention:
     linked: bool
 
 
+def _unknown_interfaces(text: str, values: Sequence[Value], spans: Sequence[tuple[int, int]]) -> list[Value]:
+    """Interfaces ``text`` names that ``find_values`` does not know (see ``_UNKNOWN_INTERFACE``), as values
+    whose canonical form is the name as written, lower case (the matcher finds it in output lines as a word)."""
+    taken = [(v.start, v.end) for v in values] + list(spans)
+    found: list[Value] = []
+    for match in _UNKNOWN_INTERFACE.finditer(text):
+        group = "name" if match.group("name") else "named"
+        start, end = match.span(group)
+        name = match.group(group)
+        if _NOT_INTERFACE.fullmatch(name) or any(a < end and start < b for a, b in taken):
+            continue
+        taken.append((start, end))
+        found.append(Value("interface", name.lower(), start, end, name))
+    return found
+
+
 def _families(sentence: str, values: Sequence[Value]) -> list[Family]:
     families: list[Family] = []
     if _OSPF.search(sentence):
@@ -236,6 +263,7 @@ def _claim(sentence: str, pattern: re.Pattern[str] | None, canonical: dict[str, 
         return None
     spans = [(m.start, m.end) for m in mentions]
     values = [v for v in find_values(text) if not any(a <= v.start < b for a, b in spans)]
+    values = sorted([*values, *_unknown_interfaces(text, values, spans)], key=lambda v: v.start)
     states = state_words(text, _families(text, values))
     facts: list[Fact] = []
     owner = (lambda at: _owner(at, subjects)) if subjects else (lambda at: "")

@@ -34,7 +34,7 @@ from typing import Literal
 
 from ..as_data import as_data
 from .claims import Claim, Fact
-from .facts import OPPOSITE, Value, find_values, line_states, mask_of, ping_states
+from .facts import OPPOSITE, Value, canonical_interface, find_values, line_states, mask_of, ping_states
 from .reads import Evidence
 
 __all__ = ["NOT_VERIFIED", "Judgement", "Verdict", "judge", "judge_all"]
@@ -96,10 +96,17 @@ class _Read:
         return set().union(*self.line_values) if self.lines else set()
 
     def shows(self, value: Value) -> bool:
-        return _shown(value, self.values)
+        return _shown(value, self.values) or bool(self._named(value))
 
     def lines_with(self, value: Value) -> list[str]:
-        return [line for line, found in zip(self.lines, self.line_values) if _shown(value, found)]
+        return [line for line, found in zip(self.lines, self.line_values) if _shown(value, found)] or self._named(value)
+
+    def _named(self, value: Value) -> list[str]:
+        """The lines naming an interface as a word, for a name no scheme of ``facts`` knows (``peer0@if2:``)."""
+        if value.kind != "interface" or canonical_interface(value.text) is not None:
+            return []
+        word = re.compile(rf"(?<![\w/.-]){re.escape(value.canonical)}(?![\w/-])", re.IGNORECASE)
+        return [line for line in self.lines if word.search(line)]
 
     def label(self) -> str:
         return f"{as_data(self.evidence.device)} `{self.evidence.command}` ({self.id})"

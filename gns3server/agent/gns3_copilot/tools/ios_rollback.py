@@ -77,6 +77,12 @@ def _idempotent(*lineage: MatchRule) -> IdempotentCommandsRule:
 _INTERFACE = MatchRule(startswith="interface ")
 _ROUTER_BGP = MatchRule(startswith="router bgp ")
 _ROUTER_OSPF = MatchRule(startswith="router ospf")
+# An interface's OSPF timers, cost, priority and network type: a new value replaces the old one in
+# place (negating it first would run the interface on the default value in between).
+_OSPF_INTERFACE_VALUES = tuple(
+    _idempotent(_INTERFACE, MatchRule(re_search=rf"^ip ospf {name} "))
+    for name in ("hello-interval", "dead-interval", "cost", "priority", "network", "retransmit-interval",
+                 "transmit-delay"))
 
 
 class FRRDriver(HConfigDriverBase):
@@ -109,9 +115,7 @@ class FRRDriver(HConfigDriverBase):
             idempotent_commands=[
                 _idempotent(MatchRule(startswith="hostname ")),
                 _idempotent(_INTERFACE, MatchRule(startswith="description ")),
-                *(_idempotent(_INTERFACE, MatchRule(re_search=rf"^ip ospf {name} "))
-                  for name in ("hello-interval", "dead-interval", "cost", "priority", "network",
-                               "retransmit-interval", "transmit-delay")),
+                *_OSPF_INTERFACE_VALUES,
                 _idempotent(_INTERFACE, MatchRule(startswith="bandwidth ")),
                 _idempotent(_ROUTER_OSPF, MatchRule(startswith="ospf router-id ")),
                 _idempotent(_ROUTER_OSPF, MatchRule(startswith="auto-cost reference-bandwidth ")),
@@ -135,17 +139,22 @@ class FRRDriver(HConfigDriverBase):
 
 
 class IOSDriver(HConfigDriverCiscoIOS):
-    """hier_config's Cisco IOS driver, and a BGP neighbour's ``remote-as`` changed in place.
+    """hier_config's Cisco IOS driver, a BGP neighbour's ``remote-as`` and an interface's OSPF values
+    changed in place.
 
     IOS, like FRR, removes a neighbour with all of its settings (its address families'
     ``activate`` included) on ``no neighbor X remote-as``, and changes the AS of one
-    that exists when given a new ``remote-as``.
+    that exists when given a new ``remote-as``. An interface's ``ip ospf hello-interval``
+    (dead interval, cost ...) takes a new value as typed; hier_config's driver would
+    negate the old one first, leaving the interface on IOS's default (hello 10) between
+    the two lines.
     """
 
     @staticmethod
     def _instantiate_rules() -> HConfigDriverRules:
         rules = HConfigDriverCiscoIOS._instantiate_rules()
         rules.idempotent_commands.append(_idempotent(_ROUTER_BGP, MatchRule(re_search=r"^neighbor (\S+) remote-as ")))
+        rules.idempotent_commands.extend(_OSPF_INTERFACE_VALUES)
         return rules
 
 

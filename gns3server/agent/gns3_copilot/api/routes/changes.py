@@ -15,8 +15,9 @@
   the copilot takes one before a batch that changes several devices;
 * ``POST .../changes/{id}/rollback``: the change's recorded rollback, approved by that POST
   (``rollback:<change_id>`` in the audit), run through the tool gate as the caller (a change
-  transaction itself), then the change's checks run again (``gns3_verify``); a computed
-  rollback runs only on a device that still holds what the change left (read first);
+  transaction itself), then the change's checks run again (``gns3_verify``); it runs only
+  on a device that still holds what the change left (read first: a computed rollback's
+  fingerprints, a recorded inverse's configuration);
 * ``POST .../verify``: ``gns3_verify`` run through the tool gate as the caller (read-only,
   the console policy and the audit apply), its report as the answer.
 
@@ -155,17 +156,17 @@ async def rollback_change(change_id: str, project_id: ProjectId, user: CurrentUs
                                               "driver": record.driver}, "id": ""}
     expects = rollback.get("expects")
     read = None if not isinstance(expects, Mapping) else {
-        "name": SHOW_COMMANDS, "args": {"devices": [record.device], "commands": [str(expects.get("command"))],
+        "name": SHOW_COMMANDS, "args": {"devices": [record.device], "commands": _expected_reads(expects),
                                         "driver": record.driver}, "id": ""}
     calls = [call] if read is None else [read, call]
     scope = {"project_id": project_id, "change_id": change_id}
     grant = ApprovalGrant(f"rollback:{change_id}", gate.digest(calls, **scope), user.username, time.time())
     approved = gate.verify(grant, calls, **scope)
     if read is not None and isinstance(expects, Mapping):
-        # A computed rollback is exact only from the configuration it was computed on.
+        # A rollback is exact only from the configuration it was computed (or recorded) on.
         outcome = await gate.run(read, approved=approved)
         answer = _answer(outcome, record.device, NotRollbackableError)
-        held = await asyncio.to_thread(holds, expects, str(answer["results"][0]["output"]))
+        held = await asyncio.to_thread(_held, record.driver, expects, [str(r["output"]) for r in answer["results"]])
         if held != "after":
             raise NotRollbackableError(
                 f"{record.device} no longer holds what change {change_id} left ({held}): its rollback would not "
@@ -190,6 +191,21 @@ async def rollback_change(change_id: str, project_id: ProjectId, user: CurrentUs
     done = await _store(state).change(change_id)
     return {"change_id": change_id, "device": record.device, "commands": list(commands), "result": outcome.result,
             "verify": report, "rolled_back_at": done.rolled_back_at if done else None}
+
+
+def _expected_reads(expects: Mapping[str, Any]) -> list[str]:
+    """The commands reading what a rollback applies to: a computed one's ``command``, a recorded
+    inverse's ``commands`` (the family's configuration)."""
+    commands = expects.get("commands")
+    return [str(c) for c in commands] if isinstance(commands, list) else [str(expects.get("command"))]
+
+
+def _held(driver: str, expects: Mapping[str, Any], outputs: list[str]) -> str:
+    """Which state the device's answers show: ``after`` (what the change left), or another (CPU work:
+    a worker thread)."""
+    if isinstance(expects.get("commands"), list):
+        return "after" if profile_for(driver).digest(outputs) == expects.get("after") else "other"
+    return holds(expects, outputs[0])
 
 
 @router.get("/projects/{project_id}/backups")
