@@ -1,6 +1,6 @@
 """Benchmark of the pre-model hook against the design document's naive trimming.
 
-For agent conversations of 50 / 500 / 2000 messages (turns with tool calls whose
+For agent conversations of 50 / 500 / 1000 / 2000 / 4000 messages (turns with tool calls whose
 outputs are 50-3000 tokens), context_limit 128 and the balanced strategy, it
 measures the hook's latency:
 
@@ -140,8 +140,11 @@ def bench_size(n: int, repeat: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and few repeats")
+    parser.add_argument("--sizes", help="comma-separated conversation lengths (messages) instead of the default")
     args = parser.parse_args()
-    sizes, repeat = ([50, 200], 5) if args.quick else ([50, 500, 2000], 20)
+    sizes, repeat = ([50, 200], 5) if args.quick else ([50, 500, 1000, 2000, 4000], 20)
+    if args.sizes:
+        sizes = [int(n) for n in args.sizes.split(",")]
     get_encoding("cl100k_base")  # load once, outside the timings
     rows = [bench_size(n, repeat) for n in sizes]
     print("| messages | history tokens | kept | cold ms | steady ms | steady (reloaded) ms | baseline ms | baseline / steady |")

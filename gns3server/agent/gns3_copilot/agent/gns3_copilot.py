@@ -38,7 +38,6 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 
 from ..tools.gate import AfterCall, BeforeCall, ToolErrorPolicy
@@ -51,6 +50,7 @@ from .policies.arguments import with_cut_arguments
 from .policies.loop_guard import repeated_failure_answer, repeats_a_call
 from .policies.modes import gate_for_mode
 from .server.traits import ServerTraits
+from .state_messages import append_messages
 from .summaries.coordinator import SummaryCoordinator
 from .summaries.writer import SummaryWriter
 from .tools_node import EvidenceNote, ToolsNode
@@ -73,7 +73,8 @@ STEP_LIMIT_MESSAGE = (
 class AgentState(TypedDict, total=False):
     """Graph state: the conversation plus what one run learns about its budget."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    # add_messages' semantics; an update that only appends costs what it adds (state_messages.py).
+    messages: Annotated[list[AnyMessage], append_messages]
     context_report: dict[str, Any]
     token_scale: float
     token_scale_samples: int

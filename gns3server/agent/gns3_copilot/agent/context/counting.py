@@ -40,6 +40,7 @@ character once counted, an emoji 8).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
@@ -260,11 +261,14 @@ class TokenCounter:
                 if style == "openai":
                     readable.append(schema)
                 else:
-                    total += self.text(json_text(schema))
+                    # The same definitions at every model call: encoded once (the cache keeps the text).
+                    text = json_text(schema)
+                    total += self.remembered(("tool", text), functools.partial(self.text, text))
             except Exception as exc:  # noqa: BLE001  # any foreign schema error: estimate, never fail a call
                 name = getattr(tool, "name", None) or type(tool).__name__
                 log.warning("Cannot estimate tokens of tool %s (%s); assuming %d", name, exc, TOOL_FALLBACK_TOKENS)
                 total += TOOL_FALLBACK_TOKENS
         if readable:
-            total += self.text(render_functions(readable)) + OPENAI_TOOLS_FRAMING
+            rendered = render_functions(readable)
+            total += self.remembered(("tools", rendered), functools.partial(self.text, rendered)) + OPENAI_TOOLS_FRAMING
         return total
