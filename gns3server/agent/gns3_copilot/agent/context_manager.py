@@ -419,7 +419,8 @@ def _originals_kept(originals: list[BaseMessage], kept: list[BaseMessage]) -> in
 
 def _as_messages(raw: Any) -> list[BaseMessage]:
     """``raw`` as messages: the list itself when it holds nothing else (the graph's state does)."""
-    if isinstance(raw, list) and all(isinstance(m, BaseMessage) for m in raw):
+    # The few distinct types, not every item: a long history is checked at C speed.
+    if isinstance(raw, list) and all(issubclass(t, BaseMessage) for t in set(map(type, raw))):
         return raw
     return convert_to_messages(raw)
 

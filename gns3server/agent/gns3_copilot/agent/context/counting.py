@@ -166,6 +166,11 @@ class TokenCounter:
         """Tokens of plain text; special-token look-alikes count as ordinary text."""
         return len(self.encoding.encode_ordinary(text)) if text else 0
 
+    def known_text(self, text: str) -> int:
+        """:meth:`text`, kept in the cache: for a text sent again and again (the topology, a prompt)."""
+        count: int = self.remembered(("text", text), functools.partial(self.text, text))
+        return count
+
     def content(self, content: str | Sequence[Any]) -> int:
         """Tokens of a message content: a string or a list of content blocks."""
         if isinstance(content, str):
@@ -261,14 +266,13 @@ class TokenCounter:
                 if style == "openai":
                     readable.append(schema)
                 else:
-                    # The same definitions at every model call: encoded once (the cache keeps the text).
                     text = json_text(schema)
-                    total += self.remembered(("tool", text), functools.partial(self.text, text))
+                    total += self.known_text(text)
             except Exception as exc:  # noqa: BLE001  # any foreign schema error: estimate, never fail a call
                 name = getattr(tool, "name", None) or type(tool).__name__
                 log.warning("Cannot estimate tokens of tool %s (%s); assuming %d", name, exc, TOOL_FALLBACK_TOKENS)
                 total += TOOL_FALLBACK_TOKENS
         if readable:
             rendered = render_functions(readable)
-            total += self.remembered(("tools", rendered), functools.partial(self.text, rendered)) + OPENAI_TOOLS_FRAMING
+            total += self.known_text(rendered) + OPENAI_TOOLS_FRAMING
         return total

@@ -67,7 +67,7 @@ def _cut_lines(text: str, max_tokens: int, counter: TokenCounter, what: str) -> 
         return "\n".join([*lines[:keep], note])
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if counter.text(build(mid)) <= max_tokens:
+        if counter.known_text(build(mid)) <= max_tokens:
             lo = mid
         else:
             hi = mid - 1
@@ -81,7 +81,7 @@ def fit_topology(topology: Any, max_tokens: int, counter: TokenCounter, mentions
     arguments): nodes it names are the ones kept in detail when the lab is too big.
     """
     if topology is None:
-        return TopologyText(NO_TOPOLOGY_TEXT, counter.text(NO_TOPOLOGY_TEXT), None, False, [], False)
+        return TopologyText(NO_TOPOLOGY_TEXT, counter.known_text(NO_TOPOLOGY_TEXT), None, False, [], False)
     if isinstance(topology, Mapping):
         names = _node_names(topology)
         candidates: list[tuple[str, int | None, tuple[str, ...]]] = []
@@ -101,7 +101,7 @@ def fit_topology(topology: Any, max_tokens: int, counter: TokenCounter, mentions
                     text = f"{text}\n{REDUCED_NOTE.format(what=_LEVEL_NAMES.get(level, f'level {level}'))}"
             else:
                 text = f"{render_focused(topology, set(focus), level)}\n{REDUCED_NOTE.format(what=_FOCUS_NAMES[level])}"
-            tokens = counter.text(text)
+            tokens = counter.known_text(text)
             if tokens <= max_tokens:
                 if kind == "level":
                     return TopologyText(text, tokens, level, level > 0, names, True)
@@ -110,16 +110,16 @@ def fit_topology(topology: Any, max_tokens: int, counter: TokenCounter, mentions
         if focus:  # the nodes in focus come first: cutting lines from the end keeps them
             last = FOCUS_LEVELS - 1
             text = _cut_lines(render_focused(topology, set(focus), last), max_tokens, counter, _FOCUS_NAMES[last])
-            return TopologyText(text, counter.text(text), None, True, names, True, focus)
+            return TopologyText(text, counter.known_text(text), None, True, names, True, focus)
         last = TOPOLOGY_LEVELS - 1
         text = _cut_lines(render_topology(topology, last), max_tokens, counter, _LEVEL_NAMES.get(last, "reduced"))
-        return TopologyText(text, counter.text(text), last, True, names, True)
+        return TopologyText(text, counter.known_text(text), last, True, names, True)
     text = str(topology)
-    tokens = counter.text(text)
+    tokens = counter.known_text(text)
     if tokens <= max_tokens:
         return TopologyText(text, tokens, None, False, [], True)
     text = _cut_lines(text, max_tokens, counter, "text cut")
-    return TopologyText(text, counter.text(text), None, True, [], True)
+    return TopologyText(text, counter.known_text(text), None, True, [], True)
 
 
 def inject(system_prompt: str, topology_text: str) -> str:
