@@ -403,8 +403,10 @@ def top_functions(raw: Path, count: int = 25) -> list[tuple[str, float]]:
     """(function, share of busy samples it is on the stack of) from a py-spy ``--format raw`` file."""
     inclusive: Counter[str] = Counter()
     total = 0
-    for line in raw.read_text().splitlines():
+    for line in raw.read_text(errors="replace").splitlines():
         stack, _, samples = line.rpartition(" ")
+        if not samples.isdigit():
+            continue  # a line py-spy left unfinished when it was stopped
         frames = stack.split(";")
         if any(idle in frames[-1] for idle in ("select (selectors", "_worker (concurrent", "wait (threading", "poll (")):
             continue

@@ -11,17 +11,17 @@ Anything else (a replacement by id, a ``RemoveMessage``, chunks or dicts in the 
 a list it did not make) is ``add_messages`` itself, whose result it then indexes: the
 result is the same list of the same messages in every case.
 
-An index belongs to one list: the list made from it takes it over (and the old list
-falls back to the full walk if it is ever extended again, as a branch of the graph
-would), so no index is shared between two lists that differ. State lists are never
-changed in place (LangGraph and the copilot make new ones); a list whose length is not
-the one its index was made for is walked in full anyway.
+The set belongs to one list at a time (see :class:`IndexedMessages`), so it is always the
+exact set of that list's ids. State lists are never changed in place (LangGraph and the
+copilot make new ones); a list whose length is not the one its set was made for is walked
+in full anyway.
 """
 
 from __future__ import annotations
 
+import copy
 import uuid
-from typing import Any
+from typing import Any, SupportsIndex
 
 from langchain_core.messages import BaseMessage, BaseMessageChunk, RemoveMessage, convert_to_messages
 from langchain_core.messages.utils import message_chunk_to_message
@@ -31,21 +31,62 @@ __all__ = ["IndexedMessages", "append_messages", "indexed_copy"]
 
 
 class IndexedMessages(list[Any]):
-    """A state message list that carries the set of its messages' ids, owned by it.
+    """A state message list that carries the set of its messages' ids.
 
-    It is a plain list to everything else (serialised, compared and copied as one).
+    It is a plain list to everything else (serialised, compared and copied as one). The set is
+    handed down to the list made from this one by appending (its *child*, which adds its ids),
+    and taken back, those ids removed again, when this list is extended a second time (a
+    graph's branch reads the state with a node's update applied, then the update is applied
+    for real): one set, held by one list at a time, the exact ids of that list.
     """
 
-    __slots__ = ("_index", "_indexed")
+    __slots__ = ("_added", "_child", "_index", "_indexed")
 
     def __init__(self, messages: list[Any], index: set[str]) -> None:
         super().__init__(messages)
         self._index: set[str] | None = index
         self._indexed = len(messages)
+        # Held (not weakly): a branch's list is dropped before the update it read is applied again.
+        self._child: IndexedMessages | None = None
+        self._added: tuple[str, ...] = ()
 
-    def _valid_index(self) -> set[str] | None:
-        return self._index if self._index is not None and self._indexed == len(self) else None
+    # A copy gets a set of its own (copies sharing one could lose each other's ids); pickled, a plain list.
+    def __copy__(self) -> list[Any]:
+        return indexed_copy(self)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return [copy.deepcopy(m, memo) for m in self]
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
+        return list, (list(self),)
+
+    def _owned_index(self) -> set[str] | None:
+        """The set of this list's ids (taken back from its descendants if they hold it), or None."""
+        if self._indexed != len(self):
+            return None  # changed in place: not what the set was made for
+        if self._index is not None:
+            return self._index
+        path: list[IndexedMessages] = []
+        node: IndexedMessages | None = self
+        while node is not None and node._index is None:
+            path.append(node)
+            node = node._child
+        if node is None or node._index is None or node._indexed != len(node):
+            return None
+        index, node._index = node._index, None
+        for parent in path:
+            index.difference_update(parent._added)
+            parent._child, parent._added = None, ()
+        self._index = index
+        return index
+
+    def _extended(self, added: list[BaseMessage], index: set[str]) -> IndexedMessages:
+        """This list with ``added`` (ids not in ``index``, this list's set) appended; the set goes with it."""
+        ids = tuple(m.id for m in added if m.id is not None)
+        index.update(ids)
+        child = IndexedMessages([*self, *added], index)
+        self._index, self._child, self._added = None, child, ids
+        return child
 
 
 def _new_messages(right: Any) -> list[BaseMessage] | None:
@@ -53,7 +94,7 @@ def _new_messages(right: Any) -> list[BaseMessage] | None:
     (else None: add_messages decides)."""
     items = right if isinstance(right, list) else [right]
     if not all(isinstance(m, BaseMessage) and not isinstance(m, BaseMessageChunk) for m in items):
-        items = [message_chunk_to_message(m) for m in convert_to_messages(items)]  # type: ignore[arg-type]
+        items = [message_chunk_to_message(m) for m in convert_to_messages(items)]
     ids: set[str] = set()
     for message in items:
         if isinstance(message, RemoveMessage):
@@ -75,7 +116,7 @@ def indexed_copy(messages: list[Any]) -> list[Any]:
     what a checkpointer hands the graph back, so that the next update, too, costs what it adds.
 
     A list that holds anything but messages with ids (add_messages gives them) is copied plain."""
-    index = messages._valid_index() if isinstance(messages, IndexedMessages) else None
+    index = messages._owned_index() if isinstance(messages, IndexedMessages) else None
     if index is not None:
         return IndexedMessages(messages, set(index))
     if not all(isinstance(m, BaseMessage) and not isinstance(m, BaseMessageChunk) for m in messages):
@@ -87,12 +128,10 @@ def indexed_copy(messages: list[Any]) -> list[Any]:
 def append_messages(left: Any, right: Any) -> Any:
     """``add_messages(left, right)``, appending without walking ``left`` when ``right`` only adds
     messages whose ids ``left`` (a list this reducer returned) does not hold."""
-    index = left._valid_index() if isinstance(left, IndexedMessages) else None
+    index = left._owned_index() if isinstance(left, IndexedMessages) else None
     if index is not None:
         added = _new_messages(right)
         if added is not None and not any(m.id in index for m in added):
-            left._index = None  # handed over to the longer list
-            index.update(m.id for m in added)
-            return IndexedMessages([*left, *added], index)
+            return left._extended(added, index)
     merged = add_messages(left, right)
     return _indexed(merged) if isinstance(merged, list) else merged
