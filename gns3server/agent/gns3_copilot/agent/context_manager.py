@@ -544,7 +544,8 @@ def create_pre_model_hook(
             )
 
         raw_topology = get_topology_func(state)
-        mentions = _mentions(state.get("messages") or [], state.get("context_window")) if isinstance(raw_topology, Mapping) else ""
+        # Read from the conversation only for a lab too big to show whole.
+        mentions = functools.partial(_mentions, state.get("messages") or [], state.get("context_window"))
         topology = fit_topology(raw_topology, max(0, int(message_budget * TOPOLOGY_SHARE)), counter, mentions)
         if topology.available:
             logger.info("✓ Topology injected: %d chars, nodes: %s", len(topology.text), topology.node_names)
