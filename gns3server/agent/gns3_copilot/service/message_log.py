@@ -20,9 +20,11 @@ them there), so the memory needs no lock.
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Mapping
+from itertools import compress
 from typing import Any
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
@@ -73,11 +75,13 @@ class MessageLog:
         if not isinstance(messages, list):
             return checkpoint, None
         before = self._kept.get(thread_id)
+        # The positions whose message is not the object stored there (C-level iterators: the
+        # unchanged history costs no Python step per message).
+        kept = 0 if before is None else min(len(before), len(messages))
+        changed = [*compress(range(kept), map(operator.is_not, before or (), messages)), *range(kept, len(messages))]
         rows = []
-        for position, message in enumerate(messages):
-            if before is not None and position < len(before) and before[position] is message:
-                continue
-            type_, blob = self.serde.dumps_typed(message)
+        for position in changed:
+            type_, blob = self.serde.dumps_typed(messages[position])
             rows.append((thread_id, position, type_, blob))
         connection.executemany("INSERT OR REPLACE INTO copilot_messages VALUES (?, ?, ?, ?)", rows)
         if before is None or len(before) > len(messages):
