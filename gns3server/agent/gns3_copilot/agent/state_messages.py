@@ -112,14 +112,13 @@ def _indexed(messages: list[Any]) -> IndexedMessages:
 
 
 def indexed_copy(messages: list[Any]) -> list[Any]:
-    """A copy of a state's message list with its own index (a copy of the list's, when it has one):
-    what a checkpointer hands the graph back, so that the next update, too, costs what it adds.
+    """A copy of a state's message list with a set of its ids of its own: what a checkpointer hands
+    the graph back, so that the run's first update, too, costs what it adds.
 
-    A list that holds anything but messages with ids (add_messages gives them) is copied plain."""
-    index = messages._owned_index() if isinstance(messages, IndexedMessages) else None
-    if index is not None:
-        return IndexedMessages(messages, set(index))
-    if not all(isinstance(m, BaseMessage) and not isinstance(m, BaseMessageChunk) for m in messages):
+    The set is built from the messages, not copied from the list's: a checkpointer calls this on
+    its own thread, where the list's set may be changing hands. A list that holds anything but
+    messages with ids (add_messages gives them) is copied plain."""
+    if not all(issubclass(t, BaseMessage) and not issubclass(t, BaseMessageChunk) for t in set(map(type, messages))):
         return list(messages)
     ids = {m.id for m in messages}
     return list(messages) if None in ids else IndexedMessages(messages, ids)
