@@ -509,3 +509,17 @@ def test_the_reports_headline_is_the_request_in_the_providers_tokens_against_its
     assert learnt["headline_percent"] == round(100 * learnt["headline_tokens"] / 8000, 1)
     # A measured cost alone is a provider's count too.
     assert hook({"messages": msgs, "tools_server_tokens": 150})["context_report"]["headline_calibrated"] is True
+
+
+def test_a_steady_call_encodes_only_the_new_messages_not_the_tools_nor_the_topology(monkeypatch):
+    topology = {"name": "lab", "nodes": [{"name": f"R{i}", "node_type": "qemu", "status": "started"} for i in range(6)],
+                "links": []}
+    hook = make_hook(limit=128, tools=[gns3_topology])
+    msgs = [m for i in range(20) for m in tool_turn(i)] + [HumanMessage("q")]
+    hook({"messages": msgs, "topology_info": topology})
+    encoded = []
+    real = TokenCounter.text
+    monkeypatch.setattr(TokenCounter, "text", lambda self, text: encoded.append(text) or real(self, text))
+    report = hook({"messages": [*msgs, AIMessage("new answer"), HumanMessage("next")], "topology_info": topology})
+    assert report["context_report"]["tools_tokens"] > 0 and report["context_report"]["topology_tokens"] > 0
+    assert sorted(t for t in encoded if t not in ("assistant", "user")) == ["new answer", "next"]

@@ -174,3 +174,24 @@ async def test_the_release_before_message_rows_refuses_the_file_rather_than_read
     with pytest.raises(SchemaTooNewError, match="sessions tables are at schema version 3"):
         await Database.open(path, (previous, FAULTS_SCHEMA), synchronous="NORMAL", name="conversations")
     assert path.read_bytes() == before
+
+
+def test_a_write_stores_exactly_the_new_and_the_replaced_messages() -> None:
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from gns3server.agent.gns3_copilot.service.message_log import MESSAGES_TABLE, MessageLog
+
+    log = MessageLog(JsonPlusSerializer())
+    with contextlib.closing(sqlite3.connect(":memory:")) as db:
+        db.execute(MESSAGES_TABLE)
+        messages = [HumanMessage(f"q{i}", id=f"q{i}") for i in range(6)]
+        _, kept = log.write(db, "t", {"channel_values": {"messages": messages}})
+        log.keep("t", kept)
+        dumped = []
+        real = log.serde.dumps_typed
+        log.serde.dumps_typed = lambda value: dumped.append(value.id) or real(value)
+        later = [*messages[:2], AIMessage("cut copy", id="q2"), *messages[3:], HumanMessage("new", id="n")]
+        stored, kept = log.write(db, "t", {"channel_values": {"messages": later}})
+        assert dumped == ["q2", "n"] and stored["channel_values"]["messages"] == {REFERENCE: 7}
+        rows = db.execute("SELECT position FROM copilot_messages WHERE thread_id = 't' ORDER BY position").fetchall()
+        assert [r[0] for r in rows] == list(range(7)) and list(kept) == later

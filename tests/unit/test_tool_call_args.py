@@ -65,3 +65,22 @@ def test_messages_without_an_id_are_not_returned():
 def test_cut_arguments_keeps_text_within_the_limit():
     assert cut_arguments("short", 10) == "short"
     assert cut_arguments("y" * 50, 10) == "y" * 10 + " [arguments of 50 characters cut: longer than the 10 characters kept for this window]"
+
+
+def test_with_a_memo_a_message_judged_before_is_not_serialised_again(monkeypatch):
+    from gns3server.agent.gns3_copilot.agent.context.identity import IdentityMemo
+    from gns3server.agent.gns3_copilot.agent.policies import arguments
+
+    long_call = AIMessage("", id="long", tool_calls=[{"name": "x", "args": {"text": "y" * 2000}, "id": "c1"}])
+    short = [AIMessage("", id=f"a{i}", tool_calls=[{"name": "x", "args": {"n": i}, "id": f"c{i}"}]) for i in range(50)]
+    history = [*short, long_call]
+    memo = IdentityMemo()
+    first = cut_tool_call_arguments(history, 1000, memo)
+    judged = []
+    real = arguments._cut_call
+    monkeypatch.setattr(arguments, "_cut_call", lambda call, limit: judged.append(call["id"]) or real(call, limit))
+    new = AIMessage("", id="new", tool_calls=[{"name": "x", "args": {"n": -1}, "id": "cn"}])
+    again = cut_tool_call_arguments([*history, new], 1000, memo)
+    assert judged == ["cn"]  # only the new message's call
+    assert [m.id for m in again] == [m.id for m in first] == ["long"] and again[0] is first[0]
+    assert cut_tool_call_arguments([*history, new], 4000, memo) == []  # another limit is judged afresh

@@ -75,6 +75,22 @@ def test_hook_focuses_on_what_the_conversation_says_not_on_tool_outputs():
     assert "R99" in hook({"messages": messages})["context_report"]["topology_focus"]
 
 
+def test_the_conversation_is_read_for_node_names_only_for_a_lab_too_big_to_show_whole(monkeypatch):
+    from gns3server.agent.gns3_copilot.agent import context_manager
+
+    read = []
+    real = context_manager._mentions
+    monkeypatch.setattr(context_manager, "_mentions", lambda *args: read.append(1) or real(*args))
+    small = rest_lab(3)
+    messages = [HumanMessage("why can PC1 not ping?")]
+    for lab, limit, expected in ((small, 128, []), (LAB, 8, [1])):
+        read.clear()
+        hook = create_pre_model_hook("Lab:\n{{topology_info}}", lambda s, lab=lab: lab, lambda limit=limit: {"context_limit": limit}, list)
+        report = hook({"messages": messages})["context_report"]
+        assert read == expected and report["topology_available"]
+    assert "PC1" in report["topology_focus"]
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     ("the R1-R2 link flaps", {"R1", "R2"}),
     ("R1/e0 is down", {"R1"}),

@@ -419,7 +419,8 @@ def _originals_kept(originals: list[BaseMessage], kept: list[BaseMessage]) -> in
 
 def _as_messages(raw: Any) -> list[BaseMessage]:
     """``raw`` as messages: the list itself when it holds nothing else (the graph's state does)."""
-    if isinstance(raw, list) and all(isinstance(m, BaseMessage) for m in raw):
+    # The few distinct types, not every item: a long history is checked at C speed.
+    if isinstance(raw, list) and all(issubclass(t, BaseMessage) for t in set(map(type, raw))):
         return raw
     return convert_to_messages(raw)
 
@@ -543,7 +544,8 @@ def create_pre_model_hook(
             )
 
         raw_topology = get_topology_func(state)
-        mentions = _mentions(state.get("messages") or [], state.get("context_window")) if isinstance(raw_topology, Mapping) else ""
+        # Read from the conversation only for a lab too big to show whole.
+        mentions = functools.partial(_mentions, state.get("messages") or [], state.get("context_window"))
         topology = fit_topology(raw_topology, max(0, int(message_budget * TOPOLOGY_SHARE)), counter, mentions)
         if topology.available:
             logger.info("✓ Topology injected: %d chars, nodes: %s", len(topology.text), topology.node_names)

@@ -38,12 +38,12 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 
 from ..tools.gate import AfterCall, BeforeCall, ToolErrorPolicy
 from . import events
 from .context.calibration import Calibrator
+from .context.identity import IdentityMemo
 from .fitting import RequestFit
 from .model.calls import ModelCalls
 from .model.config import DEFAULT_SUMMARY_TIMEOUT
@@ -51,6 +51,7 @@ from .policies.arguments import with_cut_arguments
 from .policies.loop_guard import repeated_failure_answer, repeats_a_call
 from .policies.modes import gate_for_mode
 from .server.traits import ServerTraits
+from .state_messages import append_messages
 from .summaries.coordinator import SummaryCoordinator
 from .summaries.writer import SummaryWriter
 from .tools_node import EvidenceNote, ToolsNode
@@ -73,7 +74,8 @@ STEP_LIMIT_MESSAGE = (
 class AgentState(TypedDict, total=False):
     """Graph state: the conversation plus what one run learns about its budget."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    # add_messages' semantics; an update that only appends costs what it adds (state_messages.py).
+    messages: Annotated[list[AnyMessage], append_messages]
     context_report: dict[str, Any]
     token_scale: float
     token_scale_samples: int
@@ -179,10 +181,14 @@ def run_of(config: RunnableConfig) -> AgentRun:
 def compile_agent_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """Compile the llm_call <-> tools graph, the same for every run (its parts come with the run's config)."""
 
+    # What the argument cut decided of each message, kept with it across the runs of this graph
+    # (the checkpointer hands them the same objects): a turn judges only its new messages.
+    judged = IdentityMemo()
+
     async def llm_call(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         run = run_of(config)
         settings, models, summaries = run.settings, run.models, run.summaries
-        messages, cut = with_cut_arguments(state["messages"], settings.max_argument_chars)
+        messages, cut = with_cut_arguments(state["messages"], settings.max_argument_chars, judged)
         calls = state.get("llm_calls", 0)
         writer = get_stream_writer()
         stop = _stop_answer(messages, calls, settings.max_llm_calls)

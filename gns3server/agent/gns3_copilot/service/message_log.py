@@ -8,7 +8,9 @@ reference, ``{"copilot_messages": n}``, and the messages are rows of ``copilot_m
 (thread, position, serialised message): a write serialises only the messages that are
 new or replaced since the list last read or written for that thread, which is kept in
 memory (the very objects the graph holds, so it compares them by identity), and a read
-of the thread's latest state is that list again, without deserialising anything.
+of the thread's latest state is that list again, without deserialising anything, with
+the index of its ids (``agent/state_messages.py``) that lets the run's updates append
+without walking it.
 
 A checkpoint written before (its ``messages`` a list) reads as it always did, and is
 rewritten in the new form by the conversation's next run. Every method runs on the
@@ -18,14 +20,17 @@ them there), so the memory needs no lock.
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Mapping
+from itertools import compress
 from typing import Any
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from ..agent.state_messages import indexed_copy
 from ..db import SchemaError
 
 MESSAGES_CHANNEL = "messages"
@@ -70,18 +75,20 @@ class MessageLog:
         if not isinstance(messages, list):
             return checkpoint, None
         before = self._kept.get(thread_id)
+        # The positions whose message is not the object stored there (C-level iterators: the
+        # unchanged history costs no Python step per message).
+        kept = 0 if before is None else min(len(before), len(messages))
+        changed = [*compress(range(kept), map(operator.is_not, before or (), messages)), *range(kept, len(messages))]
         rows = []
-        for position, message in enumerate(messages):
-            if before is not None and position < len(before) and before[position] is message:
-                continue
-            type_, blob = self.serde.dumps_typed(message)
+        for position in changed:
+            type_, blob = self.serde.dumps_typed(messages[position])
             rows.append((thread_id, position, type_, blob))
         connection.executemany("INSERT OR REPLACE INTO copilot_messages VALUES (?, ?, ?, ?)", rows)
         if before is None or len(before) > len(messages):
             connection.execute("DELETE FROM copilot_messages WHERE thread_id = ? AND position >= ?",
                                (thread_id, len(messages)))
         stored: Checkpoint = {**checkpoint, "channel_values": {**values, MESSAGES_CHANNEL: {REFERENCE: len(messages)}}}
-        return stored, list(messages)
+        return stored, indexed_copy(messages)
 
     def read(self, connection: sqlite3.Connection, found: CheckpointTuple | None) -> CheckpointTuple | None:
         """``found`` with its message list in place of the reference (as it is when it has none)."""
@@ -107,7 +114,8 @@ class MessageLog:
             self.keep(thread_id, messages)
         else:
             self._kept.move_to_end(thread_id)
-        checkpoint: Checkpoint = {**found.checkpoint, "channel_values": {**values, MESSAGES_CHANNEL: list(messages)}}
+        # With its ids' index: the run's first update of it appends without walking it.
+        checkpoint: Checkpoint = {**found.checkpoint, "channel_values": {**values, MESSAGES_CHANNEL: indexed_copy(messages)}}
         return found._replace(checkpoint=checkpoint)
 
     def keep(self, thread_id: str, messages: list[Any]) -> None:

@@ -40,6 +40,7 @@ character once counted, an emoji 8).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
@@ -165,6 +166,11 @@ class TokenCounter:
         """Tokens of plain text; special-token look-alikes count as ordinary text."""
         return len(self.encoding.encode_ordinary(text)) if text else 0
 
+    def known_text(self, text: str) -> int:
+        """:meth:`text`, kept in the cache: for a text sent again and again (the topology, a prompt)."""
+        count: int = self.remembered(("text", text), functools.partial(self.text, text))
+        return count
+
     def content(self, content: str | Sequence[Any]) -> int:
         """Tokens of a message content: a string or a list of content blocks."""
         if isinstance(content, str):
@@ -260,11 +266,13 @@ class TokenCounter:
                 if style == "openai":
                     readable.append(schema)
                 else:
-                    total += self.text(json_text(schema))
+                    text = json_text(schema)
+                    total += self.known_text(text)
             except Exception as exc:  # noqa: BLE001  # any foreign schema error: estimate, never fail a call
                 name = getattr(tool, "name", None) or type(tool).__name__
                 log.warning("Cannot estimate tokens of tool %s (%s); assuming %d", name, exc, TOOL_FALLBACK_TOKENS)
                 total += TOOL_FALLBACK_TOKENS
         if readable:
-            total += self.text(render_functions(readable)) + OPENAI_TOOLS_FRAMING
+            rendered = render_functions(readable)
+            total += self.known_text(rendered) + OPENAI_TOOLS_FRAMING
         return total

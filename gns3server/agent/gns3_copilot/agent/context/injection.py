@@ -14,7 +14,7 @@ rest, so nothing is cut silently and nothing is cut mid-line.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,59 +67,66 @@ def _cut_lines(text: str, max_tokens: int, counter: TokenCounter, what: str) -> 
         return "\n".join([*lines[:keep], note])
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if counter.text(build(mid)) <= max_tokens:
+        if counter.known_text(build(mid)) <= max_tokens:
             lo = mid
         else:
             hi = mid - 1
     return build(lo)
 
 
-def fit_topology(topology: Any, max_tokens: int, counter: TokenCounter, mentions: str = "") -> TopologyText:
+def fit_topology(
+    topology: Any, max_tokens: int, counter: TokenCounter, mentions: str | Callable[[], str] = ""
+) -> TopologyText:
     """Render ``topology`` (None, a string or a REST-shaped dict) within ``max_tokens``.
 
     ``mentions`` is the recent conversation (questions, answers, tool-call
-    arguments): nodes it names are the ones kept in detail when the lab is too big.
+    arguments), or what gives it: nodes it names are the ones kept in detail when
+    the lab is too big (only then is it asked for).
     """
     if topology is None:
-        return TopologyText(NO_TOPOLOGY_TEXT, counter.text(NO_TOPOLOGY_TEXT), None, False, [], False)
+        return TopologyText(NO_TOPOLOGY_TEXT, counter.known_text(NO_TOPOLOGY_TEXT), None, False, [], False)
     if isinstance(topology, Mapping):
         names = _node_names(topology)
-        candidates: list[tuple[str, int | None, tuple[str, ...]]] = []
-        for depth in range(TOPOLOGY_LEVELS):
-            if depth == 2 and mentions:
-                focused = focus_nodes(topology, mentions)
-                if focused:
-                    for focus_level in range(FOCUS_LEVELS):
-                        candidates.append((f"focus{focus_level}", focus_level, tuple(sorted(focused))))
-            candidates.append(("level", depth, ()))
+
+        def candidates() -> Iterator[tuple[str, int, tuple[str, ...]]]:
+            """The renderings to try, in order: generated as tried, so that what a lab shown whole
+            never needs (the conversation's node names) is never read."""
+            for depth in range(TOPOLOGY_LEVELS):
+                said = (mentions() if callable(mentions) else mentions) if depth == 2 else ""
+                focused = focus_nodes(topology, said) if said else set()
+                for focus_level in range(FOCUS_LEVELS) if focused else ():
+                    yield f"focus{focus_level}", focus_level, tuple(sorted(focused))
+                yield "level", depth, ()
+
+        tried: list[tuple[str, int, tuple[str, ...]]] = []
         text = ""
-        for kind, level, focus in candidates:
-            assert level is not None
+        for kind, level, focus in candidates():
+            tried.append((kind, level, focus))
             if kind == "level":
                 text = render_topology(topology, level)
                 if level:
                     text = f"{text}\n{REDUCED_NOTE.format(what=_LEVEL_NAMES.get(level, f'level {level}'))}"
             else:
                 text = f"{render_focused(topology, set(focus), level)}\n{REDUCED_NOTE.format(what=_FOCUS_NAMES[level])}"
-            tokens = counter.text(text)
+            tokens = counter.known_text(text)
             if tokens <= max_tokens:
                 if kind == "level":
                     return TopologyText(text, tokens, level, level > 0, names, True)
                 return TopologyText(text, tokens, None, True, names, True, focus)
-        focus = next((f for kind, _, f in candidates if f), ())
+        focus = next((f for kind, _, f in tried if f), ())
         if focus:  # the nodes in focus come first: cutting lines from the end keeps them
             last = FOCUS_LEVELS - 1
             text = _cut_lines(render_focused(topology, set(focus), last), max_tokens, counter, _FOCUS_NAMES[last])
-            return TopologyText(text, counter.text(text), None, True, names, True, focus)
+            return TopologyText(text, counter.known_text(text), None, True, names, True, focus)
         last = TOPOLOGY_LEVELS - 1
         text = _cut_lines(render_topology(topology, last), max_tokens, counter, _LEVEL_NAMES.get(last, "reduced"))
-        return TopologyText(text, counter.text(text), last, True, names, True)
+        return TopologyText(text, counter.known_text(text), last, True, names, True)
     text = str(topology)
-    tokens = counter.text(text)
+    tokens = counter.known_text(text)
     if tokens <= max_tokens:
         return TopologyText(text, tokens, None, False, [], True)
     text = _cut_lines(text, max_tokens, counter, "text cut")
-    return TopologyText(text, counter.text(text), None, True, [], True)
+    return TopologyText(text, counter.known_text(text), None, True, [], True)
 
 
 def inject(system_prompt: str, topology_text: str) -> str:

@@ -11,13 +11,17 @@ excerpt so the model can see what it got wrong.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Sequence
-from typing import Any
+import operator
+from collections.abc import Iterator, Sequence
+from itertools import compress
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ..context.counting import json_text
+from ..context.identity import IdentityMemo
 
 log = logging.getLogger(__name__)
 
@@ -57,32 +61,57 @@ def _cut_invalid(call: Any, limit: int) -> Any:
     return {**call, "args": cut_arguments(args, limit)}
 
 
-def cut_tool_call_arguments(messages: Sequence[BaseMessage], limit: int) -> list[AIMessage]:
+def _cut_copy(message: AIMessage, limit: int) -> AIMessage | None:
+    """A copy of ``message`` with its tool-call arguments over ``limit`` cut, or None when none is."""
+    calls = [_cut_call(c, limit) for c in message.tool_calls]
+    invalid = [_cut_invalid(c, limit) for c in message.invalid_tool_calls]
+    if calls == list(message.tool_calls) and invalid == list(message.invalid_tool_calls):
+        return None
+    # The provider's raw copy of the calls goes too: it would be stored with the junk.
+    extra = {k: v for k, v in message.additional_kwargs.items() if k not in ("tool_calls", "function_call")}
+    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid, "additional_kwargs": extra})
+
+
+_TOOL_CALLS, _INVALID_CALLS = operator.attrgetter("tool_calls"), operator.attrgetter("invalid_tool_calls")
+
+
+def _with_calls(messages: Sequence[BaseMessage]) -> Iterator[AIMessage]:
+    """The model messages of ``messages`` that make tool calls, picked with C-level iterators:
+    a long history costs no Python step per message that makes none."""
+    model_types = {t for t in set(map(type, messages)) if issubclass(t, AIMessage)}
+    models = cast(list[AIMessage], list(compress(messages, map(model_types.__contains__, map(type, messages)))))
+    return compress(models, map(operator.or_, map(bool, map(_TOOL_CALLS, models)), map(bool, map(_INVALID_CALLS, models))))
+
+
+def cut_tool_call_arguments(
+    messages: Sequence[BaseMessage], limit: int, memo: IdentityMemo | None = None
+) -> list[AIMessage]:
     """Copies (same ids) of the model messages in ``messages`` whose tool-call arguments are over ``limit``.
 
-    Only those that need cutting are returned: the caller replaces them by id.
+    Only those that need cutting are returned: the caller replaces them by id. ``memo`` keeps
+    each message's answer with it (messages are never changed in place): given the same one at
+    every model call, a message judged before costs a look-up, not its arguments serialised.
     """
     replaced: list[AIMessage] = []
-    for message in messages:
-        if not isinstance(message, AIMessage) or message.id is None:
+    for message in _with_calls(messages):
+        if message.id is None:
             continue  # without an id it could not replace the stored message
-        calls = [_cut_call(c, limit) for c in message.tool_calls]
-        invalid = [_cut_invalid(c, limit) for c in message.invalid_tool_calls]
-        if calls != list(message.tool_calls) or invalid != list(message.invalid_tool_calls):
-            # The provider's raw copy of the calls goes too: it would be stored with the junk.
-            extra = {k: v for k, v in message.additional_kwargs.items() if k not in ("tool_calls", "function_call")}
-            replaced.append(
-                message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid, "additional_kwargs": extra})
-            )
+        cut = _cut_copy(message, limit) if memo is None else memo.get(message, ("cut", limit),
+                                                                       functools.partial(_cut_copy, message, limit))
+        if cut is not None:
+            replaced.append(cut)
     return replaced
 
 
-def with_cut_arguments(messages: Sequence[BaseMessage], limit: int | None) -> tuple[list[BaseMessage], list[AIMessage]]:
+def with_cut_arguments(
+    messages: Sequence[BaseMessage], limit: int | None, memo: IdentityMemo | None = None
+) -> tuple[list[BaseMessage], list[AIMessage]]:
     """``messages`` with the tool-call arguments over ``limit`` cut, and the cut copies (to store, by id).
 
     Junk arguments of answered calls must not fill every later request: cut, and stored cut.
+    ``memo``: as :func:`cut_tool_call_arguments` says.
     """
-    cut = cut_tool_call_arguments(messages, limit) if limit else []
+    cut = cut_tool_call_arguments(messages, limit, memo) if limit else []
     if not cut:
         return list(messages), []
     log.warning("Cut the arguments of %d earlier tool call message(s): too long for this window", len(cut))
