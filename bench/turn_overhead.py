@@ -245,6 +245,12 @@ class Bench:
 # ----------------------------------------------------------------- the naive turn
 
 
+def _load_tokenizer() -> None:
+    from gns3server.agent.gns3_copilot.agent.context.tokenizer import get_encoding
+
+    get_encoding("cl100k_base")
+
+
 class Naive:
     """The same turn made the naive way, in this process (see the module docstring)."""
 
@@ -479,6 +485,7 @@ async def run(args: argparse.Namespace) -> str:
                 first = await bench.ours("warm", long_id, 1, False)
                 assert first.error is None, first.error
                 async with http.get(f"{stub_url}/captured") as response:
+                    await asyncio.to_thread(_load_tokenizer)  # the naive side's, off this loop
                     naive = Naive(bench, root / "naive.sqlite3", await response.json())
                 for number in range(2, turns - window + 1):
                     turn = await bench.ours("long-early" if number <= 10 else "long", long_id, number, number % 5 == 0)
