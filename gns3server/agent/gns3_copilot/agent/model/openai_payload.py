@@ -26,14 +26,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, model_validator
 
 from ..context.identity import IdentityMemo
+from .openai_stream import DictChunkCompletions
 
 __all__ = ["LeanChatOpenAI", "remembered_payload", "untransformed"]
 
@@ -100,6 +101,13 @@ class LeanChatOpenAI(ChatOpenAI):
     """
 
     _message_dicts: IdentityMemo = PrivateAttr(default_factory=IdentityMemo)
+
+    @model_validator(mode="after")
+    def _stream_dict_chunks(self) -> Self:
+        """Streamed chunks come as their JSON dicts, not SDK objects (:mod:`.openai_stream`)."""
+        if self.async_client is not None and not isinstance(self.async_client, DictChunkCompletions):
+            self.async_client = DictChunkCompletions(self.async_client)
+        return self
 
     def _get_request_payload(self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
         messages = self._convert_input(input_).to_messages()
