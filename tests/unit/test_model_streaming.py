@@ -1,4 +1,4 @@
-"""Streamed answers read as the JSON the server sent (``agent/model/openai_stream.py``): the same
+"""Streamed answers read as the JSON the server sent (``agent/model/openai_wire.py``): the same
 messages and errors as ``langchain-openai`` over the OpenAI SDK's chunk objects, on recorded streams.
 
 Each recorded stream is served by an in-memory transport to two models with the same HTTP client:
@@ -261,3 +261,70 @@ async def test_a_live_stub_stream_keeps_usage_finish_and_tool_calls() -> None:
     assert message.response_metadata["finish_reason"] == "tool_calls"
     assert message.response_metadata["model_name"] == "stub-model"
     assert stub.received[-1].headers["Authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize("compatible", [True, False], ids=["compatible-server", "openai"])
+async def test_the_body_is_joined_from_each_messages_own_json(monkeypatch: pytest.MonkeyPatch, compatible: bool) -> None:
+    """The SDK encoded the whole body of every call (~10 ms at 500 turns): each message object's JSON
+    is now encoded once and kept with it, and the SDK's encoder never sees the messages; the body
+    decodes to the JSON ChatOpenAI sends for the same conversation."""
+    from langchain_core.messages import SystemMessage, ToolMessage
+    from openai import _base_client
+
+    from gns3server.agent.gns3_copilot.agent.model import openai_payload
+
+    sdk_encoded: list[Any] = []
+    original_dumps = _base_client.openapi_dumps
+    monkeypatch.setattr(_base_client, "openapi_dumps", lambda obj: sdk_encoded.append(obj) or original_dumps(obj))
+    encoded: list[int] = []
+    original_encode = openai_payload.encode_json
+
+    def counted(value: Any) -> bytes:
+        encoded[-1] += 1
+        return original_encode(value)
+
+    monkeypatch.setattr(openai_payload, "encode_json", counted)
+    client, seen = _serving(TEXT)
+    theirs_client, theirs_seen = _serving(TEXT)
+    built = _models(client, tools=True, compatible=compatible)
+    reference = _models(theirs_client, tools=True)["theirs"]
+    history: list[Any] = [HumanMessage("question 0 – é"), AIMessage("", tool_calls=[
+        {"id": "c1", "name": "get_topology", "args": {"project_id": "p"}, "type": "tool_call"}]),
+        ToolMessage("R1 R2 ✓", tool_call_id="c1", name="get_topology"), AIMessage("answer 0")]
+    for n in range(3):
+        history.append(HumanMessage(f"question {n + 1}"))
+        encoded.append(0)
+        request = [SystemMessage("You are the copilot."), *history]
+        [chunk async for chunk in built["ours"].astream(request)]
+        [chunk async for chunk in reference.astream(request)]
+    assert encoded == [6, 2, 2]  # all at first; then the new question and the system prompt (a new object)
+    ours_bodies = [json.loads(r.content) for r in seen]
+    theirs_bodies = [json.loads(r.content) for r in theirs_seen]
+    assert len(ours_bodies) == len(theirs_bodies) == 3
+    assert len(sdk_encoded) == 3  # only the reference's bodies went through the SDK's encoder
+    for mine, reference_body in zip(ours_bodies, theirs_bodies, strict=True):
+        for body in (mine, reference_body):  # the reply limit: ours from the config, the reference none
+            body.pop("max_tokens", None), body.pop("max_completion_tokens", None)
+        if compatible:  # what the compatible class sends differently, on purpose: "" for a null content
+            reference_body["messages"] = [{**m, "content": "" if m["content"] is None else m["content"]}
+                                          for m in reference_body["messages"]]
+        assert mine == reference_body
+
+
+def test_a_joined_body_is_the_sdks_own_encoding_byte_for_byte() -> None:
+    from openai._utils._json import openapi_dumps
+
+    from gns3server.agent.gns3_copilot.agent.model.openai_wire import EncodedMessages, encode_json, request_body
+
+    dicts = [{"role": "system", "content": "Tu es « copilote » ✓ 中文\n\t\"quoted\" \\ \u2028"},
+             {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                 "name": "get_topology", "arguments": "{\"project_id\": \"p-1\"}"}}]},
+             {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "R1 1.5e-3 \u0000"}]}]
+    tools = [{"type": "function", "function": {"name": "get_topology", "parameters": {"type": "object"}}}]
+    params = {"model": "m", "messages": [], "stream": True, "stream_options": {"include_usage": True},
+              "temperature": 0.25, "max_tokens": 2048, "tool_choice": "auto", "stop": None, "timeout": 5,
+              "extra_body": {"messages": EncodedMessages(dicts, [encode_json(d) for d in dicts]), "tools": tools}}
+    sdk = {**{k: v for k, v in params.items() if k not in ("extra_body", "timeout")},
+           "messages": dicts, "tools": tools}
+    assert request_body(params) == openapi_dumps(sdk)
+    assert request_body({**params, "extra_body": {"messages": dicts}}) is None  # not pre-encoded: the SDK encodes

@@ -34,11 +34,12 @@ from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr, model_validator
 
 from ..context.identity import IdentityMemo
-from .openai_stream import DictChunkCompletions
+from .openai_wire import DictChunkCompletions, EncodedMessages, encode_json
 
 __all__ = ["LeanChatOpenAI", "remembered_payload", "untransformed"]
 
 _DICT = "openai-request-dict"
+_JSON = "openai-request-json"
 
 # The arguments that are already plain JSON and the largest: sent through ``extra_body``.
 PASSED_AS_IS = ("messages", "tools")
@@ -87,7 +88,12 @@ def remembered_payload(
             value = next(fresh)
             memo.get(message, _DICT, functools.partial(_same, value))
         dicts.append(value)
-    payload["messages"] = dicts
+    try:  # each message's JSON, kept with it too: the body is joined from them (:mod:`.openai_wire`)
+        fragments = [memo.get(m, _JSON, functools.partial(encode_json, d)) for m, d in zip(messages, dicts, strict=True)]
+    except (TypeError, ValueError):  # not plain JSON: the SDK's own encoder sends it
+        payload["messages"] = dicts
+    else:
+        payload["messages"] = EncodedMessages(dicts, fragments)
     return payload
 
 
@@ -103,10 +109,10 @@ class LeanChatOpenAI(ChatOpenAI):
     _message_dicts: IdentityMemo = PrivateAttr(default_factory=IdentityMemo)
 
     @model_validator(mode="after")
-    def _stream_dict_chunks(self) -> Self:
-        """Streamed chunks come as their JSON dicts, not SDK objects (:mod:`.openai_stream`)."""
+    def _joined_bodies_and_dict_chunks(self) -> Self:
+        """Bodies joined from each message's JSON, streamed chunks as their JSON dicts (:mod:`.openai_wire`)."""
         if self.async_client is not None and not isinstance(self.async_client, DictChunkCompletions):
-            self.async_client = DictChunkCompletions(self.async_client)
+            self.async_client = DictChunkCompletions(self.async_client, self.root_async_client)
         return self
 
     def _get_request_payload(self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
