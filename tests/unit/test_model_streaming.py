@@ -328,3 +328,39 @@ def test_a_joined_body_is_the_sdks_own_encoding_byte_for_byte() -> None:
            "messages": dicts, "tools": tools}
     assert request_body(params) == openapi_dumps(sdk)
     assert request_body({**params, "extra_body": {"messages": dicts}}) is None  # not pre-encoded: the SDK encodes
+
+
+async def test_an_unstreamed_call_sends_the_joined_body_and_gets_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a server that cannot stream tool calls the model is called unstreamed: its body is joined
+    the same way, and its answer is ChatOpenAI's."""
+    from openai import _base_client
+
+    sdk_encoded: list[Any] = []
+    original_dumps = _base_client.openapi_dumps
+    monkeypatch.setattr(_base_client, "openapi_dumps", lambda obj: sdk_encoded.append(obj) or original_dumps(obj))
+    completion = {**CHUNK, "object": "chat.completion", "usage": USAGE, "choices": [{
+        "index": 0, "finish_reason": "tool_calls", "logprobs": None, "message": {
+            "role": "assistant", "content": "Checking.", "tool_calls": [{"id": "call_a", "type": "function", "function": {
+                "name": "get_topology", "arguments": '{"project_id": "p-1"}'}}]}}]}
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json=completion)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    config = {"model": "rec-model", "api_key": KEY, "base_url": BASE_URL, "context_limit": 128, "max_retries": 0}
+    with mock.patch.object(model_factory, "_no_redirect_clients", return_value=(httpx.Client(), client)):
+        ours = model_factory.create_base_model_with_tools([get_topology], config, stream=False)
+    theirs = ChatOpenAI(model="rec-model", api_key=SecretStr(KEY), base_url=BASE_URL, max_retries=0,
+                        http_async_client=client).bind_tools([get_topology], tool_choice="auto")
+    answers = [await model.ainvoke([HumanMessage("where?")]) for model in (ours, theirs)]
+    assert len(sdk_encoded) == 1  # the reference's body only
+    mine, reference = (json.loads(r.content) for r in seen)
+    assert "stream" not in mine or mine["stream"] is False
+    mine.pop("max_tokens"), mine.pop("stream", None), reference.pop("stream", None)
+    assert mine == reference
+    assert seen[0].headers["authorization"] == f"Bearer {KEY}"
+    first, second = answers
+    assert (first.content, first.tool_calls, first.usage_metadata, first.response_metadata["finish_reason"]) == (
+        second.content, second.tool_calls, second.usage_metadata, "tool_calls")

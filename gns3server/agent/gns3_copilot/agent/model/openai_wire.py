@@ -19,8 +19,9 @@ Two costs of every model call that the OpenAI SDK's ``create`` adds to plain JSO
 
 The request goes through the SDK's client (``post``: its retries, timeouts, headers, key,
 ``base_url`` and the HTTP client the outbound policy allowed) with the options its ``create``
-gives a chat completion. Anything else (no messages in ``extra_body``, a ``response_format``)
-goes through ``create`` as before.
+gives a chat completion; ``with_raw_response.create`` (``langchain-openai``'s unstreamed call)
+is the SDK's own raw-response wrapper around it. Anything else (no messages in ``extra_body``,
+a ``response_format``) goes through the SDK's ``create`` as before.
 
 Imported only when a model is built (with ``openai``).
 """
@@ -32,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from openai import AsyncStream
+from openai._legacy_response import async_to_raw_response_wrapper
 from openai.types.chat import ChatCompletion
 
 __all__ = ["DictChunkCompletions", "EncodedMessages", "encode_json"]
@@ -110,5 +112,21 @@ class DictChunkCompletions:
         raw = await self._completions.with_raw_response.create(**params)
         return raw.parse(to=AsyncStream[object])
 
+    @property
+    def with_raw_response(self) -> _RawResponses:
+        return _RawResponses(self)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._completions, name)
+
+
+class _RawResponses:
+    """``with_raw_response`` of :class:`DictChunkCompletions`: ``create`` answers the SDK's raw
+    response object (the SDK's own wrapper asks its client for it), the rest is the SDK's."""
+
+    def __init__(self, completions: DictChunkCompletions) -> None:
+        self.create = async_to_raw_response_wrapper(completions.create)
+        self._sdk = completions.wrapped.with_raw_response
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sdk, name)
