@@ -9,6 +9,7 @@ model call (``stream_model``). The live stub's tests are in ``test_model_factory
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -364,3 +365,67 @@ async def test_an_unstreamed_call_sends_the_joined_body_and_gets_the_same_answer
     first, second = answers
     assert (first.content, first.tool_calls, first.usage_metadata, first.response_metadata["finish_reason"]) == (
         second.content, second.tool_calls, second.usage_metadata, "tool_calls")
+
+
+class _Silent(httpx.AsyncByteStream):
+    """Two chunks, then silence until the test ends (no network read timeout: only the chunk bound can end it)."""
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self._parts = parts
+        self.stop = asyncio.Event()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for part in self._parts:
+            yield part
+        await self.stop.wait()
+
+
+@pytest.mark.parametrize("compatible", [True, False], ids=["compatible-server", "openai"])
+async def test_a_stream_silent_between_chunks_ends_as_chatopenai_ends_it(compatible: bool) -> None:
+    """The wait for each chunk is bounded by the stream itself (no task per chunk), with the error
+    langchain-openai raises: the same type, message and count of chunks received."""
+    from langchain_openai import StreamChunkTimeoutError
+
+    raised: dict[str, BaseException] = {}
+    for side in ("ours", "theirs"):
+        body = _Silent(TEXT[:3])
+        client = httpx.AsyncClient(transport=httpx.MockTransport(
+            lambda request, body=body: httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)))
+        config: dict[str, Any] = {"model": "rec-model", "api_key": KEY, "context_limit": 128, "max_retries": 0,
+                                  "timeout": 0.5}
+        if compatible:
+            config["base_url"] = BASE_URL
+        with mock.patch.object(model_factory, "_no_redirect_clients", return_value=(httpx.Client(), client)):
+            ours = model_factory.create_chat_model(config)
+        if not compatible:  # OpenAI itself: langchain-openai's default bound, made short here
+            ours.async_client.chunk_timeout = 0.5
+        theirs = ChatOpenAI(model="rec-model", api_key=SecretStr(KEY), base_url=BASE_URL, max_retries=0,
+                            streaming=True, stream_usage=True, stream_chunk_timeout=0.5, http_async_client=client)
+        try:
+            with pytest.raises(StreamChunkTimeoutError) as info:
+                await _answer(ours if side == "ours" else theirs)
+        finally:
+            body.stop.set()
+        raised[side] = info.value
+    ours_error, theirs_error = raised["ours"], raised["theirs"]
+    assert str(ours_error) == str(theirs_error) and ours_error.chunks_received == theirs_error.chunks_received == 3
+    assert type(provider_error(ours_error)) is type(provider_error(theirs_error))
+
+
+@pytest.mark.parametrize("compatible", [True, False], ids=["compatible-server", "openai"])
+async def test_no_task_is_started_per_chunk(monkeypatch: pytest.MonkeyPatch, compatible: bool) -> None:
+    """langchain-openai bounded each chunk's wait with ``asyncio.wait_for`` (a task per chunk on 3.11)."""
+    waits: list[Any] = []
+    original = asyncio.wait_for
+
+    async def counted(awaitable: Any, timeout: float | None) -> Any:
+        waits.append(timeout)
+        return await original(awaitable, timeout)
+
+    monkeypatch.setattr(asyncio, "wait_for", counted)
+    client, _ = _serving(TOOL_CALLS)
+    assert await _answer(_models(client, tools=True, compatible=compatible)["ours"]) is not None
+    assert waits == []
+    client, _ = _serving(TOOL_CALLS)
+    await _answer(_models(client, tools=True)["theirs"])
+    assert len(waits) == 11  # what the count sees on langchain-openai's own bound: 10 chunks and the end

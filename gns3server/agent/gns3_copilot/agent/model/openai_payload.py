@@ -110,10 +110,25 @@ class LeanChatOpenAI(ChatOpenAI):
 
     @model_validator(mode="after")
     def _joined_bodies_and_dict_chunks(self) -> Self:
-        """Bodies joined from each message's JSON, streamed chunks as their JSON dicts (:mod:`.openai_wire`)."""
+        """Bodies joined from each message's JSON, streamed chunks as their JSON dicts, each within
+        the chunk timeout, bounded by the stream itself (:mod:`.openai_wire`): ``langchain-openai``'s
+        own bound (a task per chunk) is turned off, unless its streams go another way (response
+        headers kept, LangSmith's gateway, the Responses API)."""
         if self.async_client is not None and not isinstance(self.async_client, DictChunkCompletions):
-            self.async_client = DictChunkCompletions(self.async_client, self.root_async_client)
+            ours = not (self.include_response_headers or self._uses_gateway
+                        or self._use_responses_api(dict(self.model_kwargs)))
+            self.async_client = DictChunkCompletions(self.async_client, self.root_async_client,
+                                                     self.stream_chunk_timeout if ours else None, self.model_name)
+            if ours:
+                self.stream_chunk_timeout = None
         return self
+
+    @property
+    def chunk_timeout(self) -> float | None:
+        """Seconds a streamed answer may stay silent between chunks (None or 0: no bound)."""
+        if isinstance(self.async_client, DictChunkCompletions) and self.stream_chunk_timeout is None:
+            return self.async_client.chunk_timeout
+        return self.stream_chunk_timeout
 
     def _get_request_payload(self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
         messages = self._convert_input(input_).to_messages()

@@ -17,6 +17,12 @@ Two costs of every model call that the OpenAI SDK's ``create`` adds to plain JSO
   it is (it calls ``model_dump`` only on what is not a dict): its message chunks, errors and
   chunk timeout are the ones it made before.
 
+* **The chunk timeout.** ``langchain-openai`` bounds the wait for each chunk with
+  ``asyncio.wait_for``, which on Python 3.11 starts a task per chunk (4% of a long session's
+  server time). The stream here bounds each wait itself (``asyncio.timeout``: a timer, no
+  task) and raises ``langchain-openai``'s own :class:`StreamChunkTimeoutError` as it did;
+  the model turns its own bound off (``openai_payload.py``).
+
 The request goes through the SDK's client (``post``: its retries, timeouts, headers, key,
 ``base_url`` and the HTTP client the outbound policy allowed) with the options its ``create``
 gives a chat completion; ``with_raw_response.create`` (``langchain-openai``'s unstreamed call)
@@ -28,15 +34,21 @@ Imported only when a model is built (with ``openai``).
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping
-from typing import Any
+import logging
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any, Self
 
+from langchain_openai import StreamChunkTimeoutError
 from openai import AsyncStream
 from openai._legacy_response import async_to_raw_response_wrapper
 from openai.types.chat import ChatCompletion
 
-__all__ = ["DictChunkCompletions", "EncodedMessages", "encode_json"]
+log = logging.getLogger(__name__)
+
+__all__ = ["DictChunkCompletions", "EncodedMessages", "TimedChunks", "encode_json"]
 
 PATH = "/chat/completions"
 # ``create``'s arguments that are request options, not body fields.
@@ -85,15 +97,54 @@ def _request_options(params: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
+class TimedChunks:
+    """A stream whose every chunk must come within ``timeout`` seconds (None or 0: no bound),
+    else :class:`StreamChunkTimeoutError` as ``langchain-openai`` raises it."""
+
+    def __init__(self, stream: Any, timeout: float | None, model_name: str | None) -> None:
+        self._stream, self._timeout, self._model_name = stream, timeout, model_name
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self._stream.close()
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        chunks = self._stream.__aiter__()
+        if not self._timeout or self._timeout <= 0:
+            async for chunk in chunks:
+                yield chunk
+            return
+        received = 0
+        while True:
+            try:
+                async with asyncio.timeout(self._timeout):
+                    chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                return
+            except TimeoutError as exc:
+                log.warning("No chunk of the model's streamed answer for %.1f s (%d received)", self._timeout, received)
+                raise StreamChunkTimeoutError(self._timeout, model_name=self._model_name,
+                                              chunks_received=received) from exc
+            received += 1
+            yield chunk
+
+
 class DictChunkCompletions:
-    """An SDK client's ``chat.completions`` whose ``create`` sends the joined body and streams dicts.
+    """An SDK client's ``chat.completions`` whose ``create`` sends the joined body and streams dicts,
+    each chunk within ``chunk_timeout`` seconds.
 
     Everything else (``with_raw_response``, ``parse``, ...) is the wrapped resource's own.
     """
 
-    def __init__(self, completions: Any, client: Any) -> None:
+    def __init__(self, completions: Any, client: Any, chunk_timeout: float | None = None,
+                 model_name: str | None = None) -> None:
         self._completions = completions
         self._client = client
+        self.chunk_timeout = chunk_timeout
+        self._model_name = model_name
 
     @property
     def wrapped(self) -> Any:
@@ -101,6 +152,13 @@ class DictChunkCompletions:
         return self._completions
 
     async def create(self, **params: Any) -> Any:
+        """The SDK's answer: a ``ChatCompletion``, or the stream (:class:`TimedChunks` of dicts)."""
+        answer = await self._send(**params)
+        if isinstance(answer, AsyncStream):
+            return TimedChunks(answer, self.chunk_timeout, self._model_name)
+        return answer
+
+    async def _send(self, **params: Any) -> Any:
         stream = bool(params.get("stream"))
         body = None if "response_format" in params else request_body(params)
         if body is not None:
@@ -125,7 +183,7 @@ class _RawResponses:
     response object (the SDK's own wrapper asks its client for it), the rest is the SDK's."""
 
     def __init__(self, completions: DictChunkCompletions) -> None:
-        self.create = async_to_raw_response_wrapper(completions.create)
+        self.create = async_to_raw_response_wrapper(completions._send)
         self._sdk = completions.wrapped.with_raw_response
 
     def __getattr__(self, name: str) -> Any:
