@@ -95,7 +95,8 @@ def models(mock_transport: httpx.MockTransport) -> dict[str, Any]:
     with mock.patch.object(factory, "_no_redirect_clients", return_value=(httpx.Client(), client)):
         ours = factory.create_chat_model(config)
         before = factory.create_chat_model(config)
-    before.async_client = before.async_client.wrapped
+    bound = before.chunk_timeout  # langchain-openai's own chunk bound again, as before
+    before.async_client, before.stream_chunk_timeout = before.async_client.wrapped, bound
     naive = ChatOpenAI(model="bench-model", base_url=BASE_URL, api_key=SecretStr("sk-bench"), max_retries=0, timeout=30,
                        streaming=True, stream_usage=True, http_async_client=client)
     return {"naive": naive, "before": before, "ours": ours}
