@@ -26,18 +26,20 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, model_validator
 
 from ..context.identity import IdentityMemo
+from .openai_wire import DictChunkCompletions, EncodedMessages, encode_json
 
 __all__ = ["LeanChatOpenAI", "remembered_payload", "untransformed"]
 
 _DICT = "openai-request-dict"
+_JSON = "openai-request-json"
 
 # The arguments that are already plain JSON and the largest: sent through ``extra_body``.
 PASSED_AS_IS = ("messages", "tools")
@@ -86,7 +88,12 @@ def remembered_payload(
             value = next(fresh)
             memo.get(message, _DICT, functools.partial(_same, value))
         dicts.append(value)
-    payload["messages"] = dicts
+    try:  # each message's JSON, kept with it too: the body is joined from them (:mod:`.openai_wire`)
+        fragments = [memo.get(m, _JSON, functools.partial(encode_json, d)) for m, d in zip(messages, dicts, strict=True)]
+    except (TypeError, ValueError):  # not plain JSON: the SDK's own encoder sends it
+        payload["messages"] = dicts
+    else:
+        payload["messages"] = EncodedMessages(dicts, fragments)
     return payload
 
 
@@ -100,6 +107,28 @@ class LeanChatOpenAI(ChatOpenAI):
     """
 
     _message_dicts: IdentityMemo = PrivateAttr(default_factory=IdentityMemo)
+
+    @model_validator(mode="after")
+    def _joined_bodies_and_dict_chunks(self) -> Self:
+        """Bodies joined from each message's JSON, streamed chunks as their JSON dicts, each within
+        the chunk timeout, bounded by the stream itself (:mod:`.openai_wire`): ``langchain-openai``'s
+        own bound (a task per chunk) is turned off, unless its streams go another way (response
+        headers kept, LangSmith's gateway, the Responses API)."""
+        if self.async_client is not None and not isinstance(self.async_client, DictChunkCompletions):
+            ours = not (self.include_response_headers or self._uses_gateway
+                        or self._use_responses_api(dict(self.model_kwargs)))
+            self.async_client = DictChunkCompletions(self.async_client, self.root_async_client,
+                                                     self.stream_chunk_timeout if ours else None, self.model_name)
+            if ours:
+                self.stream_chunk_timeout = None
+        return self
+
+    @property
+    def chunk_timeout(self) -> float | None:
+        """Seconds a streamed answer may stay silent between chunks (None or 0: no bound)."""
+        if isinstance(self.async_client, DictChunkCompletions) and self.stream_chunk_timeout is None:
+            return self.async_client.chunk_timeout
+        return self.stream_chunk_timeout
 
     def _get_request_payload(self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
         messages = self._convert_input(input_).to_messages()
