@@ -18,6 +18,8 @@ drives, over the copilot's HTTP API:
 - then the server is stopped, the long session copied 20 times in its database (every row
   naming it, under a new id), the server started again, and the 20 copies driven at once
   (``--concurrent`` sessions, ``--concurrent-turns`` turns each);
+- the project's notification stream is open throughout, as GNS3's web UI holds it while a
+  user works in the project (the copilot's panel lives in that UI);
 - the pre-model hook alone on the 2,000-message conversation of ``bench/context.py``:
   a cold call (new hook) and the steady call (an answer and a question appended at each call,
   the window the previous call returned passed in), against a from-scratch count of the same request as the design document does it.
@@ -240,6 +242,30 @@ class Bench:
         turn.overhead = ended - started - model
         self.turns.append(turn)
         return turn
+
+
+@contextlib.asynccontextmanager
+async def web_ui(bench: Bench) -> Any:
+    """The project's notification stream held open while inside, as GNS3's web UI holds it."""
+    url = f"{bench.base}/v3/projects/{bench.project_id}/notifications"
+    opened = asyncio.get_running_loop().create_future()
+
+    async def listen() -> None:
+        async with bench.http.get(url, headers=bench.headers, timeout=aiohttp.ClientTimeout(total=None)) as response:
+            assert response.status == 200, await response.text()
+            opened.set_result(None)
+            async for _ in response.content:
+                pass
+
+    task = asyncio.create_task(listen())
+    try:
+        await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            task.result()  # the stream could not be opened: say why
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 # ----------------------------------------------------------------- the naive turn
@@ -479,8 +505,10 @@ async def run(args: argparse.Namespace) -> str:
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
             bench = Bench(http, stub_url)
             server = await asyncio.to_thread(GNS3ServerProcess.start, root / "server")
+            ui = contextlib.AsyncExitStack()
             try:
                 await setup(bench, server)
+                await ui.enter_async_context(web_ui(bench))
                 long_id = str(uuid.uuid4())
                 first = await bench.ours("warm", long_id, 1, False)
                 assert first.error is None, first.error
@@ -517,6 +545,7 @@ async def run(args: argparse.Namespace) -> str:
                 print(server.log_tail(60), file=sys.stderr)
                 raise
             finally:
+                await ui.aclose()
                 server.stop()
             database = next((root / "server").rglob("copilot.sqlite3"))
             copies = clone_session(database, long_id, args.concurrent)
@@ -524,14 +553,15 @@ async def run(args: argparse.Namespace) -> str:
             try:
                 bench.base, bench.pid = server.base_url, server.process.pid
                 bench.token = await server.token()
-                cpu = bench.cpu()
-                wall = time.monotonic()
 
                 async def drive(session_id: str) -> None:
                     for n in range(concurrent_turns):
                         await bench.ours("concurrent", session_id, turns + 100 + n, n % 5 == 4)
 
-                await asyncio.gather(*(drive(s) for s in copies))
+                async with web_ui(bench):
+                    cpu = bench.cpu()
+                    wall = time.monotonic()
+                    await asyncio.gather(*(drive(s) for s in copies))
                 concurrent_cpu, concurrent_wall = bench.cpu() - cpu, time.monotonic() - wall
             finally:
                 server.stop()

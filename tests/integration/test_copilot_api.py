@@ -864,3 +864,94 @@ async def test_restart_keeps_sessions_configs_and_the_server_default(tmp_path: P
         assert " DEBUG " in log and "Copilot started" in log
         for secret in secrets:
             assert secret not in log
+
+
+# ------------------------------------------------------ the topology kept between turns
+
+
+@contextlib.asynccontextmanager
+async def web_ui_open(api: API, project_id: str) -> AsyncIterator[None]:
+    """The project's notification stream held open, as GNS3's web UI holds it while a user works in the project."""
+    opened = asyncio.get_running_loop().create_future()
+
+    async def listen() -> None:
+        url = f"{api.base_url}/v3/projects/{project_id}/notifications"
+        async with api.http.get(url, headers=api.headers(), timeout=aiohttp.ClientTimeout(total=None)) as response:
+            assert response.status == 200, await response.text()
+            opened.set_result(None)
+            async for _ in response.content:
+                pass
+
+    task = asyncio.create_task(listen())
+    try:
+        await asyncio.wait({task, opened}, timeout=EVENT_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
+        assert opened.done(), task.result() if task.done() else "the notification stream did not open"
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def shown_topology(api: API, stub: OpenAIStub, project_id: str, session_id: str | None) -> tuple[str, str]:
+    """One turn; the session's id and the system prompt its model call was sent (the live topology is in it)."""
+    stub.enqueue("Noted.")
+    body = {"message": "What is in my lab?", **({"session_id": session_id} if session_id else {})}
+    async with api.stream(project_id, **body) as sse:
+        events = await sse.rest()
+        assert events[-1]["status"] == "completed", events
+        return sse.session_id, stub.requests[-1]["messages"][0]["content"]
+
+
+async def test_a_change_made_in_gns3_shows_in_the_next_turns_topology(admin, admin_llm, stub):
+    """Inside gns3-server the topology is kept between turns and forgotten on GNS3's notifications:
+    whatever changes in GNS3 between two turns (a node added, renamed, deleted) is in the next one."""
+    status, made = await admin.post("/v3/projects", {"name": f"kept-{uuid.uuid4().hex[:8]}"})
+    assert status == 201, made
+    project_id = made["project_id"]
+    nodes = f"/v3/projects/{project_id}/nodes"
+    try:
+        async with web_ui_open(admin, project_id):
+            status, pc1 = await admin.post(nodes, {"name": "PC1", "node_type": "vpcs", "compute_id": "local"})
+            assert status == 201, pc1
+            session, prompt = await shown_topology(admin, stub, project_id, None)
+            assert "PC1" in prompt and "PC2" not in prompt
+            _, prompt = await shown_topology(admin, stub, project_id, session)  # nothing changed
+            assert "PC1" in prompt and "PC2" not in prompt
+            status, pc2 = await admin.post(nodes, {"name": "PC2", "node_type": "vpcs", "compute_id": "local"})
+            assert status == 201, pc2
+            _, prompt = await shown_topology(admin, stub, project_id, session)
+            assert "PC1" in prompt and "PC2" in prompt
+            status, _ = await admin.put(f"{nodes}/{pc2['node_id']}", {"name": "PC7"})
+            assert status == 200
+            _, prompt = await shown_topology(admin, stub, project_id, session)
+            assert "PC7" in prompt and "PC2" not in prompt
+            status, _ = await admin.delete(f"{nodes}/{pc1['node_id']}")
+            assert status == 204
+            _, prompt = await shown_topology(admin, stub, project_id, session)
+            assert "PC1" not in prompt and "PC7" in prompt
+    finally:
+        await admin.delete(f"/v3/projects/{project_id}")
+
+
+async def test_a_project_still_closes_by_itself_once_the_web_ui_has_left(admin, admin_llm, stub):
+    """GNS3 closes an auto-closing project 5 s after its last notification client left; the copilot's
+    listener (it keeps the project's topology) must not count as one once the web UI is gone."""
+    status, made = await admin.post("/v3/projects", {"name": f"closes-{uuid.uuid4().hex[:8]}"})
+    assert status == 201, made
+    project_id = made["project_id"]
+    try:
+        async with web_ui_open(admin, project_id):
+            status, node = await admin.post(f"/v3/projects/{project_id}/nodes",
+                                            {"name": "PC1", "node_type": "vpcs", "compute_id": "local"})
+            assert status == 201, node
+            await shown_topology(admin, stub, project_id, None)  # the copilot listens to the project now
+        deadline = asyncio.get_running_loop().time() + 60
+        while True:  # GNS3 looks 5 s after the web UI left
+            status, body = await admin.get(f"/v3/projects/{project_id}")
+            assert status == 200, body
+            if body["status"] == "closed":
+                break
+            assert asyncio.get_running_loop().time() < deadline, "the project was never closed"
+            await asyncio.sleep(0.5)  # polling GNS3's state (it has no event for a test to wait on)
+    finally:
+        await admin.delete(f"/v3/projects/{project_id}")

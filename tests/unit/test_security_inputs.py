@@ -263,6 +263,10 @@ class FakePermissions:
         self.asked.append((user_id, privilege, list(paths)))
         return ["allowed" if p in self.allowed else "denied" for p in paths]
 
+    async def verdict(self, user_id: str, privilege: str, path: str) -> str:
+        (verdict,) = await self.verdicts(user_id, privilege, [path])
+        return verdict
+
 
 async def test_projects_are_listed_as_gns3s_own_check_judges_each() -> None:
     projects = [{"project_id": "b", "name": "Bravo"}, {"project_id": "a", "name": "Alpha"}, {"project_id": "c", "name": "C"}]
@@ -271,3 +275,43 @@ async def test_projects_are_listed_as_gns3s_own_check_judges_each() -> None:
     assert [p["project_id"] for p in await visible.of_user("u1")] == ["a", "c"]
     assert permissions.asked == [("u1", "Project.Audit", ["/projects/b", "/projects/a", "/projects/c"])]
     assert await VisibleProjects(FakePermissions(set()), lambda: projects).of_user("u2") == []  # type: ignore[arg-type]
+
+
+async def test_a_routes_project_is_checked_in_process_and_only_a_refusal_goes_to_gns3() -> None:
+    """Every route with a project in its path read the project over REST (a request to this same
+    server, ~3-5 ms of a chat turn): GNS3's own check in-process says yes without it; anything else
+    still reads it over REST, so the client gets GNS3's own 401/403/404."""
+    from uuid import UUID
+
+    from gns3server.agent.gns3_copilot.api.dependencies import accessible_project
+    from gns3server.agent.gns3_copilot.service.copilot import User
+
+    granted, unknown = "0b7c4f0e-6f0e-4b8e-9d5a-3c2b1a0f9e8d", "1c8d5a1f-7a1f-4c9f-8e6b-4d3c2b1a0f9e"
+    denied = "2d9e6b2a-8b2a-4dae-9f7c-5e4d3c2b1a0f"
+    permissions = FakePermissions({f"/projects/{granted}"})
+    read_over_rest: list[str] = []
+
+    class Client:
+        async def __aenter__(self) -> Any:
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            return None
+
+        async def project(self, project_id: str) -> None:
+            read_over_rest.append(project_id)
+            raise PermissionError(f"GNS3 refused {project_id}")
+
+    class State:
+        projects = VisibleProjects(permissions, list, has=lambda pid: pid in (granted, denied))  # type: ignore[arg-type]
+
+        def gns3_client(self, token: str) -> Client:
+            return Client()
+
+    user = User("u1", "alice", "token-alice")
+    assert await accessible_project(UUID(granted), user, State()) == granted  # type: ignore[arg-type]
+    for refused in (denied, unknown):
+        with pytest.raises(PermissionError, match=refused):
+            await accessible_project(UUID(refused), user, State())  # type: ignore[arg-type]
+    assert read_over_rest == [denied, unknown]
+    assert permissions.asked == [("u1", "Project.Audit", [f"/projects/{granted}"]), ("u1", "Project.Audit", [f"/projects/{denied}"])]

@@ -657,3 +657,42 @@ def test_the_service_only_runs_sessions_the_agent_is_assembled_elsewhere():
                   "..gns3_client.topology"}
     assert not {f"..{m}" for m in imported} & assembling, imported
     assert not hasattr(copilot.CopilotService, "_settings") and not hasattr(copilot.CopilotService, "history")
+
+
+async def test_a_turn_reads_its_topology_once_and_its_evidence_is_judged_against_what_the_model_was_shown(storage, model):
+    """The judge read the topology over REST again after the answer (three more requests to GNS3 before
+    ``done``); it is judged against the snapshot the turn's last model call showed."""
+    reads: list[str] = []
+
+    async def topology(client: FakeClient, project_id: str) -> dict:
+        reads.append(project_id)
+        return {"project_id": project_id, "name": "lab", "status": "opened", "links": [],
+                "nodes": [{"name": "PC1", "node_id": "n1", "node_type": "vpcs", "status": "started", "ports": []}]}
+
+    agent = AgentAssembly(tools_factory=make_tools, bind_tools=lambda tools, config: model.bind_tools(tools),
+                          is_context_length_error=lambda exc: False, client_factory=FakeClient, load_topology=topology)
+    service = CopilotService(storage, agent)
+    model.enqueue("PC1 is started.")
+    record, stream = await service.chat(ALICE, "p1", "Is PC1 up?", llm_config=LLM)
+    seen = await collect(stream)
+    assert reads == ["p1"] and seen[-1]["status"] == "completed"
+    (evidence,) = await service.evidence(ALICE, record.session_id)  # PC1's status, as the model was shown it
+    assert evidence.device == "PC1" and evidence.tool == "copilot" and "started" in evidence.output
+
+
+async def test_a_tool_that_may_change_the_lab_tells_the_kept_topology_of_the_runs_project():
+    from gns3server.agent.gns3_copilot.agent.assembly import RunSpec
+    from gns3server.agent.gns3_copilot.tools.gate import ToolOutcome
+
+    changed: list[str] = []
+    agent = AgentAssembly(tools_factory=make_tools, bind_tools=lambda tools, config: None,
+                          is_context_length_error=lambda exc: False, client_factory=FakeClient,
+                          load_topology=fake_topology, lab_changed=changed.append)
+    settings = agent.settings(RunSpec("u-alice", "alice", "token-alice", "p1", "s1", LLM, "lab_automation"))
+    call = {"name": "slow_tool", "id": "c1", "args": {}}
+    outcomes = [ToolOutcome(call, "success", "read", read_only=True), ToolOutcome(call, "rejected", "no"),
+                ToolOutcome(call, "success", "changed"), ToolOutcome(call, "error", "Error: half done")]
+    for outcome in outcomes:
+        for after in settings.after_tool:
+            await after(outcome)
+    assert changed == ["p1", "p1"]  # the change, and the failure (it may have changed part of the lab)

@@ -33,7 +33,7 @@ from ..gns3_client.client import GNS3Client
 from ..gns3_client.exceptions import GNS3Error
 from ..gns3_client.topology import fetch_rest_topology
 from ..tools.errors import TOOL_ERRORS
-from ..tools.gate import AfterCall, BeforeCall
+from ..tools.gate import AfterCall, BeforeCall, ToolOutcome
 from ..tools.toolset import RunContext
 from .context.calibration import Calibrator
 from .context.counting import TokenCounter
@@ -53,6 +53,7 @@ from .server.traits import ServerTraits, ServerTraitsMemory
 from .shared import KEPT_MODELS, KEPT_OFFERS, Kept, config_key, offer_shape
 from .summaries.writer import SummaryWriter
 from .tools_node import EvidenceNote
+from .turn_topology import may_change_lab
 
 if TYPE_CHECKING:
     import httpx
@@ -107,6 +108,7 @@ class AgentAssembly:
         bind_tools_unstreamed: BindTools | None = None,
         counters: MutableMapping[str, TokenCounter] | None = None,
         server_transport: httpx.AsyncBaseTransport | None = None,
+        lab_changed: Callable[[str], None] | None = None,
     ) -> None:
         self._tools_factory = tools_factory
         self._bind_tools = bind_tools
@@ -114,6 +116,8 @@ class AgentAssembly:
         self._is_context_length_error = is_context_length_error
         self._client_factory = client_factory
         self._load_topology = load_topology or fetch_rest_topology
+        # Told of a project whose lab a run's tool may have changed (a topology kept between turns forgets it).
+        self._lab_changed = lab_changed
         self.max_llm_calls = max_llm_calls
         self.prompts = prompts or default_prompts()
         """The system prompts; replaced as a whole when an administrator reloads them."""
@@ -179,10 +183,22 @@ class AgentAssembly:
             summary_writer=summary_writer,
             summary_timeout=profile.timeouts.summary,
             tool_errors=TOOL_ERRORS,
-            after_tool=tuple(after_tool),
+            after_tool=(*self._lab_changes(spec.project_id), *after_tool),
             before_tool=tuple(before_tool),
             evidence=evidence,
         )
+
+    def _lab_changes(self, project_id: str) -> tuple[AfterCall, ...]:
+        """The after-call that tells ``lab_changed`` of a call that may have changed the project's lab."""
+        lab_changed = self._lab_changed
+        if lab_changed is None:
+            return ()
+
+        async def after(outcome: ToolOutcome) -> None:
+            if may_change_lab(outcome):
+                lab_changed(project_id)
+
+        return (after,)
 
     async def preview(self, spec: RunSpec, values: Mapping[str, Any]) -> dict[str, Any]:
         """The budget report the next model call of a conversation would start from, without calling

@@ -10,8 +10,12 @@ rejected the call): the next call reads it afresh, and sees the change. A read
 that fails (None: GNS3 could not give it) is tried again at the next call.
 
 The snapshot lives as long as its run: the next turn reads the lab again, with the
-token of whoever asks then. (Keeping one across turns would need GNS3's
-notification stream to know when it changed; that is not done here.)
+token of whoever asks then. Inside gns3-server that read is cheap while nothing
+changed: the server keeps each project's topology between turns and forgets it on
+GNS3's notifications (``gns3_client/kept_topology.py``); a tool that may change the
+lab forgets it there too (:func:`may_change_lab`, the same rule as here). Once the
+run has answered, its evidence is judged against the snapshot its last call showed
+(:attr:`TurnTopology.shown`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,12 @@ from typing import Any
 
 from ..tools.gate import ToolOutcome
 
-__all__ = ["TurnTopology"]
+__all__ = ["TurnTopology", "may_change_lab"]
+
+
+def may_change_lab(outcome: ToolOutcome) -> bool:
+    """A tool call that may have changed the lab: any not flagged read-only, unless the user rejected it."""
+    return not outcome.read_only and outcome.status != "rejected"
 
 
 class TurnTopology:
@@ -39,7 +48,11 @@ class TurnTopology:
             self._project = project_id
         return self._snapshot
 
+    def shown(self, project_id: str) -> Any:
+        """The snapshot the run's last model call was shown, if it is of ``project_id`` and still holds (else None)."""
+        return self._snapshot if self._project == project_id else None
+
     async def after_tool(self, outcome: ToolOutcome) -> None:
         """A tool gate's ``after`` callback: a call that may have changed the lab ends the snapshot."""
-        if not outcome.read_only and outcome.status != "rejected":
+        if may_change_lab(outcome):
             self._snapshot = None

@@ -4,8 +4,9 @@ Authentication is the host's own (``get_current_active_user``: a GNS3 JWT as
 bearer token or ``?token=``), plus the check GNS3 3.0 leaves out: its decoder
 verifies the signature but not the ``exp`` claim, so an expired token is refused
 here (401 ``token_expired``) before any copilot route runs. Project access is
-asked of GNS3 itself: the project is read through the REST API with the user's
-token, so GNS3's RBAC decides and its answer (403, 404) is what the client gets.
+asked of GNS3 itself: its own dependencies in-process (``projects.py``), and when
+they do not say yes, the project read through the REST API with the user's token,
+so GNS3's RBAC decides and its answer (403, 404) is what the client gets.
 """
 
 from __future__ import annotations
@@ -71,7 +72,12 @@ GroupIds = Annotated[list[str], Depends(user_group_ids)]
 
 
 async def accessible_project(project_id: UUID, user: CurrentUser, state: State) -> str:
-    """The project id, once GNS3 has let this user read the project (else GNS3's 401/403/404)."""
+    """The project id, once GNS3 has let this user read the project (else GNS3's 401/403/404).
+
+    GNS3's own check is asked in-process (the copilot runs inside gns3-server); only when it does
+    not say yes is the project read over REST, so that the client gets GNS3's own refusal."""
+    if await state.projects.readable(user.user_id, str(project_id)):
+        return str(project_id)
     async with state.gns3_client(user.token) as client:
         await client.project(str(project_id))
     return str(project_id)

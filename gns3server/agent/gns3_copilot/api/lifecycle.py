@@ -43,6 +43,7 @@ from ..console import AuditLog, CredentialStore, DeviceLocks, load_policy
 from ..console.choices import FamilyChoices
 from ..console.registry import Drivers
 from ..gns3_client.client import GNS3Connection
+from ..gns3_client.kept_topology import KeptTopologies
 from ..mcp.auth import Caller, UserLookup, gns3_user_lookup
 from ..mcp.server import ENDPOINT_STATE, MCPEndpoint
 from ..service.storage import open_sqlite_storage
@@ -106,7 +107,10 @@ async def copilot_running(
         prompts = await asyncio.to_thread(load_prompts, settings.prompts_dir)
         projects = VisibleProjects(host_permissions)
         catalogue = await load_catalogue(settings.teaching_dir)  # a bad scenario file stops the start, saying where
-        state = CopilotState(settings, storage, llm_configs, gns3, console, projects, prompts, catalogue)
+        # GNS3's controller runs in this process: its notifications say when a project's topology changed.
+        topologies = KeptTopologies(gns3_controller(), host_permissions.token_allows)
+        stack.push_async_callback(topologies.aclose)
+        state = CopilotState(settings, storage, llm_configs, gns3, console, projects, prompts, catalogue, topologies)
         stack.push_async_callback(state.agent.aclose)  # the model servers' clients, once the runs have ended
         stack.push_async_callback(state.resolutions.aclose)  # TTLs still being asked of DNS
         stack.push_async_callback(state.stop_runs)
@@ -129,6 +133,13 @@ async def copilot_running(
         )
         yield state, mcp
     log.info("Copilot stopped")
+
+
+def gns3_controller() -> Any:
+    """GNS3's controller, the one of this process (imported late: the copilot's modules import without GNS3 running)."""
+    from gns3server.controller import Controller
+
+    return Controller.instance()
 
 
 @contextmanager

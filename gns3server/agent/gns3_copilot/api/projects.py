@@ -11,7 +11,9 @@ the controller, kept when GNS3's own dependencies, asked in-process
 requires), and nothing else. A superadmin passes every check, as in GNS3.
 
 The panel's project picker (``GET /v3/copilot/projects``) and MCP's
-``gns3_list_projects`` and ``resources/list`` all use :class:`VisibleProjects`.
+``gns3_list_projects`` and ``resources/list`` all use :class:`VisibleProjects`; so
+does every copilot route with a project in its path (:meth:`VisibleProjects.readable`,
+the same check without the REST request to this server it took before).
 """
 
 from __future__ import annotations
@@ -37,14 +39,31 @@ def controller_projects() -> list[dict[str, Any]]:
     return [project.asdict() for project in Controller.instance().projects.values()]
 
 
+def controller_has(project_id: str) -> bool:
+    """GNS3's controller holds the project (opened or closed: ``GET /v3/projects/{id}`` answers it)."""
+    from gns3server.controller import Controller
+
+    return project_id in Controller.instance().projects
+
+
 class VisibleProjects:
     """Lists, for a user, exactly the projects GNS3 would let them read."""
 
     def __init__(
-        self, permissions: HostPermissions, projects: Callable[[], Iterable[Mapping[str, Any]]] = controller_projects
+        self, permissions: HostPermissions, projects: Callable[[], Iterable[Mapping[str, Any]]] = controller_projects,
+        has: Callable[[str], bool] = controller_has,
     ) -> None:
         self._permissions = permissions
         self._projects = projects
+        self._has = has
+
+    async def readable(self, user_id: str, project_id: str) -> bool:
+        """GNS3 would answer ``GET /v3/projects/{project_id}`` for this user with the project now: it holds
+        the project and its own check grants ``Project.Audit`` on its path (asked afresh, in-process).
+        False is no answer: the caller asks GNS3 over REST, whose 401/403/404 says why."""
+        if not self._has(project_id):
+            return False
+        return await self._permissions.verdict(user_id, PROJECT_PRIVILEGE, f"/projects/{project_id}") == "allowed"
 
     async def of_user(self, user_id: str) -> list[dict[str, Any]]:
         """The projects ``user_id`` may read, by name; GNS3's own check decides each (failing closed)."""

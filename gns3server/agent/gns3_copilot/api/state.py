@@ -24,6 +24,8 @@ from ..agent.model.errors import is_context_length_error
 from ..agent.model.factory import create_base_model_with_tools
 from ..agent.model.prompts import PromptSet, load_prompts
 from ..gns3_client.client import GNS3Client, GNS3Connection
+from ..gns3_client.kept_topology import KeptTopologies
+from ..gns3_client.topology import fetch_rest_topology
 from ..service.copilot import CopilotService, User
 from ..service.storage import Storage
 from ..teaching.catalogue import Catalogue
@@ -70,6 +72,7 @@ class CopilotState:
         projects: VisibleProjects,
         prompts: PromptSet | None = None,
         catalogue: Catalogue | None = None,
+        topologies: KeptTopologies | None = None,
     ) -> None:
         self.settings = settings
         self.projects = projects
@@ -82,6 +85,9 @@ class CopilotState:
         self._closing: asyncio.Task[None] | None = None
         # Tokenizer files load in a worker thread now, not on the first user's first call.
         self.tokenizers_ready: asyncio.Future[None] = self._loop.run_in_executor(None, warm_up)
+        self.topologies = topologies
+        """Projects' topologies kept between turns (None: each turn reads its project's over REST)."""
+        read = topologies.read if topologies is not None else fetch_rest_topology
         self.agent = AgentAssembly(
             tools_factory=lambda context: build_tools(context, console),
             bind_tools=create_base_model_with_tools,
@@ -89,9 +95,10 @@ class CopilotState:
             is_context_length_error=is_context_length_error,
             client_factory=self.gns3_client,
             load_topology=lambda client, project_id: topology_with_families(
-                client, project_id, console.choices, console.drivers),
+                client, project_id, console.choices, console.drivers, read),
             max_llm_calls=settings.max_llm_calls,
             prompts=prompts,
+            lab_changed=topologies.forget if topologies is not None else None,
         )
         # The outbound policy's host resolutions, each kept no longer than its DNS records hold.
         self.resolutions = ResolutionCache(resolve_host)

@@ -36,7 +36,7 @@ from langgraph.types import Command
 from ..agent import events
 from ..agent.assembly import AgentAssembly, RunSpec
 from ..agent.context.counting import content_text
-from ..agent.gns3_copilot import LLM_CALL
+from ..agent.gns3_copilot import LLM_CALL, run_of
 from ..agent.model.prompts import FAULT_INJECTION
 from ..agent.policies.modes import check_mode
 from ..agent.server.kind import server_kind
@@ -508,7 +508,11 @@ class CopilotService:
             messages = await self._storage.latest_messages(spec.session_id)  # what the run just wrote
             if messages is None:
                 messages = list((await graph.aget_state(self._thread(spec.session_id))).values.get("messages") or [])
-            body = await recorder.judge(messages, await self.agent.topology(spec))
+            # What the model was shown at its last call (it came after any tool); read only if it holds none.
+            topology = run_of(graph.config).topology.shown(spec.project_id)
+            if topology is None:
+                topology = await self.agent.topology(spec)
+            body = await recorder.judge(messages, topology)
         except Exception:
             log.exception("Could not judge the evidence of the answer in session %s", spec.session_id)
             return

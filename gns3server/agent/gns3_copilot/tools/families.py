@@ -7,7 +7,7 @@ topology, the families routes), so that each reads the same evidence the same wa
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from ..console.choices import FamilyChoices
@@ -53,10 +53,12 @@ async def annotate_families(
 
 
 async def topology_with_families(
-    client: Any, project_id: str, choices: FamilyChoices | None, drivers: Drivers
+    client: Any, project_id: str, choices: FamilyChoices | None, drivers: Drivers,
+    read: Callable[[Any, str], Awaitable[dict[str, Any]]] = fetch_rest_topology,
 ) -> dict[str, Any]:
-    """The project's REST-shaped topology (``fetch_rest_topology``), each node with its CLI family."""
-    topology = await fetch_rest_topology(client, project_id)
+    """The project's REST-shaped topology (``read``: ``fetch_rest_topology``, or one kept between
+    turns), each node with its CLI family (the users' choices read afresh)."""
+    topology = await read(client, project_id)
     topology["nodes"] = [dict(node) for node in topology["nodes"]]
     await annotate_families(client, project_id, topology["nodes"], choices, drivers)
     return topology
