@@ -871,25 +871,15 @@ async def test_restart_keeps_sessions_configs_and_the_server_default(tmp_path: P
 
 @contextlib.asynccontextmanager
 async def web_ui_open(api: API, project_id: str) -> AsyncIterator[None]:
-    """The project's notification stream held open, as GNS3's web UI holds it while a user works in the project."""
-    opened = asyncio.get_running_loop().create_future()
-
-    async def listen() -> None:
-        url = f"{api.base_url}/v3/projects/{project_id}/notifications"
-        async with api.http.get(url, headers=api.headers(), timeout=aiohttp.ClientTimeout(total=None)) as response:
-            assert response.status == 200, await response.text()
-            opened.set_result(None)
-            async for _ in response.content:
-                pass
-
-    task = asyncio.create_task(listen())
-    try:
-        await asyncio.wait({task, opened}, timeout=EVENT_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
-        assert opened.done(), task.result() if task.done() else "the notification stream did not open"
+    """The project's notification WebSocket held open, as GNS3's web UI holds it while a user works in
+    the project (its HTTP stream is no stand-in: GNS3 3.0 never auto-closes a project after one)."""
+    url = f"{api.base_url}/v3/projects/{project_id}/notifications/ws?token={api.token}"
+    async with api.http.ws_connect(url, timeout=aiohttp.ClientWSTimeout(ws_close=EVENT_TIMEOUT)) as ws:
+        # GNS3 sends nothing on opening: the socket counts once its first ping (every 5 s) arrives.
+        async with asyncio.timeout(EVENT_TIMEOUT):
+            message = await ws.receive()
+        assert message.type == aiohttp.WSMsgType.TEXT, message
         yield
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def shown_topology(api: API, stub: OpenAIStub, project_id: str, session_id: str | None) -> tuple[str, str]:
