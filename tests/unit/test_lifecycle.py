@@ -250,12 +250,14 @@ async def test_the_lifespan_runs_the_host_start_up_first_and_its_shutdown_last(t
 
     messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     sent: list[dict[str, Any]] = []
+    frozen: list[int] = []  # objects out of the cyclic collector's passes, while it runs
     started = asyncio.Event()
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
         if message["type"] == "lifespan.startup.complete":
             order.append("copilot " + ("running" if app.state.copilot is not None else "missing"))
+            frozen.append(gc.get_freeze_count())
             started.set()
 
     lifespan = asyncio.create_task(app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}},
@@ -266,4 +268,5 @@ async def test_the_lifespan_runs_the_host_start_up_first_and_its_shutdown_last(t
     await asyncio.wait_for(lifespan, timeout=60)
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
     assert order == ["host start", "copilot running", "host stop (copilot gone)"]
+    assert frozen[0] > 10_000 and gc.get_freeze_count() == 0  # start-up's heap, frozen while it ran
     assert _opened_since(before, tmp_path) == NOTHING
