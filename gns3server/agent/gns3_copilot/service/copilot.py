@@ -59,6 +59,7 @@ from .errors import (
     public_message,
 )
 from .faults import FaultRecorder
+from .run_queue import RunQueueReader
 from .session_store import InFlight, SessionRecord
 from .storage import Storage
 
@@ -457,11 +458,11 @@ class CopilotService:
         await self._summaries.close()
 
     async def _events(self, run: _Run) -> EventStream:
+        reader = RunQueueReader(run.queue)  # text that piled up while the client was behind: one event
         try:
             while True:
-                try:
-                    event = await asyncio.wait_for(run.queue.get(), self._heartbeat_seconds)
-                except TimeoutError:
+                event = await reader.next(self._heartbeat_seconds)
+                if event is None:
                     yield events.heartbeat()
                     continue
                 yield event
