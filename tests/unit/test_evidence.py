@@ -94,6 +94,42 @@ async def test_the_store_numbers_reads_per_session_and_forgets_a_deleted_one(tmp
         await database.close()
 
 
+async def test_each_devices_latest_earlier_read_is_found_on_its_index(tmp_path: Path):
+    """A turn's judgement asks for the newest read of each device it names, from earlier turns: in a
+    long session that was every earlier read of those devices (outputs and all), now one each."""
+    import random
+    import string
+
+    def nocase(text: str) -> str:  # SQLite's NOCASE folds ASCII letters only
+        return text.translate(str.maketrans(string.ascii_uppercase, string.ascii_lowercase))
+
+    database = await Database.open(tmp_path / "c.sqlite3", (EVIDENCE_SCHEMA,), name="conversations")
+    store = SQLiteEvidenceStore(database)
+    rng = random.Random(7)
+    stored: list[tuple[str, str, str]] = []  # (session, turn, device) of each read, in order
+    try:
+        for turn in range(60):
+            session = rng.choice(["s1", "s2"])
+            names = [rng.choice(["PC1", "pc1", "R1", "r2", "Über"]) for _ in range(rng.randint(1, 3))]
+            reads = [DeviceRead(n, "show ip", f"out {turn}", "ok", "console", "gns3_show_commands", "c") for n in names]
+            added = await store.add(session, f"t{turn}", reads, float(turn))
+            stored += [(session, f"t{turn}", e.evidence_id) for e in added]
+        for before_turn in ("t59", "t30", "t0", "none"):
+            for asked in (["pc1"], ["R1", "r2", "über"], ["PC1", "nobody"]):
+                found = await store.latest("s1", asked, before_turn)
+                expected: dict[str, Any] = {}  # what a scan of every earlier read gives
+                for e in await store.list("s1"):
+                    if e.turn_id != before_turn and nocase(e.device) in {nocase(a) for a in asked}:
+                        expected[e.device.casefold()] = e.evidence_id
+                assert {k: v.evidence_id for k, v in found.items()} == expected, (before_turn, asked)
+        plan = await database.fetchall(
+            "EXPLAIN QUERY PLAN SELECT MAX(seq) FROM copilot_evidence WHERE session_id = ? AND turn_id <> ? "
+            "AND device COLLATE NOCASE IN (?) GROUP BY device COLLATE NOCASE", ("s1", "t1", "pc1"))
+        assert any("copilot_evidence_device" in str(row) for row in plan), plan
+    finally:
+        await database.close()
+
+
 def test_what_the_model_reads_names_devices_as_data():
     stored = [
         type("E", (), {"evidence_id": "E1", "device": "PC1", "command": "show ip", "source": "console"})(),

@@ -46,6 +46,9 @@ EVIDENCE_SCHEMA = Schema("evidence", (
             PRIMARY KEY (session_id, turn_id)
         )""",
     ), "device reads kept as evidence, and each turn's judgement of its claims"),
+    Migration(2, (
+        "CREATE INDEX IF NOT EXISTS copilot_evidence_device ON copilot_evidence (session_id, device COLLATE NOCASE, seq)",
+    ), "each device's reads found by its name (a turn's judgement looks up the latest one of each it names)"),
 ))
 """The evidence tables, in the conversations' database (``service/storage.py``)."""
 
@@ -113,10 +116,13 @@ class SQLiteEvidenceStore:
         if not devices:
             return {}
         marks = ",".join("?" * len(devices))
+        # The newest read of each device, found on its index: a long session holds thousands of
+        # reads (with their outputs), and every turn that names a device asks this.
         rows = await self._database.fetchall(
-            f"SELECT {_COLUMNS} FROM copilot_evidence WHERE session_id = ? AND turn_id <> ? "
-            f"AND device COLLATE NOCASE IN ({marks}) ORDER BY seq",
-            (session_id, before_turn, *devices),
+            f"SELECT {_COLUMNS} FROM copilot_evidence WHERE session_id = ? AND seq IN ("
+            f"SELECT MAX(seq) FROM copilot_evidence WHERE session_id = ? AND turn_id <> ? "
+            f"AND device COLLATE NOCASE IN ({marks}) GROUP BY device COLLATE NOCASE) ORDER BY seq",
+            (session_id, session_id, before_turn, *devices),
         )
         found: dict[str, Evidence] = {}
         for row in rows:
