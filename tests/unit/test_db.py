@@ -164,7 +164,7 @@ async def test_a_fresh_file_is_created_configured_and_recorded_at_the_latest_ver
         store = await LLMConfigStore.open(tmp_path, SecretBox(Fernet.generate_key()))
         assert await store._database.call(lambda db: db.execute("PRAGMA synchronous").fetchone()[0]) == 2  # FULL
         await store.close()
-    assert recorded(tmp_path / storage_module.DATABASE_NAME) == {"sessions": 3, "faults": 2, "teaching": 1, "evidence": 1}
+    assert recorded(tmp_path / storage_module.DATABASE_NAME) == {"sessions": 3, "faults": 2, "teaching": 1, "evidence": 2}
     assert recorded(tmp_path / llm_store.DATABASE_NAME) == {"llm_configs": 1}
 
 
@@ -220,7 +220,7 @@ async def test_files_written_by_the_previous_release_are_upgraded_in_place(tmp_p
         finally:
             await keys.close()
 
-    assert recorded(conversations) == {"sessions": 3, "faults": 2, "teaching": 1, "evidence": 1}
+    assert recorded(conversations) == {"sessions": 3, "faults": 2, "teaching": 1, "evidence": 2}
     assert recorded(tmp_path / llm_store.DATABASE_NAME) == {"llm_configs": 1}
     assert recorded(tmp_path / audit_module.AUDIT_DB_NAME) == {"console_audit": 1}
     assert recorded(tmp_path / keys_module.DATABASE_NAME) == {"mcp_keys": 2}
