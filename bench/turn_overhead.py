@@ -27,7 +27,8 @@ drives, over the copilot's HTTP API:
 Overhead of a turn: its wall time (request sent to ``done`` read) minus the model's own
 time (request read to last byte written, summed over the turn's model calls): the time
 before the first model request plus the time after the model's last byte (plus, in a tool
-turn, the tool call and the second request's preparation). Server CPU per turn: the server
+turn, the tool call and the second request's preparation); the table also gives its two ends
+apart (before the first model request; after the last model byte). Server CPU per turn: the server
 process's user + system time (``/proc``) across the turn.
 
 ``--profile DIR`` also records the server with ``py-spy record --format raw`` (a bench
@@ -35,7 +36,7 @@ dependency, not the package's: ``pip install py-spy``) over 20 more turns of the
 session and over two new sessions of 10 turns, and prints the functions with the largest
 share of samples.
 
-Run: ``.venv/bin/python bench/turn_overhead.py`` (about 15 minutes; ``--quick``: 60 turns,
+Run: ``.venv/bin/python bench/turn_overhead.py`` (1.5-2 minutes idle, up to 15 under load; ``--quick``: 60 turns,
 a few minutes).
 """
 
@@ -183,8 +184,16 @@ class Turn:
     kind: str
     number: int  # the turn's number in its session (1 = the first)
     overhead: float = 0.0
+    before_model: float = 0.0  # request sent -> the first model request received
+    after_model: float = 0.0  # the last model byte -> the turn's end
     cpu: float = 0.0
     error: str | None = None
+
+    def timed(self, started: float, ended: float, spans: list[tuple[float, float]]) -> None:
+        """The overhead, split at the model's calls (``spans``: each call's request received, last byte)."""
+        self.overhead = ended - started - sum(last - received for received, last in spans)
+        if spans:
+            self.before_model, self.after_model = spans[0][0] - started, ended - spans[-1][1]
 
 
 @dataclass
@@ -205,10 +214,10 @@ class Bench:
         times = psutil.Process(self.pid).cpu_times()
         return times.user + times.system
 
-    async def model_time(self, tag: str) -> tuple[float, int]:
+    async def model_spans(self, tag: str) -> list[tuple[float, float]]:
+        """(request received, last byte written) of each model call the stub took for ``tag``."""
         async with self.http.get(f"{self.stub}/timings/{tag}") as response:
-            spans = await response.json()
-        return sum(last - received for received, last in spans), len(spans)
+            return [(received, last) for received, last in await response.json()]
 
     async def ours(self, kind: str, session_id: str, number: int, tool: bool) -> Turn:
         """One turn of ours through the chat API."""
@@ -236,10 +245,10 @@ class Bench:
                     break
         ended = time.monotonic()
         turn.cpu = self.cpu() - cpu
-        model, calls = await self.model_time(tag)
-        if calls != (2 if tool else 1) and turn.error is None:
-            turn.error = f"{calls} model calls"
-        turn.overhead = ended - started - model
+        spans = await self.model_spans(tag)
+        if len(spans) != (2 if tool else 1) and turn.error is None:
+            turn.error = f"{len(spans)} model calls"
+        turn.timed(started, ended, spans)
         self.turns.append(turn)
         return turn
 
@@ -368,8 +377,7 @@ class Naive:
             turn.error = type(exc).__name__
         ended = time.monotonic()
         turn.cpu = time.process_time() - cpu
-        model, _ = await self.bench.model_time(tag)
-        turn.overhead = ended - started - model
+        turn.timed(started, ended, await self.bench.model_spans(tag))
         self.bench.turns.append(turn)
         return turn
 
@@ -579,7 +587,8 @@ async def run(args: argparse.Namespace) -> str:
         errors = len(by_kind[kind]) - len(good)
         per_turn = statistics.mean(t.cpu for t in good) if cpu is None and good else cpu or 0.0
         return (f"| {name} | {len(by_kind[kind])} | {errors} | {median_ms([t.overhead for t in good]):.1f} "
-                f"| {pct_ms([t.overhead for t in good], 95):.1f} | {per_turn * 1000:.1f} |")
+                f"| {pct_ms([t.overhead for t in good], 95):.1f} | {median_ms([t.before_model for t in good]):.1f} "
+                f"| {median_ms([t.after_model for t in good]):.1f} | {per_turn * 1000:.1f} |")
 
     ours10 = median_ms([t.overhead for t in ok("ours@10")])
     ours_long = median_ms([t.overhead for t in ok("ours@long")])
@@ -590,8 +599,9 @@ async def run(args: argparse.Namespace) -> str:
         f"context_limit {CONTEXT_LIMIT} balanced, a project of 4 VPCS nodes; {psutil.cpu_count()} CPU(s), "
         f"load average {load:.1f} at the start; {time.monotonic() - started_at:.0f} s in all."),
         "",
-        "| turns | n | errors | overhead median ms | overhead p95 ms | server CPU per turn ms |",
-        "|---|---:|---:|---:|---:|---:|",
+        ("| turns | n | errors | overhead median ms | overhead p95 ms | before the model median ms "
+         "| after the model median ms | server CPU per turn ms |"),
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
         row("ours, 10-turn sessions (turns 1-10)", "ours@10"),
         row(f"ours, long session (turns {turns - window + 1}-{turns})", "ours@long"),
         row("naive, 10-turn sessions (turns 1-10)", "naive@10"),
