@@ -52,9 +52,9 @@ class ChangeProfile:
     restore: Way
     noise: tuple[re.Pattern[str], ...] = ()
     note: str = ""
+    """What the family's support lacks, said in results (e.g. VPCS keeps no configuration besides its addresses)."""
     volatile: tuple[re.Pattern[str], ...] = ()
     """Parts of configuration lines that change by themselves (an address's remaining lifetime): not compared."""
-    """What the family's support lacks, said in results (e.g. VPCS keeps no configuration besides its addresses)."""
 
     def configuration(self, text: str) -> list[str]:
         """The configuration lines of one capture (noise left out, trailing blanks stripped)."""
