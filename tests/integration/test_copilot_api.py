@@ -870,15 +870,22 @@ async def test_restart_keeps_sessions_configs_and_the_server_default(tmp_path: P
 
 
 @contextlib.asynccontextmanager
-async def web_ui_open(api: API, project_id: str) -> AsyncIterator[None]:
-    """The project's notification WebSocket held open, as GNS3's web UI holds it while a user works in
-    the project (its HTTP stream is no stand-in: GNS3 3.0 never auto-closes a project after one)."""
-    url = f"{api.base_url}/v3/projects/{project_id}/notifications/ws?token={api.token}"
+async def gns3_websocket(api: API, path: str) -> AsyncIterator[aiohttp.ClientWebSocketResponse]:
+    """One of GNS3's notification WebSockets, once GNS3 counts it as a listener."""
+    url = f"{api.base_url}{path}?token={api.token}"
     async with api.http.ws_connect(url, timeout=aiohttp.ClientWSTimeout(ws_close=EVENT_TIMEOUT)) as ws:
         # GNS3 sends nothing on opening: the socket counts once its first ping (every 5 s) arrives.
         async with asyncio.timeout(EVENT_TIMEOUT):
             message = await ws.receive()
         assert message.type == aiohttp.WSMsgType.TEXT, message
+        yield ws
+
+
+@contextlib.asynccontextmanager
+async def web_ui_open(api: API, project_id: str) -> AsyncIterator[None]:
+    """The project's notification WebSocket held open, as GNS3's web UI holds it while a user works in
+    the project (its HTTP stream is no stand-in: GNS3 3.0 never auto-closes a project after one)."""
+    async with gns3_websocket(api, f"/v3/projects/{project_id}/notifications/ws"):
         yield
 
 
@@ -930,18 +937,18 @@ async def test_a_project_still_closes_by_itself_once_the_web_ui_has_left(admin, 
     assert status == 201, made
     project_id = made["project_id"]
     try:
-        async with web_ui_open(admin, project_id):
-            status, node = await admin.post(f"/v3/projects/{project_id}/nodes",
-                                            {"name": "PC1", "node_type": "vpcs", "compute_id": "local"})
-            assert status == 201, node
-            await shown_topology(admin, stub, project_id, None)  # the copilot listens to the project now
-        deadline = asyncio.get_running_loop().time() + 60
-        while True:  # GNS3 looks 5 s after the web UI left
-            status, body = await admin.get(f"/v3/projects/{project_id}")
-            assert status == 200, body
-            if body["status"] == "closed":
-                break
-            assert asyncio.get_running_loop().time() < deadline, "the project was never closed"
-            await asyncio.sleep(0.5)  # polling GNS3's state (it has no event for a test to wait on)
+        async with gns3_websocket(admin, "/v3/notifications/ws") as controller:  # GNS3 says there when it closes one
+            async with web_ui_open(admin, project_id):
+                status, node = await admin.post(f"/v3/projects/{project_id}/nodes",
+                                                {"name": "PC1", "node_type": "vpcs", "compute_id": "local"})
+                assert status == 201, node
+                await shown_topology(admin, stub, project_id, None)  # the copilot listens to the project now
+            async with asyncio.timeout(60):  # GNS3 looks 5 s after the web UI left
+                while True:
+                    event = json.loads(await controller.receive_str())
+                    if event["action"] == "project.closed" and event["event"]["project_id"] == project_id:
+                        break
+        status, body = await admin.get(f"/v3/projects/{project_id}")
+        assert status == 200 and body["status"] == "closed", body
     finally:
         await admin.delete(f"/v3/projects/{project_id}")
