@@ -18,6 +18,7 @@ from unittest import mock
 import httpx
 import openai
 import pytest
+from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
@@ -429,3 +430,95 @@ async def test_no_task_is_started_per_chunk(monkeypatch: pytest.MonkeyPatch, com
     client, _ = _serving(TOOL_CALLS)
     await _answer(_models(client, tools=True)["theirs"])
     assert len(waits) == 11  # what the count sees on langchain-openai's own bound: 10 chunks and the end
+
+
+class _Tokens(AsyncCallbackHandler):
+    """A callback handler (a tracer would be one): sees the call start and every token."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.tokens: list[str] = []
+
+    async def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.started += 1
+
+    async def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
+        self.tokens.append(token)
+
+
+def _astream_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times LangChain's ``BaseChatModel.astream`` ran (counted, then run as before)."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+
+    ran: list[int] = []
+    original = BaseChatModel.astream
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        ran.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(BaseChatModel, "astream", counted)
+    return ran
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+async def test_with_nothing_tracing_the_call_the_stream_is_read_without_astream(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """No handler: the provider's chunks are read directly, and give the message (and id) astream gives."""
+    ran = _astream_calls(monkeypatch)
+    client, _ = _serving(RECORDED[name])
+    message = await _answer(_models(client, tools=name == "tool_calls")["ours"])
+    assert ran == []
+    ran_theirs = _astream_calls(monkeypatch)
+    client, _ = _serving(RECORDED[name])
+    reference = await _answer(_models(client, tools=name == "tool_calls")["theirs"])
+    assert ran_theirs == [1]
+    assert message is not None and reference is not None
+    assert _comparable(message) == _comparable(reference)
+    assert message.id is not None and message.id.startswith("lc_run--") and len(message.id) == len(reference.id or "")
+    assert message.id != reference.id
+
+
+async def test_a_callback_handler_in_the_config_gets_the_call_through_astream(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = _astream_calls(monkeypatch)
+    handler = _Tokens()
+    client, _ = _serving(TEXT)
+    events: list[dict[str, Any]] = []
+    with mock.patch.object(calls, "get_stream_writer", return_value=events.append):
+        message = await calls.stream_model(_models(client, tools=False)["ours"], [HumanMessage("status?")],
+                                           {"callbacks": [handler]})
+    assert ran == [1] and handler.started == 1
+    assert "".join(handler.tokens) == "R1 and R2 are both up, é✓ 中文."
+    assert message is not None and message.content == "R1 and R2 are both up, é✓ 中文."
+
+
+async def test_a_tracer_switched_on_for_the_context_gets_the_call_through_astream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tracing switched on around the call (as ``tracing_v2_enabled()`` or LangSmith's environment
+    variables do, through the same callback configuration): the call goes through astream, the tracer sees it."""
+    from langchain_core.tracers.context import tracing_v2_callback_var
+
+    ran = _astream_calls(monkeypatch)
+    tracer = _Tokens()
+    token = tracing_v2_callback_var.set(tracer)  # type: ignore[arg-type]
+    try:
+        client, _ = _serving(TEXT)
+        message = await _answer(_models(client, tools=False)["ours"])
+    finally:
+        tracing_v2_callback_var.reset(token)
+    assert ran == [1] and tracer.started == 1
+    assert message is not None and message.content == "R1 and R2 are both up, é✓ 中文."
+
+
+async def test_content_that_is_not_plain_text_goes_through_astream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Content blocks are normalised by astream before they are sent: such a request is left to it."""
+    ran = _astream_calls(monkeypatch)
+    client, _ = _serving(TEXT)
+    events: list[dict[str, Any]] = []
+    with mock.patch.object(calls, "get_stream_writer", return_value=events.append):
+        message = await calls.stream_model(_models(client, tools=False)["ours"],
+                                           [HumanMessage([{"type": "text", "text": "status?"}])], {})
+    assert ran == [1]
+    assert message is not None and message.content == "R1 and R2 are both up, é✓ 中文."

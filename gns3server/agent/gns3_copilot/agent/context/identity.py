@@ -11,10 +11,13 @@ an entry goes with its object.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-__all__ = ["IdentityMemo"]
+__all__ = ["MISSING", "IdentityMemo"]
+
+MISSING: Any = object()
+"""What :meth:`IdentityMemo.peek_all` gives for an object with no value kept under the key."""
 
 
 class IdentityMemo:
@@ -50,6 +53,22 @@ class IdentityMemo:
             objects[ident] = (weakref.ref(obj, gone), values)
         value = values[key] = compute()
         return value
+
+    def put(self, obj: object, key: Hashable, value: Any) -> None:
+        """Keep ``value`` under ``key`` for as long as ``obj`` lives (replacing any kept before)."""
+        self.get(obj, key, lambda: None)
+        self._objects[id(obj)][1][key] = value
+
+    def peek_all(self, objs: Sequence[object], key: Hashable) -> list[Any]:
+        """The value kept under ``key`` for each of ``objs``, :data:`MISSING` where none is: one
+        pass, no call per object (a long request's messages are looked up at every model call)."""
+        objects = self._objects
+        found: list[Any] = []
+        append = found.append
+        for obj in objs:
+            entry = objects.get(id(obj))
+            append(entry[1].get(key, MISSING) if entry is not None and entry[0]() is obj else MISSING)
+        return found
 
     def peek(self, obj: object, key: Hashable) -> tuple[bool, Any]:
         """(True, the value) when one is kept for ``obj`` under ``key``, else (False, None)."""

@@ -34,6 +34,7 @@ from ..context.counting import content_text
 from ..server.tool_results import tool_results_as_user
 from ..server.traits import ServerTraits
 from .errors import LLMEmptyAnswerError, LLMStreamCutError
+from .plain_stream import plain_chunks
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +63,10 @@ async def stream_model(model: Any, prepared: list[BaseMessage], config: Runnable
     """
     writer = get_stream_writer()
     chunks: list[AIMessageChunk] = []
+    # Read from the provider directly when no callback would see the call (plain_stream.py).
+    stream = plain_chunks(model, prepared, config) or model.astream(prepared, config)
     try:
-        async for chunk in model.astream(prepared, config):
+        async for chunk in stream:
             text = content_text(chunk.content)
             if text:
                 writer(events.content(text))

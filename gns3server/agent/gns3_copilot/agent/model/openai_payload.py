@@ -24,22 +24,20 @@ Imported only when a model is built (``langchain_openai`` is heavy).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr, model_validator
 
-from ..context.identity import IdentityMemo
+from ..context.identity import MISSING, IdentityMemo
 from .openai_wire import DictChunkCompletions, EncodedMessages, encode_json
 
 __all__ = ["LeanChatOpenAI", "remembered_payload", "untransformed"]
 
-_DICT = "openai-request-dict"
-_JSON = "openai-request-json"
+_KEPT = "openai-request"  # (the message's request dict, its JSON or None)
 
 # The arguments that are already plain JSON and the largest: sent through ``extra_body``.
 PASSED_AS_IS = ("messages", "tools")
@@ -61,8 +59,12 @@ def untransformed(payload: dict[str, Any]) -> dict[str, Any]:
     return lean
 
 
-def _same(value: Any) -> Any:
-    return value
+def _kept(message_dict: Any) -> tuple[Any, bytes | None]:
+    """A message's request dict and its JSON (None: not plain JSON, the SDK's encoder must send it)."""
+    try:
+        return message_dict, encode_json(message_dict)
+    except (TypeError, ValueError):
+        return message_dict, None
 
 
 def remembered_payload(
@@ -73,27 +75,25 @@ def remembered_payload(
     message object ``memo`` has seen taken from it: ``build`` converts only the others.
 
     ``build`` converts message by message, in order; a payload whose messages are not that
-    (the Responses API's) is built whole, as before.
+    (the Responses API's) is built whole, as before. Each message's dict and JSON are kept
+    together, found in one pass over the request.
     """
-    known = [memo.peek(m, _DICT) for m in messages]
-    new = [m for m, (seen, _) in zip(messages, known, strict=True) if not seen]
+    known = memo.peek_all(messages, _KEPT)
+    new = [m for m, kept in zip(messages, known, strict=True) if kept is MISSING]
     payload = build(new, stop=stop, **kwargs)
     converted = payload.get("messages")
     if not isinstance(converted, list) or len(converted) != len(new):
         return build(messages, stop=stop, **kwargs)
-    fresh = iter(converted)
-    dicts = []
-    for message, (seen, value) in zip(messages, known, strict=True):
-        if not seen:  # converted in order, one each, even for an object that comes twice
-            value = next(fresh)
-            memo.get(message, _DICT, functools.partial(_same, value))
-        dicts.append(value)
-    try:  # each message's JSON, kept with it too: the body is joined from them (:mod:`.openai_wire`)
-        fragments = [memo.get(m, _JSON, functools.partial(encode_json, d)) for m, d in zip(messages, dicts, strict=True)]
-    except (TypeError, ValueError):  # not plain JSON: the SDK's own encoder sends it
-        payload["messages"] = dicts
-    else:
-        payload["messages"] = EncodedMessages(dicts, fragments)
+    if new:
+        fresh = iter(converted)
+        for index, kept in enumerate(known):
+            if kept is MISSING:  # converted in order, one each, even for an object that comes twice
+                known[index] = kept = _kept(next(fresh))
+                memo.put(messages[index], _KEPT, kept)
+    dicts = [kept[0] for kept in known]
+    fragments = [kept[1] for kept in known]
+    # The body is joined from each message's JSON (:mod:`.openai_wire`), unless one is not plain JSON.
+    payload["messages"] = dicts if None in fragments else EncodedMessages(dicts, fragments)
     return payload
 
 
@@ -107,6 +107,8 @@ class LeanChatOpenAI(ChatOpenAI):
     """
 
     _message_dicts: IdentityMemo = PrivateAttr(default_factory=IdentityMemo)
+    plain_streaming: ClassVar[bool] = True
+    """Its ``_astream`` may be read without ``astream``'s tracing work when nothing traces (``plain_stream.py``)."""
 
     @model_validator(mode="after")
     def _joined_bodies_and_dict_chunks(self) -> Self:
