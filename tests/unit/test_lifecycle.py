@@ -15,6 +15,8 @@ import gc
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -270,3 +272,43 @@ async def test_the_lifespan_runs_the_host_start_up_first_and_its_shutdown_last(t
     assert order == ["host start", "copilot running", "host stop (copilot gone)"]
     assert frozen[0] > 10_000 and gc.get_freeze_count() == 0  # start-up's heap, frozen while it ran
     assert _opened_since(before, tmp_path) == NOTHING
+
+
+_PRELOAD_PROBE = """
+import asyncio, sys, threading
+seen = {}
+class Spy:
+    def find_spec(self, name, path, target=None):
+        if name == "langchain_openai":
+            seen["thread"] = threading.current_thread().name
+        return None
+sys.meta_path.insert(0, Spy())
+from gns3server.agent.gns3_copilot.api.lifecycle import models_preloaded
+async def main():
+    before = "langchain_openai" in sys.modules
+    async with models_preloaded() as task:
+        loaded = await task
+    print(before, loaded, seen.get("thread"), "langchain_openai" in sys.modules)
+asyncio.run(main())
+"""
+
+
+def test_the_model_stack_is_imported_in_a_worker_thread_while_the_loop_runs() -> None:
+    """The first model a server builds imported langchain-openai and the SDK (~0.7 s): done at start-up now,
+    in a worker thread (the event loop serves requests meanwhile)."""
+    done = subprocess.run([sys.executable, "-c", _PRELOAD_PROBE], check=False, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    before, loaded, thread, after = done.stdout.split()
+    assert (before, loaded, after) == ("False", "True", "True")
+    assert thread != "MainThread"
+
+
+def test_a_model_stack_that_cannot_be_imported_is_left_to_the_first_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gns3server.agent.gns3_copilot.agent.model import factory
+
+    def missing(name: str) -> None:
+        raise ImportError(f"No module named {name!r}")
+
+    monkeypatch.setattr(factory.importlib, "import_module", missing)
+    assert factory.preload_openai() is False

@@ -32,12 +32,14 @@ from contextlib import (
     AsyncExitStack,
     asynccontextmanager,
     contextmanager,
+    suppress,
 )
 from types import FrameType
 from typing import Any
 
 from fastapi import FastAPI
 
+from ..agent.model.factory import preload_openai
 from ..agent.model.prompts import load_prompts
 from ..changes.store import ChangeStore
 from ..console import AuditLog, CredentialStore, DeviceLocks, load_policy
@@ -214,10 +216,23 @@ async def _copilot_lifespan(app: FastAPI) -> AsyncIterator[None]:
 
         try:
             with exit_signals(begin_exit), start_up_heap_frozen():
-                yield
+                async with models_preloaded():
+                    yield
         finally:
             app.state.copilot = None  # new requests get 503 while the parts close
             setattr(app.state, ENDPOINT_STATE, None)
+
+
+@asynccontextmanager
+async def models_preloaded() -> AsyncIterator[asyncio.Task[bool]]:
+    """While inside, the OpenAI-protocol model stack is imported in a worker thread, beside the
+    requests (``factory.preload_openai``): the first question after a restart does not wait for it."""
+    task = asyncio.create_task(asyncio.to_thread(preload_openai))
+    try:
+        yield task
+    finally:
+        with suppress(Exception):  # an import that failed is reported when a model is built
+            await task
 
 
 def install_lifespan(app: FastAPI) -> None:

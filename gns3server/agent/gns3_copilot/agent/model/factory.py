@@ -57,6 +57,21 @@ _PROVIDERS: Mapping[str, _ProviderSpec] = MappingProxyType(
 # ---------------------------------------------------------------- chat models
 
 
+def preload_openai() -> bool:
+    """Import the OpenAI-protocol model stack (``langchain-openai``, the SDK, the copilot's model
+    classes) now; whether it could be. Blocking, ~0.7 s of CPU: call it in a worker thread.
+
+    The first model a server builds imports it; without this, the first question after a
+    restart (or every question that arrives before the import is done) waits for it.
+    """
+    try:
+        importlib.import_module(f"{__package__}.openai_compat")  # imports langchain_openai and the SDK
+    except ImportError:
+        return False
+    return True
+
+
+
 def _require_provider_package(provider: str) -> None:
     """Import the provider's package up front so a missing extra gets our message, not LangChain's."""
     spec = _PROVIDERS[provider]
