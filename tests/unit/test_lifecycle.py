@@ -283,11 +283,10 @@ class Spy:
             seen["thread"] = threading.current_thread().name
         return None
 sys.meta_path.insert(0, Spy())
-from gns3server.agent.gns3_copilot.api.lifecycle import models_preloaded
+from gns3server.agent.gns3_copilot.api.lifecycle import preload_models
 async def main():
     before = "langchain_openai" in sys.modules
-    async with models_preloaded() as task:
-        loaded = await task
+    loaded = await preload_models()
     print(before, loaded, seen.get("thread"), "langchain_openai" in sys.modules)
 asyncio.run(main())
 """
@@ -295,7 +294,7 @@ asyncio.run(main())
 
 def test_the_model_stack_is_imported_in_a_worker_thread_while_the_loop_runs() -> None:
     """The first model a server builds imported langchain-openai and the SDK (~0.7 s): done at start-up now,
-    in a worker thread (the event loop serves requests meanwhile)."""
+    in a worker thread (the event loop goes on with the rest of the start-up meanwhile)."""
     done = subprocess.run([sys.executable, "-c", _PRELOAD_PROBE], check=False, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
@@ -312,3 +311,13 @@ def test_a_model_stack_that_cannot_be_imported_is_left_to_the_first_model(monkey
 
     monkeypatch.setattr(factory.importlib, "import_module", missing)
     assert factory.preload_openai() is False
+
+
+async def test_a_start_up_whose_model_stack_cannot_be_imported_goes_on_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from gns3server.agent.gns3_copilot.api import lifecycle
+
+    monkeypatch.setattr(lifecycle, "preload_openai", lambda: False)
+    assert await lifecycle.preload_models() is False
+    assert "could not be imported at start-up" in caplog.text

@@ -32,7 +32,6 @@ from contextlib import (
     AsyncExitStack,
     asynccontextmanager,
     contextmanager,
-    suppress,
 )
 from types import FrameType
 from typing import Any
@@ -215,24 +214,23 @@ async def _copilot_lifespan(app: FastAPI) -> AsyncIterator[None]:
                 log.debug("exit signal after the event loop closed")
 
         try:
+            await preload_models()  # before the heap is frozen: the imported modules are frozen with it
             with exit_signals(begin_exit), start_up_heap_frozen():
-                async with models_preloaded():
-                    yield
+                yield
         finally:
             app.state.copilot = None  # new requests get 503 while the parts close
             setattr(app.state, ENDPOINT_STATE, None)
 
 
-@asynccontextmanager
-async def models_preloaded() -> AsyncIterator[asyncio.Task[bool]]:
-    """While inside, the OpenAI-protocol model stack is imported in a worker thread, beside the
-    requests (``factory.preload_openai``): the first question after a restart does not wait for it."""
-    task = asyncio.create_task(asyncio.to_thread(preload_openai))
-    try:
-        yield task
-    finally:
-        with suppress(Exception):  # an import that failed is reported when a model is built
-            await task
+async def preload_models() -> bool:
+    """Import the OpenAI-protocol model stack in a worker thread (``factory.preload_openai``), before
+    the server takes requests: the first question after a restart, and every one that came while the
+    first model was built, waited ~0.7 s for that import. False: it could not be imported (the first
+    model built says why)."""
+    loaded = await asyncio.to_thread(preload_openai)
+    if not loaded:
+        log.warning("The OpenAI-protocol model stack could not be imported at start-up")
+    return loaded
 
 
 def install_lifespan(app: FastAPI) -> None:
