@@ -56,18 +56,26 @@ _PROVIDERS: Mapping[str, _ProviderSpec] = MappingProxyType(
 
 # ---------------------------------------------------------------- chat models
 
+_OPENAI_STACK = (f"{__package__}.openai_compat", "openai.resources.chat.chat", "httpx", "httpcore")
+"""What building the first OpenAI-protocol model imports (``openai_compat`` imports langchain-openai)."""
+
 
 def preload_openai() -> bool:
-    """Import the OpenAI-protocol model stack (``langchain-openai``, the SDK, the copilot's model
-    classes) now; whether it could be. Blocking, ~0.7 s of CPU: call it in a worker thread.
+    """Import the OpenAI-protocol model stack now; whether it could be. Blocking, ~0.7 s of CPU:
+    call it in a worker thread.
 
-    The first model a server builds imports it; without this, the first question after a
-    restart (or every question that arrives before the import is done) waits for it.
+    The first model a server builds imported it: ``langchain-openai``, the SDK and the copilot's
+    model classes, and what the SDK and httpx import only when first used (the SDK's chat
+    resources; httpcore, which imports trio where it is installed); then the HTTP clients every
+    such model shares (their TLS contexts load the CA bundle: ~60 ms). Without this, the first
+    question after a restart, and every one that came meanwhile, waited for it all.
     """
     try:
-        importlib.import_module(f"{__package__}.openai_compat")  # imports langchain_openai and the SDK
+        for module in _OPENAI_STACK:
+            importlib.import_module(module)
     except ImportError:
         return False
+    _no_redirect_clients()
     return True
 
 
@@ -134,7 +142,7 @@ def _no_redirect_clients() -> tuple[Any, Any]:
     3xx answers by default, so a public server answering 307 could send the request (and
     the key) to an address the policy refuses. The SDK sets each request's timeout itself.
     """
-    import httpx  # the SDK's own HTTP library, already loaded with it
+    import httpx  # loaded at start-up (preload_openai)
 
     return httpx.Client(follow_redirects=False), httpx.AsyncClient(follow_redirects=False)
 
