@@ -287,7 +287,8 @@ from gns3server.agent.gns3_copilot.api.lifecycle import preload_models
 async def main():
     before = "langchain_openai" in sys.modules
     loaded = await preload_models()
-    print(before, loaded, seen.get("thread"), "langchain_openai" in sys.modules)
+    later = all(m in sys.modules for m in ("langchain_openai", "openai.resources.chat.chat", "httpcore"))
+    print(before, loaded, seen.get("thread"), later)
 asyncio.run(main())
 """
 
