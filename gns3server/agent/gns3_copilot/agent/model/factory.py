@@ -24,6 +24,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
+from ..tls import verified_context
 from .config import LLMConfigError, LLMProfile, llm_profile, redact_config
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,8 @@ def _no_redirect_clients() -> tuple[Any, Any]:
     """
     import httpx  # loaded at start-up (preload_openai)
 
-    return httpx.Client(follow_redirects=False), httpx.AsyncClient(follow_redirects=False)
+    tls = verified_context()  # one for every client (made at start-up too)
+    return httpx.Client(follow_redirects=False, verify=tls), httpx.AsyncClient(follow_redirects=False, verify=tls)
 
 
 def create_chat_model(llm_config: Mapping[str, Any], *, stream: bool = True) -> BaseChatModel:

@@ -25,6 +25,7 @@ import httpx
 
 from ...errors import CopilotError, ErrorKind
 from ..model.config import PROBE_TIMEOUT
+from ..tls import verified_context
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,8 @@ class ModelServerClient:
         self.base_url = base_url.rstrip("/")
         self.root = self.base_url.removesuffix("/v1")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport, follow_redirects=False)
+        self._client = httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport, follow_redirects=False,
+                                         verify=verified_context())
 
     async def __aenter__(self) -> Self:
         return self
