@@ -3,6 +3,7 @@ the running summary's place, and exact OpenAI tool counts."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 
@@ -376,3 +377,56 @@ def test_an_output_repeated_within_a_turn_is_sent_once():
     changed = [*history[:4], ToolMessage(same + " R2 up", tool_call_id="c1", name="gns3_topology", id="t1x"), *history[5:]]
     outputs = [m.content for m in make_hook(limit=8)({"messages": changed})["messages"] if isinstance(m, ToolMessage)]
     assert outputs[:3] == [same, same + " R2 up", note]  # a different output (the lab changed) is sent whole
+
+
+def _direct_turn_tokens(messages, start, end, mask_until, counter, cap):
+    from gns3server.agent.gns3_copilot.agent.context.window import masked_view
+
+    view, _, _ = masked_view(messages, start, mask_until, counter, end, cap)
+    return sum(counter.message(m) for m in view)
+
+
+@pytest.mark.parametrize("cap", [None, 20])
+def test_a_turns_count_is_its_masked_views_at_every_boundary_and_follows_a_replaced_message(cap):
+    from gns3server.agent.gns3_copilot.agent.context.window import turn_tokens
+
+    counter = TokenCounter("cl100k_base")
+    history = [m for i in range(6) for m in turn(i, output_words=40 + 10 * i)]
+    bounds = [4 * i for i in range(7)]
+    for _ in range(2):  # the second time from the memo
+        for mask_until in (0, 5, 8, 13, 24):
+            for a, b in itertools.pairwise(bounds):
+                assert turn_tokens(history, a, b, mask_until, counter, cap) == _direct_turn_tokens(
+                    history, a, b, mask_until, counter, cap)
+    # A message of a turn replaced by another object (the argument cut's copy): counted again.
+    history[2] = history[2].model_copy(update={"content": words(300)})
+    for mask_until in (0, 24):
+        assert turn_tokens(history, 0, 4, mask_until, counter, cap) == _direct_turn_tokens(
+            history, 0, 4, mask_until, counter, cap)
+    assert turn_tokens(history, 3, 3, 0, counter, cap) == 0
+
+
+def test_planning_a_cut_again_builds_no_view_of_a_turn_it_costed_before(monkeypatch):
+    """While a cut is planned at every call, each call costed every turn's view anew (~5 ms at 500 turns)."""
+    from gns3server.agent.gns3_copilot.agent.context import window as window_module
+
+    built: list[int] = []
+    original = window_module.masked_view
+
+    def counted(messages, start, *args, **kwargs):
+        built.append(start)
+        return original(messages, start, *args, **kwargs)
+
+    counter = TokenCounter("cl100k_base")
+    history = [m for i in range(40) for m in turn(i, output_words=30)]
+    total = sum(counter.message(m) for m in history)
+    previous = Window(0, history[0].id, 0)
+    monkeypatch.setattr(window_module, "masked_view", counted)
+    # Nearly full: a cut is planned ahead, costing turns newest first.
+    first = window_module.plan_window(history, previous, total + 50, total // 2, counter, tool_output_turns=2)
+    assert first.planned and len(built) >= 10  # the first plan costs the turns it reaches
+    built.clear()
+    again = window_module.plan_window(history, previous, total + 50, total // 2, counter, tool_output_turns=2)
+    assert again.window == first.window
+    turns_viewed = [start for start in built if start % 4 == 0 and start < len(history) - 8]
+    assert len(turns_viewed) <= 2, built
