@@ -266,10 +266,9 @@ def turn_tokens(
         return sum(counter.message(m) for m in view)
     slot: list[Any] = counter.derived(messages[start], ("turn-tokens", end - start, side, output_cap), lambda: [None])
     kept = slot[0]
-    if kept is not None:
-        objects = _alive(kept[0])
-        if objects is not None and all(map(operator.is_, objects, messages[start:end])):
-            return int(kept[1])
+    # The same objects (a dead reference gives None, which is none of them), compared at C speed.
+    if kept is not None and all(map(operator.is_, map(operator.call, kept[0]), messages[start:end])):
+        return int(kept[1])
     view, _, _ = masked_view(messages, start, mask_until, counter, end, output_cap)
     tokens = sum(counter.message(m) for m in view)
     slot[0] = (_refs(messages[start:end]), tokens)
