@@ -19,6 +19,7 @@ on the model), a rate limiter, the v1 output format, content that is not plain t
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, cast
@@ -36,6 +37,7 @@ PLAIN_STREAMING = "plain_streaming"
 """The class attribute a chat model sets to True when its ``_astream`` may be read this way."""
 # What ``astream`` takes out of the keyword arguments before calling ``_astream``.
 _TRACING_ONLY = ("ls_structured_output_format", "structured_output_format")
+_CONTENT = operator.attrgetter("content")
 
 
 def plain_chunks(
@@ -51,7 +53,7 @@ def plain_chunks(
         return None
     if bound.output_version == "v1" or not bound._should_stream(async_api=True, **{**kwargs, "stream": True}):
         return None
-    if not all(type(message.content) is str for message in messages):
+    if not set(map(type, map(_CONTENT, messages))) <= {str}:  # at C speed: a request of 750 messages
         return None
     if _traced(bound, ensure_config(config)):
         return None
