@@ -62,14 +62,31 @@ State = Annotated[CopilotState, Depends(copilot_state)]
 CurrentUser = Annotated[User, Depends(current_user)]
 
 
+class Memberships:
+    """The GNS3 user groups of a request's user (their LLM configs are inherited by the user), read
+    from GNS3's database when first awaited and not before: a user whose own config decides costs no
+    query. Read once per request (GNS3's memberships, as they are when the request asks)."""
+
+    def __init__(self, user_id: str, users: UsersRepository) -> None:
+        self._user_id = user_id
+        self._users = users
+        self._ids: list[str] | None = None
+
+    async def __call__(self) -> list[str]:
+        if self._ids is None:
+            self._ids = [str(g.user_group_id) for g in await self._users.get_user_memberships(UUID(self._user_id))]
+        return self._ids
+
+
 async def user_group_ids(
     user: CurrentUser, users: Annotated[UsersRepository, Depends(get_repository(UsersRepository))]
-) -> list[str]:
-    """The GNS3 user groups of the user (their LLM configs are inherited by the user)."""
-    return [str(g.user_group_id) for g in await users.get_user_memberships(UUID(user.user_id))]
+) -> Memberships:
+    """The user's group ids, to be read only if the LLM config lookup needs them (no query here;
+    async so that FastAPI runs it on the loop, not in its thread pool)."""
+    return Memberships(user.user_id, users)
 
 
-GroupIds = Annotated[list[str], Depends(user_group_ids)]
+GroupIds = Annotated[Memberships, Depends(user_group_ids)]
 
 
 GNS3UserRow = Annotated[Any, Depends(get_current_active_user)]
