@@ -10,6 +10,7 @@ import logging
 import sqlite3
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -267,6 +268,10 @@ class FakePermissions:
         (verdict,) = await self.verdicts(user_id, privilege, [path])
         return verdict
 
+    async def verdict_for(self, user: Any, rbac: Any, privilege: str, path: str) -> str:
+        (verdict,) = await self.verdicts(user.user_id, privilege, [path])
+        return verdict
+
 
 async def test_projects_are_listed_as_gns3s_own_check_judges_each() -> None:
     projects = [{"project_id": "b", "name": "Bravo"}, {"project_id": "a", "name": "Alpha"}, {"project_id": "c", "name": "C"}]
@@ -275,6 +280,48 @@ async def test_projects_are_listed_as_gns3s_own_check_judges_each() -> None:
     assert [p["project_id"] for p in await visible.of_user("u1")] == ["a", "c"]
     assert permissions.asked == [("u1", "Project.Audit", ["/projects/b", "/projects/a", "/projects/c"])]
     assert await VisibleProjects(FakePermissions(set()), lambda: projects).of_user("u2") == []  # type: ignore[arg-type]
+
+
+class RequestRbac:
+    """GNS3's RbacRepository as the request holds it: answers from a set of grants, counts its queries."""
+
+    def __init__(self, grants: set[tuple[str, str, str]], fails: bool = False) -> None:
+        self.grants, self.fails = grants, fails
+        self.asked: list[tuple[str, str, str]] = []
+
+    async def check_user_has_privilege(self, user_id: str, path: str, privilege: str) -> bool:
+        self.asked.append((user_id, path, privilege))
+        if self.fails:
+            raise RuntimeError("database is locked")
+        return (user_id, path, privilege) in self.grants
+
+
+async def test_a_routes_project_is_judged_by_gns3s_own_dependencies_on_the_requests_user_row() -> None:
+    """The route's check runs GNS3's get_current_active_user and has_privilege on the row GNS3's
+    authentication read for the request and its RBAC repository (no session or user read of its own):
+    a superadmin passes without a query; an inactive user, a missing privilege or a failing
+    check is no "yes" (the REST read then gives GNS3's own refusal)."""
+    from gns3server.agent.gns3_copilot.api.permissions import HostPermissions
+
+    project = "0b7c4f0e-6f0e-4b8e-9d5a-3c2b1a0f9e8d"
+    visible = VisibleProjects(HostPermissions(None), list, has=lambda pid: pid == project)  # type: ignore[arg-type]
+    grant = ("u1", f"/projects/{project}", "Project.Audit")
+
+    def row(user_id: str, *, active: bool = True, superadmin: bool = False) -> Any:
+        return SimpleNamespace(user_id=user_id, username=user_id, is_active=active, is_superadmin=superadmin)
+
+    rbac = RequestRbac({grant})
+    assert await visible.readable(row("admin", superadmin=True), rbac, project)  # type: ignore[arg-type]
+    assert rbac.asked == []
+    assert await visible.readable(row("u1"), rbac, project)  # type: ignore[arg-type]
+    assert rbac.asked == [grant]
+    assert not await visible.readable(row("u2"), rbac, project)  # type: ignore[arg-type]
+    rbac.asked.clear()
+    assert not await visible.readable(row("u1", active=False), rbac, project)  # type: ignore[arg-type]
+    assert rbac.asked == []  # GNS3's get_current_active_user refused it first
+    assert not await visible.readable(row("u1"), RequestRbac({grant}, fails=True), project)  # type: ignore[arg-type]
+    assert not await visible.readable(row("u1"), rbac, "1c8d5a1f-7a1f-4c9f-8e6b-4d3c2b1a0f9e")  # type: ignore[arg-type]
+    assert rbac.asked == []  # a project the controller does not hold is not asked about
 
 
 async def test_a_routes_project_is_checked_in_process_and_only_a_refusal_goes_to_gns3() -> None:
@@ -309,9 +356,10 @@ async def test_a_routes_project_is_checked_in_process_and_only_a_refusal_goes_to
             return Client()
 
     user = User("u1", "alice", "token-alice")
-    assert await accessible_project(UUID(granted), user, State()) == granted  # type: ignore[arg-type]
+    row = SimpleNamespace(user_id="u1")  # the row GNS3's authentication read for the request
+    assert await accessible_project(UUID(granted), user, State(), row, None) == granted  # type: ignore[arg-type]
     for refused in (denied, unknown):
         with pytest.raises(PermissionError, match=refused):
-            await accessible_project(UUID(refused), user, State())  # type: ignore[arg-type]
+            await accessible_project(UUID(refused), user, State(), row, None)  # type: ignore[arg-type]
     assert read_over_rest == [denied, unknown]
     assert permissions.asked == [("u1", "Project.Audit", [f"/projects/{granted}"]), ("u1", "Project.Audit", [f"/projects/{denied}"])]

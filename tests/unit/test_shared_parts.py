@@ -113,3 +113,39 @@ def test_the_graph_is_compiled_once_per_checkpointer(monkeypatch: pytest.MonkeyP
     assert compiled == [saver] and graphs[0] is not graphs[1]
     assembly.graph(spec("u1", "k1", "s3"), other)
     assert compiled == [saver, other]
+
+
+async def test_check_model_builds_in_a_worker_thread_once_then_finds_it_on_the_loop(monkeypatch: pytest.MonkeyPatch):
+    """Every chat request checks its model; only a build (CPU work, an SDK import) is worth a worker
+    thread: a model already built is found without one."""
+    import asyncio
+    import threading
+
+    from gns3server.agent.gns3_copilot.agent.model.config import llm_profile
+
+    built, loop_thread = Built(), threading.get_ident()
+    threads: list[int] = []
+
+    def bind(tools: Any, config: Any) -> object:
+        threads.append(threading.get_ident())
+        return built(tools, config)
+
+    hops: list[Any] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        hops.append(func)
+        return await to_thread(func, *args, **kwargs)
+
+    monkeypatch.setattr(assembly_module.asyncio, "to_thread", counted)
+    assembly = AgentAssembly(tools_factory=lambda context: [], bind_tools=bind, is_context_length_error=lambda exc: False,
+                             client_factory=lambda token: None)
+    profile = llm_profile(spec("alice", "key-a", "s1").llm_config)
+    await assembly.check_model("alice", profile)
+    assert len(hops) == 1 and threads and threads[0] != loop_thread  # a miss: built off the loop
+    await assembly.check_model("alice", profile)
+    assert len(hops) == 1 and len(built.asked) == 1  # a hit: no thread, nothing built
+    await assembly.check_model("bob", llm_profile(spec("bob", "key-b", "s2").llm_config))
+    assert len(hops) == 2 and [key for key, _ in built.asked] == ["key-a", "key-b"]  # another user's: built again
+    assert assembly.model("alice", profile, []) is assembly.model("alice", profile, [])  # the run's model is the one
+    assert len(built.asked) == 2

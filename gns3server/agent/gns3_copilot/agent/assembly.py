@@ -19,7 +19,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -245,12 +245,19 @@ class AgentAssembly:
         bind = self._bind_tools if stream else self._bind_tools_unstreamed
         if bind is None:
             raise ValueError("This assembly has no unstreamed model binding")
-        key = (user_id, stream, config_key(profile), offer_key(offered))
-        return self._models.get(key, lambda: bind(list(offered), profile))
+        return self._models.get(self._model_key(user_id, profile, offered, stream), lambda: bind(list(offered), profile))
+
+    @staticmethod
+    def _model_key(user_id: str, profile: LLMProfile, offered: Sequence[Any], stream: bool) -> Hashable:
+        return (user_id, stream, config_key(profile), offer_key(offered))
 
     async def check_model(self, user_id: str, profile: LLMProfile) -> None:
         """Build the profile's model now (or find it built): a provider package missing or a key the
-        provider needs is refused before a run starts (LLMConfigError). Nothing is sent to the provider."""
+        provider needs is refused before a run starts (LLMConfigError). Nothing is sent to the provider.
+        Only a build goes to a worker thread (CPU work, an SDK import); a model already built is found
+        on the loop (a dictionary lookup: no thread hop on every turn)."""
+        if self._models.has(self._model_key(user_id, profile, [], True)):
+            return
         await asyncio.to_thread(self.model, user_id, profile, [])
 
     async def topology(self, spec: RunSpec) -> Any:

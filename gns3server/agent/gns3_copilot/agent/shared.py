@@ -49,6 +49,14 @@ class Kept(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._values)
 
+    def has(self, key: K) -> bool:
+        """A value is kept under ``key`` now (counted as a use: it is kept longer)."""
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return True
+            return False
+
     def get(self, key: K, make: Callable[[], V]) -> V:
         """The value kept under ``key``, else ``make()``'s, kept (made outside the lock: a model's
         construction must not hold up other runs; two racing runs keep the first)."""

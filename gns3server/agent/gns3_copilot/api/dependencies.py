@@ -12,13 +12,14 @@ so GNS3's RBAC decides and its answer (403, 404) is what the client gets.
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import Depends, Query, Request
 from gns3server import schemas as gns3_schemas
 from gns3server.api.routes.controller.dependencies.authentication import get_current_active_user, oauth2_scheme
 from gns3server.api.routes.controller.dependencies.database import get_repository
+from gns3server.db.repositories.rbac import RbacRepository
 from gns3server.db.repositories.users import UsersRepository
 
 from ..gns3_client.client import token_expiry
@@ -61,22 +62,50 @@ State = Annotated[CopilotState, Depends(copilot_state)]
 CurrentUser = Annotated[User, Depends(current_user)]
 
 
+class Memberships:
+    """The GNS3 user groups of a request's user (their LLM configs are inherited by the user), read
+    from GNS3's database when first awaited and not before: a user whose own config decides costs no
+    query. Read once per request (GNS3's memberships, as they are when the request asks)."""
+
+    def __init__(self, user_id: str, users: UsersRepository) -> None:
+        self._user_id = user_id
+        self._users = users
+        self._ids: list[str] | None = None
+
+    async def __call__(self) -> list[str]:
+        if self._ids is None:
+            self._ids = [str(g.user_group_id) for g in await self._users.get_user_memberships(UUID(self._user_id))]
+        return self._ids
+
+
 async def user_group_ids(
     user: CurrentUser, users: Annotated[UsersRepository, Depends(get_repository(UsersRepository))]
-) -> list[str]:
-    """The GNS3 user groups of the user (their LLM configs are inherited by the user)."""
-    return [str(g.user_group_id) for g in await users.get_user_memberships(UUID(user.user_id))]
+) -> Memberships:
+    """The user's group ids, to be read only if the LLM config lookup needs them (no query here;
+    async so that FastAPI runs it on the loop, not in its thread pool)."""
+    return Memberships(user.user_id, users)
 
 
-GroupIds = Annotated[list[str], Depends(user_group_ids)]
+GroupIds = Annotated[Memberships, Depends(user_group_ids)]
 
 
-async def accessible_project(project_id: UUID, user: CurrentUser, state: State) -> str:
+GNS3UserRow = Annotated[Any, Depends(get_current_active_user)]
+"""The user row GNS3's authentication read for this request (FastAPI runs the dependency once per
+request: the very row :func:`current_user` was made from). GNS3 annotates it ``schemas.User``; it is
+its repository's database model."""
+RequestRbac = Annotated[RbacRepository, Depends(get_repository(RbacRepository))]
+"""GNS3's RBAC repository on the request's own database session (the one its authentication used)."""
+
+
+async def accessible_project(
+    project_id: UUID, user: CurrentUser, state: State, gns3_user: GNS3UserRow, rbac: RequestRbac
+) -> str:
     """The project id, once GNS3 has let this user read the project (else GNS3's 401/403/404).
 
-    GNS3's own check is asked in-process (the copilot runs inside gns3-server); only when it does
-    not say yes is the project read over REST, so that the client gets GNS3's own refusal."""
-    if await state.projects.readable(user.user_id, str(project_id)):
+    GNS3's own check is asked in-process (the copilot runs inside gns3-server), on the user row and
+    session this request already holds; only when it does not say yes is the project read over
+    REST, so that the client gets GNS3's own refusal."""
+    if await state.projects.readable(gns3_user, rbac, str(project_id)):
         return str(project_id)
     async with state.gns3_client(user.token) as client:
         await client.project(str(project_id))

@@ -11,7 +11,8 @@ write the same records. 3.1's table-level fields (``name``, ``model_type``) and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +28,14 @@ listed last, the default when neither the user nor a group of theirs has one."""
 TABLE_FIELDS = ("name", "model_type", "is_default", "expected_version")
 """3.1 request fields that are not config fields (``name``/``model_type`` are stored in the config)."""
 DEFAULT_MODEL_TYPE = "text"
+GroupIdsOf = Callable[[], Awaitable[Sequence[str]]]
+"""The GNS3 user groups of a user, asked for only when the user's own configs do not decide (reading
+them is a query of GNS3's database): :class:`.dependencies.Memberships` for a request."""
+
+
+async def no_groups() -> Sequence[str]:
+    """A user of no group (a caller that has no memberships to offer)."""
+    return ()
 
 
 def group_owner(group_id: str) -> str:
@@ -147,25 +156,25 @@ async def effective_configs(
     return configs, default
 
 
-async def default_record(
-    store: LLMConfigStore, user_id: str, group_ids: Sequence[str]
-) -> LLMConfigRecord | None:
-    """The config a user's chat uses when it names none: their default, else a group's default."""
+async def default_record(store: LLMConfigStore, user_id: str, groups: GroupIdsOf) -> LLMConfigRecord | None:
+    """The config a user's chat uses when it names none: their default, else a group's default.
+    ``groups`` is awaited only when the user has no default of their own."""
     record = await store.default(user_id)
-    for group_id in group_ids:
-        if record is not None:
-            break
+    if record is not None:
+        return record
+    for group_id in await groups():
         record = await store.default(group_owner(group_id))
-    return record
+        if record is not None:
+            return record
+    return None
 
 
-async def named_record(
-    store: LLMConfigStore, user_id: str, group_ids: Sequence[str], config_id: str
-) -> LLMConfigRecord:
-    """The user's own config, or one of their groups' (LLMConfigNotFoundError otherwise)."""
-    for owner in (user_id, *map(group_owner, group_ids)):
-        try:
-            return await store.get(owner, config_id)
-        except LLMConfigNotFoundError:
-            continue
+async def named_record(store: LLMConfigStore, user_id: str, groups: GroupIdsOf, config_id: str) -> LLMConfigRecord:
+    """The user's own config, or one of their groups' (LLMConfigNotFoundError otherwise).
+    ``groups`` is awaited only when the config is not the user's own."""
+    with contextlib.suppress(LLMConfigNotFoundError):
+        return await store.get(user_id, config_id)
+    for group_id in await groups():
+        with contextlib.suppress(LLMConfigNotFoundError):
+            return await store.get(group_owner(group_id), config_id)
     raise LLMConfigNotFoundError(f"LLM config {config_id} not found")

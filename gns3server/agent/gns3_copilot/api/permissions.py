@@ -76,6 +76,18 @@ class HostPermissions:
             return ["denied"] * len(paths)
         return verdicts
 
+    async def verdict_for(self, user: Any, rbac: RbacRepository, privilege: str, path: str) -> Verdict:
+        """As :meth:`verdict`, for the user row GNS3's ``get_current_active_user`` read for this request,
+        with the request's own ``RbacRepository``: no session of its own, no second read of the user.
+        Fails closed as :meth:`verdict` does."""
+        try:
+            return await _host_verdict(user, rbac, privilege, path)
+        except HTTPException as exc:
+            log.warning("Permission check of %s for user %s failed (%s): denied", privilege, _user_id(user), exc)
+        except Exception:
+            log.exception("Permission check of %s for user %s failed: denied", privilege, _user_id(user))
+        return "denied"
+
     async def token_allows(self, token: str, checks: Sequence[tuple[str, str]]) -> bool:
         """Whether GNS3 would let a request carrying ``token`` through every ``(privilege, path)`` of
         ``checks`` now: the token decoded and its user read as GNS3's own authentication does, then the
@@ -103,6 +115,10 @@ class HostPermissions:
             log.exception("Permission check of a token failed: denied")
             return False
         return True
+
+
+def _user_id(user: Any) -> str:
+    return str(getattr(user, "user_id", "?"))
 
 
 async def _host_verdict(user: Any, rbac: RbacRepository, privilege: str, path: str) -> Verdict:

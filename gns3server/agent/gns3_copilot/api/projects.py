@@ -13,7 +13,8 @@ requires), and nothing else. A superadmin passes every check, as in GNS3.
 The panel's project picker (``GET /v3/copilot/projects``) and MCP's
 ``gns3_list_projects`` and ``resources/list`` all use :class:`VisibleProjects`; so
 does every copilot route with a project in its path (:meth:`VisibleProjects.readable`,
-the same check without the REST request to this server it took before).
+the same check without the REST request to this server it took before, on the user row and
+database session GNS3's authentication already holds for that request).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from gns3server.db.repositories.rbac import RbacRepository
 
 from .permissions import HostPermissions
 
@@ -57,13 +60,16 @@ class VisibleProjects:
         self._projects = projects
         self._has = has
 
-    async def readable(self, user_id: str, project_id: str) -> bool:
+    async def readable(self, user: Any, rbac: RbacRepository, project_id: str) -> bool:
         """GNS3 would answer ``GET /v3/projects/{project_id}`` for this user with the project now: it holds
         the project and its own check grants ``Project.Audit`` on its path (asked afresh, in-process).
+        ``user`` is the row GNS3's authentication read for this request and ``rbac`` the request's
+        repository: the check costs no session and no read of the user of its own (a superadmin: no query).
         False is no answer: the caller asks GNS3 over REST, whose 401/403/404 says why."""
         if not self._has(project_id):
             return False
-        return await self._permissions.verdict(user_id, PROJECT_PRIVILEGE, f"/projects/{project_id}") == "allowed"
+        path = f"/projects/{project_id}"
+        return await self._permissions.verdict_for(user, rbac, PROJECT_PRIVILEGE, path) == "allowed"
 
     async def of_user(self, user_id: str) -> list[dict[str, Any]]:
         """The projects ``user_id`` may read, by name; GNS3's own check decides each (failing closed)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -37,7 +37,7 @@ from ..tools.toolset import ConsoleServices, build_tools
 from .endpoints import resolve_host
 from .errors import ModeNotAllowedError, NoLLMConfigError
 from .llm_config_store import LLMConfigRecord, LLMConfigStore
-from .model_configs31 import SERVER_DEFAULT_ID, default_record, named_record
+from .model_configs31 import SERVER_DEFAULT_ID, GroupIdsOf, default_record, named_record, no_groups
 from .projects import VisibleProjects
 from .resolution import ResolutionCache
 from .settings import CopilotSettings
@@ -162,14 +162,14 @@ class CopilotState:
                                                      resolve=self.resolutions)
 
     async def llm_config_for_run(
-        self, user: User, config_id: str | None = None, group_ids: Sequence[str] = ()
+        self, user: User, config_id: str | None = None, groups: GroupIdsOf = no_groups
     ) -> LLMProfile:
         """As :meth:`llm_config_for`, for a run about to call the model, parsed once (the run reads
         the profile; nothing validates it again). Every config is validated now (one of the user's
         own stored by an older version may carry credentials in base_url or NaN: a 422 now rather
         than a failed run), and a user's own endpoint judged again (its host may resolve elsewhere
         than when it was saved); group configs and the server default are the administrator's choice."""
-        record = await self._record_for(user.user_id, config_id, group_ids)
+        record = await self._record_for(user.user_id, config_id, groups)
         profile = llm_profile(self._server_default() if record is None else self.llm_configs.usable(record))
         if record is not None and record.user_id == user.user_id:
             await self.check_endpoint(user, profile)
@@ -180,19 +180,20 @@ class CopilotState:
         return profile
 
     async def llm_config_for(
-        self, user_id: str, config_id: str | None = None, group_ids: Sequence[str] = ()
+        self, user_id: str, config_id: str | None = None, groups: GroupIdsOf = no_groups
     ) -> dict[str, Any]:
         """The full LLM config (key decrypted) a run of this user uses: the one named (the
-        user's or a group's of theirs), else the user's default, a group's default, the server's."""
-        record = await self._record_for(user_id, config_id, group_ids)
+        user's or a group's of theirs), else the user's default, a group's default, the server's.
+        ``groups`` (the user's group ids) is awaited only when the user's own configs do not decide."""
+        record = await self._record_for(user_id, config_id, groups)
         return self.llm_configs.usable(record) if record is not None else self._server_default()
 
-    async def _record_for(self, user_id: str, config_id: str | None, group_ids: Sequence[str]) -> LLMConfigRecord | None:
+    async def _record_for(self, user_id: str, config_id: str | None, groups: GroupIdsOf) -> LLMConfigRecord | None:
         if config_id == SERVER_DEFAULT_ID:  # 3.1's face lists the server's default under this id
             return None
         if config_id is not None:
-            return await named_record(self.llm_configs, user_id, group_ids, config_id)
-        return await default_record(self.llm_configs, user_id, group_ids)
+            return await named_record(self.llm_configs, user_id, groups, config_id)
+        return await default_record(self.llm_configs, user_id, groups)
 
     def _server_default(self) -> dict[str, Any]:
         if self.settings.default_llm_config is not None:

@@ -192,6 +192,10 @@ class ThreadedCheckpointer(BaseCheckpointSaver[Any]):
     async def adelete_thread(self, thread_id: str) -> None:
         await self._off_loop(lambda connection: self._delete(connection, thread_id))
 
+    def message_count_here(self, thread_id: str) -> int | None:
+        """:meth:`message_count`, called on the database's thread (inside another job there)."""
+        return self._count(None, thread_id)
+
     async def message_count(self, thread_id: str) -> int | None:
         """How many messages the thread's latest checkpoint holds, when known without reading it."""
         return await self._off_loop(lambda connection: self._count(connection, thread_id))

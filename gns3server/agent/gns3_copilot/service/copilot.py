@@ -190,7 +190,11 @@ class CopilotService:
 
     async def session(self, user: User, session_id: str) -> SessionRecord:
         """The session if ``user`` owns it (or is superadmin), else SessionNotFoundError."""
-        record = await self._storage.sessions.get(session_id)
+        return self._owned(user, session_id, await self._storage.sessions.get(session_id))
+
+    @staticmethod
+    def _owned(user: User, session_id: str, record: SessionRecord | None) -> SessionRecord:
+        """``record`` if it is ``user``'s (or ``user`` is superadmin), else SessionNotFoundError."""
         if record is None or (record.user_id != user.user_id and not user.is_superadmin):
             raise SessionNotFoundError(f"Session {session_id} not found")
         return record
@@ -198,9 +202,10 @@ class CopilotService:
     async def session_or_new(self, user: User, session_id: str) -> SessionRecord | None:
         """The user's session; None when ``session_id`` is a well-formed UUID that names no
         session yet (a client may choose the id of a new one); else SessionNotFoundError."""
-        if is_uuid(session_id) and await self._storage.sessions.get(session_id) is None:
+        record = await self._storage.sessions.get(session_id)  # read once, for both questions
+        if record is None and is_uuid(session_id):
             return None
-        return await self.session(user, session_id)
+        return self._owned(user, session_id, record)
 
     async def create_session(
         self,
@@ -553,11 +558,12 @@ class CopilotService:
 
             graph = await asyncio.to_thread(build)
             await self._summaries.idle(session_id)  # a summary being stored: read the state after it
-            leftover = await self._storage.sessions.inflight(session_id)
+            question = _question_of(start)
+            # One transaction: what a killed run left is read, and if nothing, this turn recorded.
+            leftover = await self._storage.sessions.begin_inflight(session_id, InFlight(question, ""))
             if leftover is not None:  # the server was killed during this session's last run
                 await self._save_interrupted(graph, session_id, _remains(leftover))
-            question = _question_of(start)
-            await self._storage.sessions.set_inflight(session_id, InFlight(question, ""))
+                await self._storage.sessions.set_inflight(session_id, InFlight(question, ""))
             save_at = asyncio.get_running_loop().time()  # the first text is saved before it is sent
             waiting: Mapping[str, Any] | None = None
             # durability="exit": one checkpoint when the run ends (completed, interrupted for an
@@ -613,16 +619,27 @@ class CopilotService:
         finally:
             run.finished = True
             try:
-                if graph is not None:  # the run's checkpoint is written: it holds the turn now
-                    await self._storage.sessions.set_inflight(session_id, None)
-                await self._prune_checkpoints(session_id)
-                await self._count_messages(session_id)
-                await self._storage.sessions.record_run(session_id, usage)
+                await self._close_run(session_id, usage, clear_inflight=graph is not None)
             finally:
                 # No await between these two: whoever sees `done` may start the next run.
                 self._runs.pop(session_id, None)
                 run.queue.put_nowait(events.done(session_id, usage, status))
                 self._summaries.after_run(session_id)  # what landed during the run, stored now
+
+    async def _close_run(self, session_id: str, usage: Mapping[str, int], *, clear_inflight: bool) -> None:
+        """A run's closing writes: the in-flight record forgotten (``clear_inflight``: the run's checkpoint
+        is written, it holds the turn now), old checkpoints pruned, messages counted, the run recorded.
+        One transaction where the storage allows it (:meth:`Storage.finish_run`), else step by step;
+        pruning and counting never fail the run either way."""
+        counted = await self._storage.finish_run(session_id, usage, clear_inflight=clear_inflight)
+        if counted is None:
+            if clear_inflight:
+                await self._storage.sessions.set_inflight(session_id, None)
+            await self._prune_checkpoints(session_id)
+            await self._count_messages(session_id)
+            await self._storage.sessions.record_run(session_id, usage)
+        elif not counted:  # not known without reading the state back
+            await self._count_messages(session_id)
 
     async def _count_messages(self, session_id: str) -> None:
         """Store how many messages the conversation holds (the session list shows it); never fails the run."""

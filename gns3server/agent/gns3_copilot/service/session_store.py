@@ -135,9 +135,28 @@ class SessionStore(Protocol):
     async def clear_pending(self, session_id: str, expected: str | None) -> bool: ...
     async def set_inflight(self, session_id: str, inflight: InFlight | None) -> None: ...
     async def inflight(self, session_id: str) -> InFlight | None: ...
+    async def begin_inflight(self, session_id: str, inflight: InFlight) -> InFlight | None: ...
     async def set_pinned(self, session_id: str, pinned: bool) -> SessionRecord | None: ...
     async def set_message_count(self, session_id: str, count: int) -> None: ...
     async def close(self) -> None: ...
+
+
+_RECORD_RUN = (
+    "UPDATE copilot_sessions SET runs = runs + 1, updated_at = ?, input_tokens = input_tokens + ?, "
+    "output_tokens = output_tokens + ?, total_tokens = total_tokens + ? WHERE session_id = ?"
+)
+
+
+def _run_params(session_id: str, usage: Mapping[str, int]) -> tuple[Any, ...]:
+    return (time.time(), int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)),
+            int(usage.get("total_tokens", 0)), session_id)
+
+
+def write_inflight(db: sqlite3.Connection, session_id: str, inflight: InFlight) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO copilot_inflight (session_id, question, partial, updated_at) VALUES (?, ?, ?, ?)",
+        (session_id, inflight.question, inflight.partial, time.time()),
+    ).close()
 
 
 def clean_title(title: str) -> str:
@@ -211,18 +230,7 @@ class SQLiteSessionStore:
 
     async def record_run(self, session_id: str, usage: Mapping[str, int]) -> None:
         """Count one run and add its token usage to the session's totals."""
-        params = (
-            time.time(),
-            int(usage.get("input_tokens", 0)),
-            int(usage.get("output_tokens", 0)),
-            int(usage.get("total_tokens", 0)),
-            session_id,
-        )
-        await self._database.execute(
-            "UPDATE copilot_sessions SET runs = runs + 1, updated_at = ?, input_tokens = input_tokens + ?, "
-            "output_tokens = output_tokens + ?, total_tokens = total_tokens + ? WHERE session_id = ?",
-            params,
-        )
+        await self._database.execute(_RECORD_RUN, _run_params(session_id, usage))
 
     async def set_pending(self, session_id: str, pending: Any) -> None:
         """Remember (or forget, with None) the approval the session waits for."""
@@ -234,16 +242,46 @@ class SQLiteSessionStore:
         if inflight is None:
             await self._database.execute("DELETE FROM copilot_inflight WHERE session_id = ?", (session_id,))
             return
-        await self._database.execute(
-            "INSERT OR REPLACE INTO copilot_inflight (session_id, question, partial, updated_at) VALUES (?, ?, ?, ?)",
-            (session_id, inflight.question, inflight.partial, time.time()),
-        )
+        await self._database.run(lambda db: write_inflight(db, session_id, inflight))
 
     async def inflight(self, session_id: str) -> InFlight | None:
         row = await self._database.fetchone(
             "SELECT question, partial FROM copilot_inflight WHERE session_id = ?", (session_id,)
         )
         return InFlight(*row) if row else None
+
+    async def begin_inflight(self, session_id: str, inflight: InFlight) -> InFlight | None:
+        """Remember a run's turn as it starts, in one transaction with the read of what a run the
+        server was killed in left: if there is such a record it is returned and nothing is written
+        (the caller folds it into the conversation first, then :meth:`set_inflight`); else None."""
+
+        def begin(db: sqlite3.Connection) -> InFlight | None:
+            row = db.execute("SELECT question, partial FROM copilot_inflight WHERE session_id = ?",
+                             (session_id,)).fetchone()
+            if row is not None:
+                return InFlight(*row)
+            write_inflight(db, session_id, inflight)
+            return None
+
+        return await self._database.run(begin)
+
+    def finish_run_on(
+        self, db: sqlite3.Connection, session_id: str, usage: Mapping[str, int], *, clear_inflight: bool,
+        message_count: int | None,
+    ) -> None:
+        """The session's writes at the end of a run, inside the caller's transaction (on the database's
+        thread: :meth:`..storage.Storage.finish_run`): the in-flight record forgotten (once the run's
+        checkpoint is written), the message count (if known) and the run's usage."""
+        if clear_inflight:
+            db.execute("DELETE FROM copilot_inflight WHERE session_id = ?", (session_id,)).close()
+        if message_count is not None:
+            db.execute("UPDATE copilot_sessions SET message_count = ? WHERE session_id = ?",
+                       (message_count, session_id)).close()
+        db.execute(_RECORD_RUN, _run_params(session_id, usage)).close()
+
+    @property
+    def database(self) -> Database:
+        return self._database
 
     async def clear_pending(self, session_id: str, expected: str | None) -> bool:
         """Forget the pending approval if it is still ``expected`` (its stored JSON); True if this call did."""

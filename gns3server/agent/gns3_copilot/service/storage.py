@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,37 @@ class Storage:
             return 0
         return await self.database.run(lambda connection: prune(connection, thread_id))
 
+    async def finish_run(
+        self, thread_id: str, usage: Mapping[str, int], *, clear_inflight: bool
+    ) -> bool | None:
+        """A run's closing writes as one transaction, one job on the database's thread, when the session
+        store and the checkpointer share this storage's database: the in-flight record forgotten (if
+        ``clear_inflight``), the superseded checkpoints pruned, the message count (when known without
+        reading the state) and the run's usage stored. A failing prune or count is logged and undone
+        alone (a savepoint): it never fails the run nor the other writes.
+
+        Returns whether the message count was stored (False: it is known only by reading the state), or
+        None when the stores do not share the database (the caller writes each step itself)."""
+        sessions, database = self.sessions, self.database
+        if not isinstance(sessions, SQLiteSessionStore) or database is None or sessions.database is not database:
+            return None
+        count_here = getattr(self.checkpointer, "message_count_here", None)
+        prune = self._prune
+
+        def finish(connection: sqlite3.Connection) -> bool:
+            if prune is not None:
+                _in_savepoint(connection, "prune", lambda: prune(connection, thread_id),
+                              f"Could not prune the old checkpoints of session {thread_id}")
+            count: int | None = None
+            try:
+                count = count_here(thread_id) if count_here is not None else None
+            except Exception:
+                log.exception("Could not count the messages of session %s", thread_id)
+            sessions.finish_run_on(connection, thread_id, usage, clear_inflight=clear_inflight, message_count=count)
+            return count is not None
+
+        return await database.run(finish)
+
     async def message_count(self, thread_id: str) -> int | None:
         """How many messages the conversation's latest state holds, when known without reading it
         (the checkpointer remembers the list it last read or wrote); None: read the state."""
@@ -134,6 +165,17 @@ async def open_sqlite_storage(data_dir: str | Path) -> Storage:
         raise
     log.info("Copilot storage opened at %s%s", path, f" ({removed} old checkpoints removed)" if removed else "")
     return storage
+
+
+def _in_savepoint(connection: sqlite3.Connection, name: str, work: Callable[[], Any], failure: str) -> None:
+    """``work()`` inside the caller's transaction, undone alone (and logged) if it raises."""
+    connection.execute(f"SAVEPOINT {name}").close()
+    try:
+        work()
+    except Exception:
+        connection.execute(f"ROLLBACK TO {name}").close()
+        log.exception(failure)
+    connection.execute(f"RELEASE {name}").close()
 
 
 def _open_saver(connection: sqlite3.Connection) -> SqliteSaver:
