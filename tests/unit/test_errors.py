@@ -80,6 +80,8 @@ def _members(cls: type[BaseException]) -> list[type[BaseException]]:
 
 
 OUTSIDE_THE_TREE = {
+    "agent.model.openai_payload._NotMessages",
+    "agent.model.openai_payload._NotPerMessage",
     "api.middleware.BodyTooLarge",
     "console.grammar.IncompleteLine",
     "console.grammar.TooComplex",

@@ -753,3 +753,56 @@ async def test_a_model_that_outlives_its_run_converts_each_message_object_once(
                                      for m in reference["messages"]]
         assert mine["messages"] == reference["messages"]
         assert mine["tools"] == reference["tools"]
+
+
+async def test_a_conversations_next_request_looks_up_only_its_new_messages_and_sends_replaced_ones(
+    stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each request's messages are found by place in the conversation's previous request: the messages
+    looked up per call stay few as the history grows, and a message replaced at its place (a masked
+    copy) is sent as the new object says, as ChatOpenAI sends it."""
+    from langchain_core.messages import SystemMessage
+
+    from gns3server.agent.gns3_copilot.agent.context.identity import IdentityMemo
+
+    looked_up: list[int] = []
+    original = IdentityMemo.peek_all
+
+    def counted(self: IdentityMemo, objs: Any, key: Any) -> list[Any]:
+        looked_up.append(len(objs))
+        return original(self, objs, key)
+
+    monkeypatch.setattr(IdentityMemo, "peek_all", counted)
+    config = _config(stub)
+    ours = create_base_model_with_tools([get_topology], config)
+    plain = ChatOpenAI(model=config["model"], api_key=SECRET, base_url=stub.base_url, max_retries=0)
+    theirs = plain.bind_tools([get_topology], tool_choice="auto")
+    history: list[Any] = [m for i in range(30) for m in (HumanMessage(f"question {i}"), AIMessage(f"answer {i}"))]
+    sent: dict[str, list[dict[str, Any]]] = {"ours": [], "theirs": []}
+    for step in range(3):
+        if step == 2:
+            history[5] = AIMessage("answer 2 [masked: 40 tokens]")  # another object at the same place
+        history.append(HumanMessage(f"question {30 + step}"))
+        for name, model in (("ours", ours), ("theirs", theirs)):
+            stub.enqueue(reply(f"answer {30 + step}"))
+            [chunk async for chunk in model.astream([SystemMessage("You are the copilot."), *history])]
+            sent[name].append(stub.requests[-1]["messages"])
+        history.append(AIMessage(f"answer {30 + step}"))
+    assert looked_up[0] == 62
+    assert looked_up[1:] == [3, 4]  # the system prompt (built anew) and what came since; then the replaced one
+    assert sent["ours"][2][6] == {"role": "assistant", "content": "answer 2 [masked: 40 tokens]"}
+    for mine, reference in zip(sent["ours"], sent["theirs"], strict=True):
+        assert mine == [{**m, "content": "" if m["content"] is None else m["content"]} for m in reference]
+
+
+async def test_a_request_that_holds_what_is_not_a_message_yet_is_converted_as_langchain_converts_it(
+    stub: OpenAIStub,
+) -> None:
+    config = _config(stub)
+    model = create_chat_model(config)
+    stub.enqueue(reply("up"))
+    [chunk async for chunk in model.astream([("system", "You are the copilot."), HumanMessage("status?"),
+                                             {"role": "assistant", "content": "all up"}, ("user", "R2?")])]
+    assert stub.requests[-1]["messages"] == [
+        {"role": "system", "content": "You are the copilot."}, {"role": "user", "content": "status?"},
+        {"role": "assistant", "content": "all up"}, {"role": "user", "content": "R2?"}]

@@ -19,7 +19,7 @@ import httpx
 import openai
 import pytest
 from langchain_core.callbacks import AsyncCallbackHandler
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
@@ -270,7 +270,7 @@ async def test_the_body_is_joined_from_each_messages_own_json(monkeypatch: pytes
     """The SDK encoded the whole body of every call (~10 ms at 500 turns): each message object's JSON
     is now encoded once and kept with it, and the SDK's encoder never sees the messages; the body
     decodes to the JSON ChatOpenAI sends for the same conversation."""
-    from langchain_core.messages import SystemMessage, ToolMessage
+    from langchain_core.messages import ToolMessage
     from openai import _base_client
 
     from gns3server.agent.gns3_copilot.agent.model import openai_payload
@@ -522,3 +522,31 @@ async def test_content_that_is_not_plain_text_goes_through_astream(monkeypatch: 
                                            [HumanMessage([{"type": "text", "text": "status?"}])], {})
     assert ran == [1]
     assert message is not None and message.content == "R1 and R2 are both up, é✓ 中文."
+
+
+async def test_a_message_replaced_at_its_place_by_content_blocks_goes_through_astream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whether a request is plain text is kept by place for the conversation's next call: a message
+    replaced at its place (here by content blocks) is read again, and the call left to astream."""
+    from gns3server.agent.gns3_copilot.agent.model import openai_payload
+
+    ran = _astream_calls(monkeypatch)
+    read: list[int] = []
+    plain_text = openai_payload._plain_text
+    monkeypatch.setattr(openai_payload, "_plain_text", lambda messages: read.append(len(messages)) or plain_text(messages))
+    client, seen = _serving(TEXT)
+    model = _models(client, tools=False)["ours"]
+    question, answer, follow = HumanMessage("status?"), AIMessage("all up"), HumanMessage("and R2?")
+
+    async def call(*messages: Any) -> AIMessage | None:
+        with mock.patch.object(calls, "get_stream_writer", return_value=[].append):
+            return await calls.stream_model(model, [SystemMessage("You are the copilot."), *messages], {})
+
+    assert await call(question, answer, follow) is not None
+    assert ran == []
+    assert await call(question, AIMessage([{"type": "text", "text": "all up"}]), follow) is not None
+    assert ran == [1]
+    assert await call(question, answer, follow, AIMessage("up"), HumanMessage("R3?")) is not None
+    assert ran == [1] and len(seen) == 3
+    assert read == [4, 2, 4]  # all; the system prompt and the replaced one; those two again and the two new

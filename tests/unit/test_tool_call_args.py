@@ -84,3 +84,31 @@ def test_with_a_memo_a_message_judged_before_is_not_serialised_again(monkeypatch
     assert judged == ["cn"]  # only the new message's call
     assert [m.id for m in again] == [m.id for m in first] == ["long"] and again[0] is first[0]
     assert cut_tool_call_arguments([*history, new], 4000, memo) == []  # another limit is judged afresh
+
+
+def test_a_history_judged_by_place_reads_only_what_is_new_or_replaced_and_each_limit_apart(monkeypatch):
+    """At every model call the whole history is judged: with its last answers kept by place, a call
+    reads only the messages new or replaced at their place since, and a window of another size
+    (another limit) is judged for itself."""
+    from gns3server.agent.gns3_copilot.agent.context.identity import IdentityMemo, PositionMemo
+    from gns3server.agent.gns3_copilot.agent.policies import arguments
+
+    read: list[str] = []
+    original = arguments._cut_copy
+    monkeypatch.setattr(arguments, "_cut_copy", lambda message, limit: read.append(message.id) or original(message, limit))
+    junk = AIMessage("", id="junk", invalid_tool_calls=[
+        {"name": "gns3_topology", "args": JUNK, "id": "c0", "error": None, "type": "invalid_tool_call"}])
+    history = [HumanMessage("q0", id="q0"), junk]
+    memo, positions = IdentityMemo(), PositionMemo()
+
+    def judged(limit: int = 1000) -> list[str | None]:
+        return [m.id for m in cut_tool_call_arguments(history, limit, memo, positions)]
+
+    assert judged() == ["junk"] and read == ["junk"]
+    history += [AIMessage("", id="ok", tool_calls=[{"name": "gns3_topology", "args": {}, "id": "c1"}]), HumanMessage("q1")]
+    assert judged() == ["junk"] and read == ["junk", "ok"]
+    history[1] = AIMessage("", id="junk", invalid_tool_calls=[  # replaced at its place: judged again
+        {"name": "gns3_topology", "args": "{short", "id": "c0", "error": None, "type": "invalid_tool_call"}])
+    assert judged() == [] and read == ["junk", "ok", "junk"]
+    assert judged() == [] and len(read) == 3
+    assert judged(5000) == [] and read[3:] == ["junk", "ok"]  # another limit: judged for it

@@ -43,7 +43,7 @@ from langgraph.graph.state import CompiledStateGraph
 from ..tools.gate import AfterCall, BeforeCall, ToolErrorPolicy
 from . import events
 from .context.calibration import Calibrator
-from .context.identity import IdentityMemo
+from .context.identity import IdentityMemo, PositionMemo
 from .fitting import RequestFit
 from .model.calls import ModelCalls
 from .model.config import DEFAULT_SUMMARY_TIMEOUT
@@ -184,11 +184,12 @@ def compile_agent_graph(checkpointer: BaseCheckpointSaver | None = None) -> Comp
     # What the argument cut decided of each message, kept with it across the runs of this graph
     # (the checkpointer hands them the same objects): a turn judges only its new messages.
     judged = IdentityMemo()
+    judged_at = PositionMemo()  # and per conversation, its last history's answers by place
 
     async def llm_call(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         run = run_of(config)
         settings, models, summaries = run.settings, run.models, run.summaries
-        messages, cut = with_cut_arguments(state["messages"], settings.max_argument_chars, judged)
+        messages, cut = with_cut_arguments(state["messages"], settings.max_argument_chars, judged, judged_at)
         calls = state.get("llm_calls", 0)
         writer = get_stream_writer()
         stop = _stop_answer(messages, calls, settings.max_llm_calls)

@@ -10,11 +10,14 @@ an entry goes with its object.
 
 from __future__ import annotations
 
+import operator
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from itertools import compress
 from typing import Any
 
-__all__ = ["MISSING", "IdentityMemo"]
+__all__ = ["MISSING", "IdentityMemo", "PositionMemo"]
 
 MISSING: Any = object()
 """What :meth:`IdentityMemo.peek_all` gives for an object with no value kept under the key."""
@@ -76,3 +79,60 @@ class IdentityMemo:
         if entry is not None and entry[0]() is obj and key in entry[1]:
             return True, entry[1][key]
         return False, None
+
+
+class PositionMemo:
+    """What was derived from each item of the last lists seen, reused for the items of a new list
+    that are the same objects at the same positions.
+
+    A model call's messages are the previous call's plus a few (the question, the answer, a
+    masked copy in place of a message that left the window's unmasked tail): finding those few
+    by comparing the two lists' references (C speed, no item read) costs microseconds for a
+    thousand items, where reading each item again to look it up costs about a microsecond an
+    item in a long-running server's heap (a cache miss or more each), at every call.
+
+    Lists are told apart by the object at position ``anchor`` (a conversation's first message:
+    ``anchor=1`` past a system prompt that may be rebuilt per call); up to ``lists`` are kept,
+    the least recently used dropped. It holds them (strong references, so an anchor's ``id`` is
+    not reused while kept): bounded, and the conversations they belong to are held elsewhere
+    anyway. Used from one thread at a time (the event loop's).
+    """
+
+    def __init__(self, *, anchor: int = 0, lists: int = 64) -> None:
+        self._anchor = anchor
+        self._lists = lists
+        self._kept: OrderedDict[tuple[int, Hashable], tuple[list[Any], list[Any]]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def values(
+        self, items: Sequence[Any], derive: Callable[[list[Any]], Sequence[Any]], kind: Hashable = None
+    ) -> list[Any]:
+        """One value per item of ``items``: the kept one where the kept list with the same anchor (and
+        ``kind``: what else the values depend on) has the same object at that position, ``derive(others)``
+        for the others (given in order, one value each, in order). An exception from ``derive`` leaves the
+        memo as it was."""
+        now = list(items)
+        if len(now) <= self._anchor:
+            return list(derive(now))
+        key = (id(now[self._anchor]), kind)
+        kept = self._kept.get(key)
+        if kept is None or kept[0][self._anchor] is not now[self._anchor]:
+            values = list(derive(now))
+        else:
+            before, old = kept
+            shared = min(len(before), len(now))
+            # Positions whose object changed, found at C speed (map stops at the shorter list), then the tail.
+            todo = list(compress(range(shared), map(operator.is_not, before, now)))
+            todo.extend(range(shared, len(now)))
+            values = old[:shared] + [None] * (len(now) - shared)
+            if todo:
+                fresh = derive([now[index] for index in todo])
+                for index, value in zip(todo, fresh, strict=True):
+                    values[index] = value
+        self._kept[key] = (now, values)
+        self._kept.move_to_end(key)
+        while len(self._kept) > self._lists:
+            self._kept.popitem(last=False)
+        return list(values)

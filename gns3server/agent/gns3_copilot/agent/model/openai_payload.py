@@ -24,7 +24,9 @@ Imported only when a model is built (``langchain_openai`` is heavy).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any, ClassVar, Self
 
 from langchain_core.language_models import LanguageModelInput
@@ -32,12 +34,13 @@ from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr, model_validator
 
-from ..context.identity import MISSING, IdentityMemo
+from ..context.identity import MISSING, IdentityMemo, PositionMemo
 from .openai_wire import DictChunkCompletions, EncodedMessages, encode_json
 
 __all__ = ["LeanChatOpenAI", "remembered_payload", "untransformed"]
 
 _KEPT = "openai-request"  # (the message's request dict, its JSON or None)
+_DICT, _JSON = operator.itemgetter(0), operator.itemgetter(1)
 
 # The arguments that are already plain JSON and the largest: sent through ``extra_body``.
 PASSED_AS_IS = ("messages", "tools")
@@ -59,6 +62,10 @@ def untransformed(payload: dict[str, Any]) -> dict[str, Any]:
     return lean
 
 
+def _plain_text(messages: list[BaseMessage]) -> list[bool]:
+    return [type(message.content) is str for message in messages]
+
+
 def _kept(message_dict: Any) -> tuple[Any, bytes | None]:
     """A message's request dict and its JSON (None: not plain JSON, the SDK's encoder must send it)."""
     try:
@@ -67,31 +74,56 @@ def _kept(message_dict: Any) -> tuple[Any, bytes | None]:
         return message_dict, None
 
 
+class _NotPerMessage(Exception):
+    """The payload's messages are not one converted dict per message, in order (the Responses API's)."""
+
+
+class _NotMessages(TypeError):
+    """A request list holds something that is not a message object yet (LangChain converts it)."""
+
+
 def remembered_payload(
     build: Callable[..., dict[str, Any]], messages: list[BaseMessage], memo: IdentityMemo,
-    stop: list[str] | None, kwargs: dict[str, Any],
+    stop: list[str] | None, kwargs: dict[str, Any], positions: PositionMemo | None = None,
 ) -> dict[str, Any]:
     """``build(messages, stop=..., **kwargs)`` (``ChatOpenAI``'s payload) with the dict of each
     message object ``memo`` has seen taken from it: ``build`` converts only the others.
 
     ``build`` converts message by message, in order; a payload whose messages are not that
     (the Responses API's) is built whole, as before. Each message's dict and JSON are kept
-    together, found in one pass over the request.
+    together; with ``positions``, a message where the previous request of the conversation had
+    the same object is not looked up again either (:class:`PositionMemo`).
+
+    Raises :class:`_NotMessages` when ``messages`` holds anything but message objects.
     """
-    known = memo.peek_all(messages, _KEPT)
-    new = [m for m, kept in zip(messages, known, strict=True) if kept is MISSING]
-    payload = build(new, stop=stop, **kwargs)
-    converted = payload.get("messages")
-    if not isinstance(converted, list) or len(converted) != len(new):
-        return build(messages, stop=stop, **kwargs)
-    if new:
+    built: dict[str, Any] = {}
+
+    def kept_for(items: list[BaseMessage]) -> list[tuple[Any, bytes | None]]:
+        if not all(map(isinstance, items, repeat(BaseMessage))):
+            raise _NotMessages
+        known = memo.peek_all(items, _KEPT)
+        new = [m for m, kept in zip(items, known, strict=True) if kept is MISSING]
+        if not new:
+            return known
+        built.update(build(new, stop=stop, **kwargs))
+        converted = built.get("messages")
+        if not isinstance(converted, list) or len(converted) != len(new):
+            raise _NotPerMessage
         fresh = iter(converted)
         for index, kept in enumerate(known):
             if kept is MISSING:  # converted in order, one each, even for an object that comes twice
                 known[index] = kept = _kept(next(fresh))
-                memo.put(messages[index], _KEPT, kept)
-    dicts = [kept[0] for kept in known]
-    fragments = [kept[1] for kept in known]
+                memo.put(items[index], _KEPT, kept)
+        return known
+
+    try:
+        known = kept_for(messages) if positions is None else positions.values(messages, kept_for)
+    except _NotPerMessage:
+        return build(messages, stop=stop, **kwargs)
+    payload = built or build([], stop=stop, **kwargs)  # the rest of the request: the same for any messages
+    if not isinstance(payload.get("messages"), list):
+        return build(messages, stop=stop, **kwargs)
+    dicts, fragments = list(map(_DICT, known)), list(map(_JSON, known))
     # The body is joined from each message's JSON (:mod:`.openai_wire`), unless one is not plain JSON.
     payload["messages"] = dicts if None in fragments else EncodedMessages(dicts, fragments)
     return payload
@@ -107,6 +139,9 @@ class LeanChatOpenAI(ChatOpenAI):
     """
 
     _message_dicts: IdentityMemo = PrivateAttr(default_factory=IdentityMemo)
+    # Per conversation (told apart by its first message past the system prompt): its last request.
+    _request_positions: PositionMemo = PrivateAttr(default_factory=lambda: PositionMemo(anchor=1))
+    _text_positions: PositionMemo = PrivateAttr(default_factory=lambda: PositionMemo(anchor=1))
     plain_streaming: ClassVar[bool] = True
     """Its ``_astream`` may be read without ``astream``'s tracing work when nothing traces (``plain_stream.py``)."""
 
@@ -133,8 +168,19 @@ class LeanChatOpenAI(ChatOpenAI):
         return self.stream_chunk_timeout
 
     def _get_request_payload(self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+        if type(input_) is list:  # the graph's requests: message objects, each checked when first at its place
+            try:
+                return untransformed(remembered_payload(self._adjusted_payload, input_, self._message_dicts, stop,
+                                                        kwargs, self._request_positions))
+            except _NotMessages:
+                pass
         messages = self._convert_input(input_).to_messages()
         return untransformed(remembered_payload(self._adjusted_payload, messages, self._message_dicts, stop, kwargs))
+
+    def text_only(self, messages: Sequence[BaseMessage]) -> bool:
+        """Whether every message's content is a plain string (``plain_stream.py`` asks before each call),
+        each message read when first at its place in the conversation's requests."""
+        return all(self._text_positions.values(messages, _plain_text))
 
     def _adjusted_payload(self, messages: list[BaseMessage], *, stop: list[str] | None = None, **kwargs: Any) -> dict:
         return self._adjusted(super()._get_request_payload(messages, stop=stop, **kwargs))

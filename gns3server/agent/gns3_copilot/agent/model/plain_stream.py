@@ -35,6 +35,8 @@ __all__ = ["PLAIN_STREAMING", "plain_chunks"]
 
 PLAIN_STREAMING = "plain_streaming"
 """The class attribute a chat model sets to True when its ``_astream`` may be read this way."""
+TEXT_ONLY = "text_only"
+"""The method such a model may have that says whether all messages' contents are plain strings."""
 # What ``astream`` takes out of the keyword arguments before calling ``_astream``.
 _TRACING_ONLY = ("ls_structured_output_format", "structured_output_format")
 _CONTENT = operator.attrgetter("content")
@@ -53,13 +55,22 @@ def plain_chunks(
         return None
     if bound.output_version == "v1" or not bound._should_stream(async_api=True, **{**kwargs, "stream": True}):
         return None
-    if not set(map(type, map(_CONTENT, messages))) <= {str}:  # at C speed: a request of 750 messages
+    if not _text_only(bound, messages):
         return None
     if _traced(bound, ensure_config(config)):
         return None
     for key in _TRACING_ONLY:
         kwargs.pop(key, None)
     return _chunks(bound, list(messages), kwargs)
+
+
+def _text_only(model: Any, messages: Sequence[BaseMessage]) -> bool:
+    """Every message's content is a plain string: asked of the model when it keeps the answer per
+    conversation (``text_only``), else read at C speed (a request of 1,000 messages)."""
+    text_only = getattr(model, TEXT_ONLY, None)
+    if callable(text_only):
+        return bool(text_only(messages))
+    return set(map(type, map(_CONTENT, messages))) <= {str}
 
 
 def _traced(model: Any, config: Mapping[str, Any]) -> bool:

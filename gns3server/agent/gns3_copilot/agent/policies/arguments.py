@@ -21,7 +21,7 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ..context.counting import json_text
-from ..context.identity import IdentityMemo
+from ..context.identity import IdentityMemo, PositionMemo
 
 log = logging.getLogger(__name__)
 
@@ -84,34 +84,42 @@ def _with_calls(messages: Sequence[BaseMessage]) -> Iterator[AIMessage]:
 
 
 def cut_tool_call_arguments(
-    messages: Sequence[BaseMessage], limit: int, memo: IdentityMemo | None = None
+    messages: Sequence[BaseMessage], limit: int, memo: IdentityMemo | None = None,
+    positions: PositionMemo | None = None,
 ) -> list[AIMessage]:
     """Copies (same ids) of the model messages in ``messages`` whose tool-call arguments are over ``limit``.
 
     Only those that need cutting are returned: the caller replaces them by id. ``memo`` keeps
     each message's answer with it (messages are never changed in place): given the same one at
     every model call, a message judged before costs a look-up, not its arguments serialised.
+    ``positions`` keeps the answers of the conversation's last history: a message at the place
+    it had then is not even looked up (a long history, judged at every model call).
     """
-    replaced: list[AIMessage] = []
-    for message in _with_calls(messages):
-        if message.id is None:
-            continue  # without an id it could not replace the stored message
-        cut = _cut_copy(message, limit) if memo is None else memo.get(message, ("cut", limit),
-                                                                       functools.partial(_cut_copy, message, limit))
-        if cut is not None:
-            replaced.append(cut)
-    return replaced
+
+    def verdicts(items: list[BaseMessage]) -> list[AIMessage | None]:
+        """Each item's cut copy, None where nothing is cut, at C speed past the messages without calls."""
+        cut: dict[int, AIMessage | None] = {}
+        for message in _with_calls(items):
+            if message.id is None:
+                continue  # without an id it could not replace the stored message
+            cut[id(message)] = _cut_copy(message, limit) if memo is None else memo.get(
+                message, ("cut", limit), functools.partial(_cut_copy, message, limit))
+        return list(map(cut.get, map(id, items)))
+
+    found = verdicts(list(messages)) if positions is None else positions.values(messages, verdicts, ("cut", limit))
+    return list(filter(None, found))
 
 
 def with_cut_arguments(
-    messages: Sequence[BaseMessage], limit: int | None, memo: IdentityMemo | None = None
+    messages: Sequence[BaseMessage], limit: int | None, memo: IdentityMemo | None = None,
+    positions: PositionMemo | None = None,
 ) -> tuple[list[BaseMessage], list[AIMessage]]:
     """``messages`` with the tool-call arguments over ``limit`` cut, and the cut copies (to store, by id).
 
     Junk arguments of answered calls must not fill every later request: cut, and stored cut.
-    ``memo``: as :func:`cut_tool_call_arguments` says.
+    ``memo``, ``positions``: as :func:`cut_tool_call_arguments` says.
     """
-    cut = cut_tool_call_arguments(messages, limit, memo) if limit else []
+    cut = cut_tool_call_arguments(messages, limit, memo, positions) if limit else []
     if not cut:
         return list(messages), []
     log.warning("Cut the arguments of %d earlier tool call message(s): too long for this window", len(cut))
