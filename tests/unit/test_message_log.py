@@ -195,3 +195,30 @@ def test_a_write_stores_exactly_the_new_and_the_replaced_messages() -> None:
         assert dumped == ["q2", "n"] and stored["channel_values"]["messages"] == {REFERENCE: 7}
         rows = db.execute("SELECT position FROM copilot_messages WHERE thread_id = 't' ORDER BY position").fetchall()
         assert [r[0] for r in rows] == list(range(7)) and list(kept) == later
+
+
+async def test_the_list_read_back_after_replacements_and_removals_knows_exactly_its_ids(tmp_path: Path) -> None:
+    """The list each read hands the graph carries its ids' index, made from the last stored list's
+    and what changed: after messages replaced by id and removed, it is the list's ids, no more."""
+    from langchain_core.messages import RemoveMessage
+
+    from gns3server.agent.gns3_copilot.agent.state_messages import IndexedMessages
+
+    storage = await open_sqlite_storage(tmp_path)
+    try:
+        app = graph(storage.checkpointer)
+        for n in range(4):
+            await app.ainvoke({"messages": [HumanMessage(f"q{n}", id=f"q{n}")]}, CONFIG, durability="exit")
+        messages = (await app.aget_state(CONFIG)).values["messages"]
+        await app.aupdate_state(CONFIG, {"messages": [AIMessage("cut", id=messages[1].id)]})  # replaced by id
+        await app.aupdate_state(CONFIG, {"messages": [RemoveMessage(id="q3"), RemoveMessage(id=messages[-1].id)]})
+        for _ in range(2):  # read back, then after a turn that appends to it
+            tuple_ = await storage.checkpointer.aget_tuple(CONFIG)
+            assert tuple_ is not None
+            read = tuple_.checkpoint["channel_values"]["messages"]
+            assert isinstance(read, IndexedMessages) and read._owned_index() == {m.id for m in read}
+            await app.ainvoke({"messages": [HumanMessage("again")]}, CONFIG, durability="exit")
+        final = (await app.aget_state(CONFIG)).values["messages"]
+        assert [m.content for m in final[:3]] == ["q0", "cut", "q1"] and "q3" not in {m.id for m in final}
+    finally:
+        await storage.close()

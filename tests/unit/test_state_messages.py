@@ -170,3 +170,55 @@ def test_a_list_changed_in_length_behind_the_index_is_walked_in_full():
     history = append_messages([], [HumanMessage("q", id="q")])
     history.append(AIMessage("a", id="a"))  # not what the graph does, but then the index is not trusted
     assert [m.content for m in append_messages(history, [AIMessage("b", id="a")])] == ["q", "b"]
+
+
+def _changed(before: list, after: list) -> list[int]:
+    """The positions the message log writes: another object there, or past ``before``'s end."""
+    shared = min(len(before), len(after))
+    return [p for p in range(shared) if before[p] is not after[p]] + list(range(shared, len(after)))
+
+
+plain_messages = st.builds(message, st.sampled_from(["human", "ai", "tool", "chunk"]),
+                           st.sampled_from(["a", "b"]), st.one_of(st.none(), st.sampled_from(IDS)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(plain_messages, max_size=8), st.lists(st.tuples(st.integers(0, 9), plain_messages), max_size=4),
+       st.integers(0, 10))
+def test_a_successor_is_indexed_as_a_list_indexed_from_scratch(before, replacements, length):
+    """Whatever changed between two stored lists (appended, replaced at a place, cut short; ids
+    repeated, missing, chunks), the next list's index is what indexing it from scratch gives."""
+    kept = state_messages.indexed_copy(before)
+    after = list(before[:length])
+    for position, replacement in replacements:
+        if position < len(after):
+            after[position] = replacement
+        else:
+            after.append(replacement)
+    successor = state_messages.successor_copy(kept, after, _changed(kept, after))
+    reference = state_messages.indexed_copy(after)
+    assert list(successor) == after and type(successor) is type(reference)
+    if isinstance(reference, IndexedMessages):
+        assert successor._owned_index() == reference._owned_index() == {m.id for m in after}
+
+
+def test_a_successor_and_a_kept_copy_read_no_message_that_stayed_in_place():
+    """Their sets come from the last kept list's: a message at its old place is not read (here its
+    id changed in place, which the copilot never does, and neither set sees it)."""
+    first, second = HumanMessage("q", id="q"), AIMessage("a", id="a")
+    kept = state_messages.indexed_copy([first, second])
+    second.id = "changed in place"
+    copy_of_kept = state_messages.kept_copy(kept)
+    assert copy_of_kept._owned_index() == {"q", "a"}
+    third = HumanMessage("q2", id="q2")
+    successor = state_messages.successor_copy(kept, [first, second, third], [2])
+    assert successor._owned_index() == {"q", "a", "q2"}
+    copy_of_kept._owned_index().add("x")  # each copy's set is its own
+    assert kept._owned_index() == {"q", "a"}
+
+
+def test_a_list_a_reducer_extended_is_indexed_from_scratch_when_kept():
+    history = append_messages([], [HumanMessage("q", id="q")])
+    append_messages(history, [AIMessage("a", id="a")])  # its set went to the list made from it
+    assert state_messages.kept_copy(history)._owned_index() == {"q"}
+    assert state_messages.successor_copy(history, [*history, AIMessage("b", id="b")], [1])._owned_index() == {"q", "b"}

@@ -30,7 +30,7 @@ from typing import Any
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ..agent.state_messages import indexed_copy
+from ..agent.state_messages import indexed_copy, kept_copy, successor_copy
 from ..db import SchemaError
 
 MESSAGES_CHANNEL = "messages"
@@ -88,7 +88,8 @@ class MessageLog:
             connection.execute("DELETE FROM copilot_messages WHERE thread_id = ? AND position >= ?",
                                (thread_id, len(messages)))
         stored: Checkpoint = {**checkpoint, "channel_values": {**values, MESSAGES_CHANNEL: {REFERENCE: len(messages)}}}
-        return stored, indexed_copy(messages)
+        # Kept with its ids' index, made from the last kept list's and what changed: no message read again.
+        return stored, indexed_copy(messages) if before is None else successor_copy(before, messages, changed)
 
     def read(self, connection: sqlite3.Connection, found: CheckpointTuple | None) -> CheckpointTuple | None:
         """``found`` with its message list in place of the reference (as it is when it has none)."""
@@ -110,12 +111,12 @@ class MessageLog:
                 raise StoredMessagesError(
                     f"The stored state of conversation {thread_id} names {count} messages, {len(rows)} are stored"
                 )
-            messages = [self.serde.loads_typed((type_, blob)) for type_, blob in rows]
+            messages = indexed_copy([self.serde.loads_typed((type_, blob)) for type_, blob in rows])
             self.keep(thread_id, messages)
         else:
             self._kept.move_to_end(thread_id)
         # With its ids' index: the run's first update of it appends without walking it.
-        checkpoint: Checkpoint = {**found.checkpoint, "channel_values": {**values, MESSAGES_CHANNEL: indexed_copy(messages)}}
+        checkpoint: Checkpoint = {**found.checkpoint, "channel_values": {**values, MESSAGES_CHANNEL: kept_copy(messages)}}
         return found._replace(checkpoint=checkpoint)
 
     def keep(self, thread_id: str, messages: list[Any]) -> None:
