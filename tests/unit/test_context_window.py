@@ -430,3 +430,27 @@ def test_planning_a_cut_again_builds_no_view_of_a_turn_it_costed_before(monkeypa
     assert again.window == first.window
     turns_viewed = [start for start in built if start % 4 == 0 and start < len(history) - 8]
     assert len(turns_viewed) <= 2, built
+
+
+def test_a_steady_call_refers_again_only_to_what_it_added(monkeypatch):
+    """A call that extends the previous fit keeps that fit's references to the history and makes
+    new ones only for the messages added since (it made ~3 a message of the whole history)."""
+    from gns3server.agent.gns3_copilot.agent.context import window as window_module
+
+    made: list[int] = []
+    original = window_module._refs
+    monkeypatch.setattr(window_module, "_refs", lambda messages: made.append(len(messages)) or original(messages))
+    hook = make_hook(limit=128)
+    history: list = []
+    window = None
+    for i in range(30):
+        messages = turn(i, output_words=20)
+        history.append(messages[0])
+        made.clear()
+        out = hook({"messages": list(history), "context_window": window})
+        window = out["context_window"]
+        history.extend(messages[1:])
+        if i >= 2:  # extended: the three new messages of the last turn, and the question
+            assert sum(made) <= 3 * 4, (i, made)
+    sent = out["messages"][1:]
+    assert [m.id for m in sent] == [m.id for m in history[:-3]]

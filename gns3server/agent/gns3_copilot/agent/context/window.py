@@ -40,6 +40,7 @@ import operator
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import repeat
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -366,9 +367,14 @@ def plan_window(
     if window.start < len(messages) and not (fit.truncated or fit.over_budget) and len(fit.messages) == repaired:
         # Everything from the start was sent: the next call extends this fit with what it adds.
         key = (window.start, window.mask_until, output_cap)
-        _fit_memo(messages[window.start], counter)[0] = _FitMemo(
-            key, len(messages), _refs(messages[window.start:]), _refs(view), _refs(fit.messages), fit.tokens,
-            repaired, stats, masked, saved)
+        slot = _fit_memo(messages[window.start], counter)
+        kept = slot[0] if extended is not None and not moved else None
+        if kept is None or kept.key != key:  # a fit made anew: references to all of it
+            originals, view_refs, fitted_refs = _refs(messages[window.start:]), _refs(view), _refs(fit.messages)
+        else:  # the previous fit extended: its references, and new ones for what was added
+            originals = kept.originals + _refs(messages[kept.end:])
+            view_refs, fitted_refs = kept.view + _refs(view[len(kept.view):]), kept.fitted + _refs(fit.messages[len(kept.fitted):])
+        slot[0] = _FitMemo(key, len(messages), originals, view_refs, fitted_refs, fit.tokens, repaired, stats, masked, saved)
     return WindowPlan(window, fit, view, moved, planned, masked, saved, stats.interrupted_calls, stats.orphan_results)
 
 
@@ -393,13 +399,13 @@ class _FitMemo:
 
 
 def _refs(messages: Sequence[BaseMessage]) -> list[weakref.ref[BaseMessage]]:
-    return [weakref.ref(m) for m in messages]
+    return list(map(weakref.ref, messages))  # at C speed, as _alive: a steady call makes ~3 a message
 
 
 def _alive(refs: list[weakref.ref[BaseMessage]]) -> list[BaseMessage] | None:
     """The objects, or None when one of them is gone (a repair's synthetic result, say)."""
-    objects = [ref() for ref in refs]
-    return None if any(o is None for o in objects) else objects  # type: ignore[return-value]
+    objects = list(map(operator.call, refs))
+    return None if any(map(operator.is_, objects, repeat(None))) else objects  # type: ignore[return-value]
 
 
 def _fit_memo(first: BaseMessage, counter: TokenCounter) -> list[_FitMemo | None]:
