@@ -8,6 +8,8 @@ import logging
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from gns3server.agent.gns3_copilot.agent.context.counting import TokenCounter
@@ -454,3 +456,61 @@ def test_a_steady_call_refers_again_only_to_what_it_added(monkeypatch):
             assert sum(made) <= 3 * 4, (i, made)
     sent = out["messages"][1:]
     assert [m.id for m in sent] == [m.id for m in history[:-3]]
+
+
+def _reference_oldest_fitting_turn(messages, bounds, mask_until, room, counter, cap):
+    """The newest turns costed one by one, newest first, until the room is exceeded (as it was done)."""
+    total = 0
+    for k in range(len(bounds) - 2, -1, -1):
+        total += _direct_turn_tokens(messages, bounds[k], bounds[k + 1], mask_until, counter, cap)
+        if total > room:
+            return bounds[k + 1] if k + 1 < len(bounds) - 1 else bounds[-2]
+    return -1
+
+
+@settings(max_examples=150, deadline=None)
+@given(sizes=st.lists(st.integers(0, 80), min_size=1, max_size=9), cap=st.sampled_from([None, 25]),
+       masks=st.lists(st.integers(0, 36), min_size=1, max_size=3), rooms=st.lists(st.integers(0, 900), min_size=1, max_size=4))
+def test_the_oldest_fitting_turn_from_kept_sums_is_the_one_costed_turn_by_turn(sizes, cap, masks, rooms):
+    """Whatever the masks and rooms, asked with the same sums again and again (as calls do while a cut
+    is due), the bisection over the masked turns' sums gives what costing every turn gives."""
+    from gns3server.agent.gns3_copilot.agent.context.window import _MaskedSums, oldest_fitting_turn
+
+    counter = TokenCounter("cl100k_base")
+    history = [m for i, size in enumerate(sizes) for m in turn(i, output_words=size)]
+    bounds = [4 * i for i in range(len(sizes) + 1)]
+    sums = _MaskedSums([0])
+    for mask_until, room in itertools.product(sorted(masks), rooms):
+        assert oldest_fitting_turn(history, bounds, mask_until, room, counter, cap, sums) == \
+            _reference_oldest_fitting_turn(history, bounds, mask_until, room, counter, cap)
+
+
+def test_a_cut_planned_at_every_call_costs_only_the_turns_past_the_mask(monkeypatch):
+    """While a cut is due but not yet needed (the masking will do), each call planned it by looking up
+    every turn's count (~450 at 500 turns): with the masked turns' sums kept with the fit, a call
+    costs the turns past the mask boundary, and plans what it planned before."""
+    from gns3server.agent.gns3_copilot.agent.context import window as window_module
+
+    looked_up: list[int] = []
+    original = window_module.turn_tokens
+    monkeypatch.setattr(window_module, "turn_tokens",
+                        lambda messages, start, *rest: looked_up.append(start) or original(messages, start, *rest))
+    counter = TokenCounter("cl100k_base")
+    history = [m for i in range(40) for m in turn(i, output_words=30)]
+    total = sum(counter.message(m) for m in history)
+    window = Window(0, history[0].id, 0)
+    plans = []
+    for step in range(6):
+        looked_up.clear()
+        plan = window_module.plan_window(history, window, total + 400, total // 2, counter, tool_output_turns=2)
+        if step >= 1:
+            assert len(looked_up) <= 3, (step, looked_up)  # the two unmasked turns and the one the mask moved past
+        # What a counter that has seen nothing (nothing kept) plans for the same history.
+        fresh = window_module.plan_window(history, window, total + 400, total // 2, TokenCounter("cl100k_base"),
+                                          tool_output_turns=2)
+        assert plan.window == fresh.window and plan.planned == fresh.planned
+        plans.append(plan.window.planned)
+        added = turn(40 + step, output_words=5)
+        history = [*history, *added]
+        total += sum(counter.message(m) for m in added)
+    assert all(plans) and len(set(plans)) > 1  # a cut was planned at each call, and moved on with the history

@@ -34,6 +34,7 @@ history that changed under it.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import logging
 import operator
@@ -276,6 +277,34 @@ def turn_tokens(
     return tokens
 
 
+def oldest_fitting_turn(
+    messages: Sequence[BaseMessage], bounds: Sequence[int], mask_until: int, room: int, counter: TokenCounter,
+    output_cap: int | None, sums: _MaskedSums,
+) -> int:
+    """Where the window starts for the newest turns to fit ``room``, masked from ``mask_until``: the
+    end of the newest turn that, added to all newer ones, goes over (-1: all of them fit).
+
+    Turn ``k`` spans ``bounds[k]`` to ``bounds[k + 1]``. The turns past the boundary are costed one
+    by one, newest first; the turns wholly before it come from ``sums`` (asked for those it lacks),
+    the first over found by bisection: the same answer as costing them one by one.
+    """
+    total = 0
+    k = len(bounds) - 2
+    while k >= 0 and bounds[k + 1] > mask_until:  # the turns not wholly masked (a few), newest first
+        total += turn_tokens(messages, bounds[k], bounds[k + 1], mask_until, counter, output_cap)
+        if total > room:
+            return bounds[k + 1] if k + 1 < len(bounds) - 1 else bounds[-2]
+        k -= 1
+    if k < 0:
+        return -1
+    counts = sums.through(k, lambda j: turn_tokens(messages, bounds[j], bounds[j + 1], mask_until, counter, output_cap))
+    over = total + counts[k + 1] - room  # adding turn j goes over ``room`` once counts[j] < over
+    if over <= 0:
+        return -1
+    j = bisect.bisect_left(counts, over, 0, k + 1) - 1
+    return bounds[j + 1] if j + 1 < len(bounds) - 1 else bounds[-2]
+
+
 def plan_window(
     messages: Sequence[BaseMessage],
     previous: Window,
@@ -304,14 +333,11 @@ def plan_window(
     # Turn k spans bounds[k]..bounds[k+1]; a head without a user message joins the first turn.
     bounds = [window.start, *starts[1:], len(messages)] if starts else [window.start, len(messages)]
 
+    # The counts of the turns wholly before the mask boundary, summed oldest first (see _MaskedSums).
+    sums = _MaskedSums([0])
+
     def newest_turns(mask_until: int, room: int) -> int:
-        """The start of the oldest turn such that it and all newer ones fit ``room`` (-1: none over)."""
-        total = 0
-        for k in range(len(bounds) - 2, -1, -1):
-            total += turn_tokens(messages, bounds[k], bounds[k + 1], mask_until, counter, output_cap)
-            if total > room:
-                return bounds[k + 1] if k + 1 < len(bounds) - 1 else bounds[-2]
-        return -1
+        return oldest_fitting_turn(messages, bounds, mask_until, room, counter, output_cap, sums)
 
     def mask_boundary() -> int:
         if tool_output_turns is not None and len(starts) > max(1, tool_output_turns):
@@ -333,11 +359,16 @@ def plan_window(
     # calibration moves at every call) and the cut margin (nothing was cut) are not in the key.
     memo_key = (window.start, window.mask_until, output_cap)
     extended = _extend_previous(messages, window, memo_key, available, counter, capped)
+    if extended is not None:  # the history from the start is the same objects: so are its masked turns
+        previous_fit = _fit_memo(messages[window.start], counter)[0]
+        if previous_fit is not None and previous_fit.masked_sums is not None:
+            sums = previous_fit.masked_sums.copy()
     view, masked, saved, repaired, stats, fit = extended or view_and_fit(window.start, window.mask_until)
     # Everything from the stored start was sent as it is: the window stays (the common case, one pass).
     moved = bool(fit.truncated) or fit.over_budget or len(fit.messages) != repaired
     planned = False
     if moved:
+        sums = _MaskedSums([0])  # costed at masks of their own here: none kept
         mask_until = mask_boundary()
         new_start = -1
         if window.start < ready < len(messages) and ready in starts:
@@ -374,7 +405,8 @@ def plan_window(
         else:  # the previous fit extended: its references, and new ones for what was added
             originals = kept.originals + _refs(messages[kept.end:])
             view_refs, fitted_refs = kept.view + _refs(view[len(kept.view):]), kept.fitted + _refs(fit.messages[len(kept.fitted):])
-        slot[0] = _FitMemo(key, len(messages), originals, view_refs, fitted_refs, fit.tokens, repaired, stats, masked, saved)
+        slot[0] = _FitMemo(key, len(messages), originals, view_refs, fitted_refs, fit.tokens, repaired, stats, masked,
+                           saved, None if moved else sums)
     return WindowPlan(window, fit, view, moved, planned, masked, saved, stats.interrupted_calls, stats.orphan_results)
 
 
@@ -396,6 +428,31 @@ class _FitMemo:
     stats: RepairStats
     masked: int
     saved: int
+    masked_sums: _MaskedSums | None = None  # of the same history (start to end)
+
+
+class _MaskedSums:
+    """The token counts of a history's turns wholly before a mask boundary, summed oldest first:
+    ``counts[j]`` is what the first ``j`` turns from the window's start take, masked.
+
+    Such a turn is sent as a pure function of its own messages, whatever the boundary past it:
+    while the history from the start stays the same objects (a fit extended), the sums stay true,
+    and a plan of the next cut, at every call while one is due, costs the few turns past the
+    boundary and a bisection, not a look-up of every turn (~450 at 500 turns).
+    """
+
+    def __init__(self, counts: list[int]) -> None:
+        self.counts = counts
+
+    def copy(self) -> _MaskedSums:
+        return _MaskedSums(list(self.counts))
+
+    def through(self, k: int, count: Callable[[int], int]) -> list[int]:
+        """The sums up to turn ``k`` included (``k + 2`` of them), ``count(j)`` asked for the turns not summed yet."""
+        counts = self.counts
+        for j in range(len(counts) - 1, k + 1):
+            counts.append(counts[-1] + count(j))
+        return counts
 
 
 def _refs(messages: Sequence[BaseMessage]) -> list[weakref.ref[BaseMessage]]:
