@@ -479,8 +479,8 @@ def test_the_oldest_fitting_turn_from_kept_sums_is_the_one_costed_turn_by_turn(s
     counter = TokenCounter("cl100k_base")
     history = [m for i, size in enumerate(sizes) for m in turn(i, output_words=size)]
     bounds = [4 * i for i in range(len(sizes) + 1)]
-    sums = _MaskedSums([0])
-    for mask_until, room in itertools.product(sorted(masks), rooms):
+    sums = _MaskedSums()
+    for mask_until, room in itertools.product(masks, rooms):
         assert oldest_fitting_turn(history, bounds, mask_until, room, counter, cap, sums) == \
             _reference_oldest_fitting_turn(history, bounds, mask_until, room, counter, cap)
 
@@ -514,3 +514,21 @@ def test_a_cut_planned_at_every_call_costs_only_the_turns_past_the_mask(monkeypa
         history = [*history, *added]
         total += sum(counter.message(m) for m in added)
     assert all(plans) and len(set(plans)) > 1  # a cut was planned at each call, and moved on with the history
+
+
+def test_a_first_plan_costs_the_newest_turns_only_until_the_room_is_exceeded(monkeypatch):
+    """The turns a cut drops are never costed: from empty sums, the search goes back from the newest
+    masked turn only as far as it must."""
+    from gns3server.agent.gns3_copilot.agent.context import window as window_module
+
+    counter = TokenCounter("cl100k_base")
+    history = [m for i in range(30) for m in turn(i, output_words=30)]
+    bounds = [4 * i for i in range(31)]
+    one = _direct_turn_tokens(history, 0, 4, len(history), counter, None)
+    costed: list[int] = []
+    original = window_module.turn_tokens
+    monkeypatch.setattr(window_module, "turn_tokens",
+                        lambda messages, start, *rest: costed.append(start) or original(messages, start, *rest))
+    start = window_module.oldest_fitting_turn(history, bounds, 112, 3 * one + 1, counter, None, window_module._MaskedSums())
+    assert start == _reference_oldest_fitting_turn(history, bounds, 112, 3 * one + 1, counter, None)
+    assert len(costed) <= 6, costed  # the two unmasked turns, and masked ones back to the one that goes over

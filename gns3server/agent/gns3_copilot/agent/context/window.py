@@ -297,11 +297,10 @@ def oldest_fitting_turn(
         k -= 1
     if k < 0:
         return -1
-    counts = sums.through(k, lambda j: turn_tokens(messages, bounds[j], bounds[j + 1], mask_until, counter, output_cap))
-    over = total + counts[k + 1] - room  # adding turn j goes over ``room`` once counts[j] < over
-    if over <= 0:
+    j = sums.oldest_over(k, room - total, lambda t: turn_tokens(messages, bounds[t], bounds[t + 1], mask_until, counter,
+                                                                   output_cap))
+    if j < 0:
         return -1
-    j = bisect.bisect_left(counts, over, 0, k + 1) - 1
     return bounds[j + 1] if j + 1 < len(bounds) - 1 else bounds[-2]
 
 
@@ -334,7 +333,7 @@ def plan_window(
     bounds = [window.start, *starts[1:], len(messages)] if starts else [window.start, len(messages)]
 
     # The counts of the turns wholly before the mask boundary, summed oldest first (see _MaskedSums).
-    sums = _MaskedSums([0])
+    sums = _MaskedSums()
 
     def newest_turns(mask_until: int, room: int) -> int:
         return oldest_fitting_turn(messages, bounds, mask_until, room, counter, output_cap, sums)
@@ -368,7 +367,7 @@ def plan_window(
     moved = bool(fit.truncated) or fit.over_budget or len(fit.messages) != repaired
     planned = False
     if moved:
-        sums = _MaskedSums([0])  # costed at masks of their own here: none kept
+        sums = _MaskedSums()  # costed at masks of their own here: none kept
         mask_until = mask_boundary()
         new_start = -1
         if window.start < ready < len(messages) and ready in starts:
@@ -432,27 +431,48 @@ class _FitMemo:
 
 
 class _MaskedSums:
-    """The token counts of a history's turns wholly before a mask boundary, summed oldest first:
-    ``counts[j]`` is what the first ``j`` turns from the window's start take, masked.
+    """Token counts of a history's turns wholly before a mask boundary, summed from an anchor turn:
+    ``forward[i]`` is what turns ``anchor`` to ``anchor + i - 1`` take, masked, ``back[i]`` what turns
+    ``anchor - 1`` down to ``anchor - i`` take. Each grows by appending: forward as the boundary
+    moves on, back only as far as a search needs (the turns a cut drops are never costed).
 
     Such a turn is sent as a pure function of its own messages, whatever the boundary past it:
     while the history from the start stays the same objects (a fit extended), the sums stay true,
-    and a plan of the next cut, at every call while one is due, costs the few turns past the
-    boundary and a bisection, not a look-up of every turn (~450 at 500 turns).
+    and planning the next cut, at every call while one is due, costs the turns the boundary passed
+    since and a bisection, not a look-up of every turn (~450 at 500 turns).
     """
 
-    def __init__(self, counts: list[int]) -> None:
-        self.counts = counts
+    def __init__(self) -> None:
+        self.anchor: int | None = None
+        self.forward: list[int] = [0]
+        self.back: list[int] = [0]
 
     def copy(self) -> _MaskedSums:
-        return _MaskedSums(list(self.counts))
+        kept = _MaskedSums()
+        kept.anchor, kept.forward, kept.back = self.anchor, list(self.forward), list(self.back)
+        return kept
 
-    def through(self, k: int, count: Callable[[int], int]) -> list[int]:
-        """The sums up to turn ``k`` included (``k + 2`` of them), ``count(j)`` asked for the turns not summed yet."""
-        counts = self.counts
-        for j in range(len(counts) - 1, k + 1):
-            counts.append(counts[-1] + count(j))
-        return counts
+    def oldest_over(self, k: int, room: int, count: Callable[[int], int]) -> int:
+        """The turn whose count, added to those of turns ``k`` down to it (newest first), goes over
+        ``room`` (-1: turns ``k`` to 0 fit); ``count(t)`` is asked for the turns not summed yet."""
+        if self.anchor is None or k + 1 < self.anchor:  # first use, or a boundary before the anchor: anew
+            self.anchor, self.forward, self.back = k + 1, [0], [0]
+        anchor, forward, back = self.anchor, self.forward, self.back
+        for turn in range(anchor + len(forward) - 1, k + 1):
+            forward.append(forward[-1] + count(turn))
+        newer = forward[k - anchor + 1]  # turns anchor to k
+        over = newer - room  # among those, adding turn j goes over once forward[j - anchor] < over
+        if over > 0:
+            return anchor + bisect.bisect_left(forward, over, 0, k - anchor + 1) - 1
+        need = room - newer  # then turns anchor - 1, ... go over once back[i] > need
+        if back[-1] > need:
+            return anchor - bisect.bisect_right(back, need)
+        while len(back) <= anchor:
+            turn = anchor - len(back)
+            back.append(back[-1] + count(turn))
+            if back[-1] > need:
+                return turn
+        return -1
 
 
 def _refs(messages: Sequence[BaseMessage]) -> list[weakref.ref[BaseMessage]]:
