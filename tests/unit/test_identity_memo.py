@@ -121,3 +121,23 @@ def test_position_memo_is_unchanged_when_derive_fails() -> None:
     with pytest.raises(ValueError):
         memo.values([a, b], lambda items: [])  # not one value per item
     assert memo.values([a, b], derive) == ["A", "B"] and derive.asked[-1] == ["b"]
+
+
+def test_position_memo_gives_right_values_from_many_threads_at_once() -> None:
+    """Conversations of one model may be prepared in several threads: each gets its own values, and
+    the bound holds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    memo = PositionMemo(anchor=1, lists=3)
+
+    def conversation(n: int) -> bool:
+        items = [Named("s"), *(Named(f"{n}-{i}") for i in range(5))]
+        for step in range(200):
+            items = [*items, Named(f"{n}-x{step}")]
+            if memo.values(items, lambda xs: [x.name.upper() for x in xs]) != [x.name.upper() for x in items]:
+                return False
+        return True
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(conversation, range(8)))
+    assert len(memo) <= 3

@@ -11,6 +11,7 @@ an entry goes with its object.
 from __future__ import annotations
 
 import operator
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -95,13 +96,15 @@ class PositionMemo:
     ``anchor=1`` past a system prompt that may be rebuilt per call); up to ``lists`` are kept,
     the least recently used dropped. It holds them (strong references, so an anchor's ``id`` is
     not reused while kept): bounded, and the conversations they belong to are held elsewhere
-    anyway. Used from one thread at a time (the event loop's).
+    anyway. Safe across threads (the lists kept are changed under a lock; ``derive`` runs outside
+    it, so a race derives twice what both derive alike).
     """
 
     def __init__(self, *, anchor: int = 0, lists: int = 64) -> None:
         self._anchor = anchor
         self._lists = lists
         self._kept: OrderedDict[tuple[int, Hashable], tuple[list[Any], list[Any]]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -117,7 +120,8 @@ class PositionMemo:
         if len(now) <= self._anchor:
             return list(derive(now))
         key = (id(now[self._anchor]), kind)
-        kept = self._kept.get(key)
+        with self._lock:
+            kept = self._kept.get(key)
         if kept is None or kept[0][self._anchor] is not now[self._anchor]:
             values = list(derive(now))
         else:
@@ -131,8 +135,9 @@ class PositionMemo:
                 fresh = derive([now[index] for index in todo])
                 for index, value in zip(todo, fresh, strict=True):
                     values[index] = value
-        self._kept[key] = (now, values)
-        self._kept.move_to_end(key)
-        while len(self._kept) > self._lists:
-            self._kept.popitem(last=False)
+        with self._lock:
+            self._kept[key] = (now, values)
+            self._kept.move_to_end(key)
+            while len(self._kept) > self._lists:
+                self._kept.popitem(last=False)
         return list(values)
