@@ -128,7 +128,7 @@ def indexed_copy(messages: list[Any]) -> list[Any]:
     return list(messages) if None in ids else IndexedMessages(messages, ids)
 
 
-def _unextended_index(messages: list[Any]) -> set[str] | None:
+def _unextended_index(messages: list[Any] | None) -> set[str] | None:
     """The set of a list :func:`indexed_copy` or :func:`successor_copy` made that nobody extends
     (no reducer ever gets it: the message log keeps it and hands out copies), else None."""
     if type(messages) is IndexedMessages and messages._child is None and messages._indexed == len(messages):
@@ -144,15 +144,16 @@ def kept_copy(messages: list[Any]) -> list[Any]:
     return indexed_copy(messages) if index is None else IndexedMessages(messages, set(index))
 
 
-def successor_copy(before: list[Any], messages: list[Any], changed: Sequence[int]) -> list[Any]:
-    """:func:`indexed_copy` of ``messages``, where ``before`` (a list that nobody extends) holds the
-    same objects at every position but ``changed`` and those past either's end: only those are read.
+def successor_copy(before: list[Any] | None, messages: list[Any], changed: Sequence[int]) -> list[Any]:
+    """:func:`indexed_copy` of ``messages``, where ``before`` (a list that nobody extends; None: none
+    kept) holds the same objects at every position but ``changed`` and those past either's end: only
+    those are read.
 
     The set is ``before``'s, less the ids of what left, plus the ids of what came. Ids are unique in
     a state's list, so it holds exactly as many ids as ``messages`` has messages; when it does not,
     or anything else is unusual, the list is indexed from scratch."""
     index = _unextended_index(before)
-    if index is None:
+    if index is None or before is None:
         return indexed_copy(messages)
     came = [messages[position] for position in changed if position < len(messages)]
     if not all(isinstance(m, BaseMessage) and not isinstance(m, BaseMessageChunk) and m.id is not None for m in came):

@@ -89,7 +89,7 @@ class MessageLog:
                                (thread_id, len(messages)))
         stored: Checkpoint = {**checkpoint, "channel_values": {**values, MESSAGES_CHANNEL: {REFERENCE: len(messages)}}}
         # Kept with its ids' index, made from the last kept list's and what changed: no message read again.
-        return stored, indexed_copy(messages) if before is None else successor_copy(before, messages, changed)
+        return stored, successor_copy(before, messages, changed)
 
     def read(self, connection: sqlite3.Connection, found: CheckpointTuple | None) -> CheckpointTuple | None:
         """``found`` with its message list in place of the reference (as it is when it has none)."""

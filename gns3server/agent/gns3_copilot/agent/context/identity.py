@@ -122,7 +122,7 @@ class PositionMemo:
         key = (id(now[self._anchor]), kind)
         with self._lock:
             kept = self._kept.get(key)
-        if kept is None or kept[0][self._anchor] is not now[self._anchor]:
+        if kept is None:  # (a kept list holds its anchor: no other object has that id meanwhile)
             values = list(derive(now))
         else:
             before, old = kept
