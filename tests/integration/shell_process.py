@@ -86,8 +86,8 @@ class ShellServer:
     ) -> ShellServer:
         """Listening on ``port`` (a free one if 0): e.g. the console port GNS3 gave a node."""
         bash = shutil.which("bash")
-        if bash is None or shutil.which("setsid") is None:
-            raise RuntimeError("bash and setsid (util-linux) are needed")
+        if bash is None or shutil.which("setsid") is None or shutil.which("env") is None:
+            raise RuntimeError("bash, setsid (util-linux) and env (coreutils) are needed")
         listener = socket.create_server(("127.0.0.1", port), backlog=1)
         host, port = listener.getsockname()[:2]
         server = cls(listener, host, port, wrapper=wrapper, command=tuple(command), environ=dict(environ or {}),
@@ -169,8 +169,12 @@ class ShellServer:
             # setsid --ctty: a session of its own (its pid is the session's id) whose controlling
             # terminal is the PTY, so that Ctrl-C reaches what runs in it. (Popen's own
             # start_new_session would not give the session a terminal.)
+            # env --default-signal: every signal handled as by default, as a console's getty or
+            # Docker starts its CLI; a test run started by a script's "command &" ignores SIGINT and
+            # SIGQUIT, and a program inherits what it ignores (then Ctrl-C could not stop a command).
             shell = subprocess.Popen(
-                ["setsid", "--ctty", *self.wrapper, *(self.command or (bash, "--norc", "--noprofile", "-i"))],
+                ["env", "--default-signal", "setsid", "--ctty", *self.wrapper,
+                 *(self.command or (bash, "--norc", "--noprofile", "-i"))],
                 stdin=slave,
                 stdout=slave,
                 stderr=slave,

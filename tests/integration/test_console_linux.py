@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -121,6 +122,22 @@ async def test_output_cap_keeps_head_marker_and_tail(shell, policy, audit):
     assert result.results[1].output == "done"  # the prompt after the flood was found
 
 
+@pytest.fixture
+def started_in_the_background() -> Iterator[None]:
+    """SIGINT and SIGQUIT ignored in this process, as a script's ``command &`` leaves them.
+
+    Ignored signals are inherited by every program started from here: a console's CLI must
+    get its own defaults back, or Ctrl-C could not stop what runs in it (CI runs in the background).
+    """
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@pytest.mark.usefixtures("started_in_the_background")
 async def test_timeout_then_a_new_connection_works(shell, policy, audit):
     # One deadline bounds the call: the file's generous one, so that spawning bash and its prompt
     # fit on a busy machine; the command outlasts it by far, so it is the command that times out.
