@@ -18,6 +18,8 @@ from unittest import mock
 import httpx
 import openai
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
@@ -330,6 +332,43 @@ def test_a_joined_body_is_the_sdks_own_encoding_byte_for_byte() -> None:
            "messages": dicts, "tools": tools}
     assert request_body(params) == openapi_dumps(sdk)
     assert request_body({**params, "extra_body": {"messages": dicts}}) is None  # not pre-encoded: the SDK encodes
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON_VALUES)
+def test_a_value_is_encoded_as_json_dumps_encodes_it_or_refused_as_it_refuses(value: Any) -> None:
+    """The encoder set up once gives json.dumps's bytes (SDK settings) for any JSON value, and its
+    error for what it refuses (NaN and infinities)."""
+    from gns3server.agent.gns3_copilot.agent.model.openai_wire import encode_json
+
+    try:
+        expected: bytes | type[Exception] = json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                                                       allow_nan=False).encode()
+    except ValueError:
+        expected = ValueError
+    if expected is ValueError:
+        with pytest.raises(ValueError, match="JSON compliant"):
+            encode_json(value)
+    else:
+        assert encode_json(value) == expected
+
+
+def test_what_json_cannot_encode_is_refused_as_json_dumps_refuses_it() -> None:
+    from gns3server.agent.gns3_copilot.agent.model.openai_wire import encode_json
+
+    circular: list[Any] = []
+    circular.append(circular)
+    with pytest.raises(ValueError, match="Circular reference"):
+        encode_json({"messages": circular})
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        encode_json({"content": object()})
+    assert encode_json({"a": [1]}) == b'{"a":[1]}'  # an earlier refusal left nothing behind
 
 
 async def test_an_unstreamed_call_sends_the_joined_body_and_gets_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
