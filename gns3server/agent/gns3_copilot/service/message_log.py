@@ -32,6 +32,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..agent.state_messages import indexed_copy, kept_copy, successor_copy
 from ..db import SchemaError
+from .message_rows import message_from_row
 
 MESSAGES_CHANNEL = "messages"
 REFERENCE = "copilot_messages"
@@ -111,7 +112,7 @@ class MessageLog:
                 raise StoredMessagesError(
                     f"The stored state of conversation {thread_id} names {count} messages, {len(rows)} are stored"
                 )
-            messages = indexed_copy([self.serde.loads_typed((type_, blob)) for type_, blob in rows])
+            messages = indexed_copy([message_from_row(self.serde, type_, blob) for type_, blob in rows])
             self.keep(thread_id, messages)
         else:
             self._kept.move_to_end(thread_id)

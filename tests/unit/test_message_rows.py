@@ -1,0 +1,99 @@
+"""A stored message row reads back as LangGraph's serializer reads it, a plain message without validation."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from gns3server.agent.gns3_copilot.service.message_rows import message_from_row
+
+SERDE = JsonPlusSerializer()
+_text = st.text(max_size=40)
+_json = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | _text,  # what msgpack stores
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+                     max_leaves=8)
+_content = _text | st.lists(st.builds(lambda t: {"type": "text", "text": t}, _text), max_size=3)
+_common = {"content": _content, "id": st.none() | _text, "name": st.none() | _text,
+           "additional_kwargs": st.dictionaries(_text, _json, max_size=2),
+           "response_metadata": st.dictionaries(_text, _json, max_size=2)}
+_tool_call = st.builds(lambda name, args, id_: {"name": name, "args": args, "id": id_, "type": "tool_call"},
+                       _text, st.dictionaries(_text, _json, max_size=3), _text)
+_usage = st.none() | st.builds(lambda i, o: {"input_tokens": i, "output_tokens": o, "total_tokens": i + o},
+                               st.integers(0, 10**6), st.integers(0, 10**6))
+MESSAGES = st.one_of(
+    st.builds(HumanMessage, **_common),
+    st.builds(SystemMessage, **_common),
+    st.builds(AIMessage, **_common, tool_calls=st.lists(_tool_call, max_size=3), usage_metadata=_usage),
+    st.builds(ToolMessage, **_common, tool_call_id=_text, status=st.sampled_from(["success", "error"])),
+)
+
+
+def stored(message: Any) -> tuple[str, bytes]:
+    return SERDE.dumps_typed(message)
+
+
+def same(mine: Any, theirs: Any) -> None:
+    assert type(mine) is type(theirs)
+    assert mine == theirs
+    if isinstance(theirs, BaseMessage):
+        assert mine.model_fields_set == theirs.model_fields_set
+        assert mine.model_dump() == theirs.model_dump()
+
+
+@given(MESSAGES)
+def test_a_plain_message_reads_back_as_the_serializer_reads_it(message: BaseMessage) -> None:
+    row = stored(message)
+    same(message_from_row(SERDE, *row), SERDE.loads_typed(row))
+
+
+def test_a_plain_message_is_built_without_the_serializer_or_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    row = stored(AIMessage("R1 is up", id="a1", tool_calls=[{"name": "t", "args": {"x": 1}, "id": "c1"}]))
+    expected = SERDE.loads_typed(row)
+
+    def refused(*_: Any, **__: Any) -> Any:
+        raise AssertionError("decoded the slow way")
+
+    serde = JsonPlusSerializer()
+    monkeypatch.setattr(serde, "loads_typed", refused)
+    monkeypatch.setattr(AIMessage, "__init__", refused)  # the constructor validates: not called
+    same(message_from_row(serde, *row), expected)
+
+
+class _Recorded(JsonPlusSerializer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        self.calls += 1
+        return super().loads_typed(data)
+
+
+@pytest.mark.parametrize("value", [
+    AIMessageChunk("part", id="c"),  # another class: LangGraph's serializer builds it
+    AIMessage("when", additional_kwargs={"at": datetime.datetime(2026, 12, 4, 18, 0)}),  # another extension inside
+    HumanMessage("q", additional_kwargs={"tags": {"lab", "ospf"}}),  # a set: another extension inside
+    {"not": "a message"},
+])
+def test_anything_else_in_a_row_is_decoded_by_the_serializer(value: Any) -> None:
+    row = stored(value)
+    serde = _Recorded()
+    mine = message_from_row(serde, *row)
+    same(mine, SERDE.loads_typed(row))
+    assert serde.calls == (0 if isinstance(value, dict) else 1)  # a plain value needs no extension
+
+
+def test_a_row_of_another_type_or_broken_fails_as_the_serializer_fails() -> None:
+    assert message_from_row(SERDE, *SERDE.dumps_typed(b"raw")) == b"raw"  # "bytes": not msgpack at all
+    assert message_from_row(SERDE, "null", b"") is None
+    broken = stored(HumanMessage("q"))[1][:-3]
+    with pytest.raises(Exception) as theirs:
+        SERDE.loads_typed(("msgpack", broken))
+    with pytest.raises(type(theirs.value)):
+        message_from_row(SERDE, "msgpack", broken)
