@@ -590,6 +590,8 @@ async def run(args: argparse.Namespace) -> str:
                 f"| {pct_ms([t.overhead for t in good], 95):.1f} | {median_ms([t.before_model for t in good]):.1f} "
                 f"| {median_ms([t.after_model for t in good]):.1f} | {per_turn * 1000:.1f} |")
 
+    first_after_restart = [t.overhead for t in ok("concurrent") if t.number == turns + 100]
+    later = [t.overhead for t in ok("concurrent") if t.number != turns + 100]
     ours10 = median_ms([t.overhead for t in ok("ours@10")])
     ours_long = median_ms([t.overhead for t in ok("ours@long")])
     naive10 = median_ms([t.overhead for t in ok("naive@10")])
@@ -615,6 +617,10 @@ async def run(args: argparse.Namespace) -> str:
         f"Concurrent: p95 / median {pct_ms([t.overhead for t in ok('concurrent')], 95) / median_ms([t.overhead for t in ok('concurrent')]):.2f}, "
         f"{concurrent_cpu / max(1, len(by_kind['concurrent'])) * 1000:.1f} ms of server CPU per turn, "
         f"{len(by_kind['concurrent']) / concurrent_wall:.1f} turns/s."),
+        (f"Concurrent, each copy's first turn after the restart (a checkpoint read from rows, a cold hook "
+         f"call, every message of the request converted): overhead median {median_ms(first_after_restart):.1f} ms, "
+         f"p95 {pct_ms(first_after_restart, 95):.1f} ms; its later turns: median {median_ms(later):.1f} ms, "
+         f"p95 {pct_ms(later, 95):.1f} ms."),
     ]
     failures = Counter(t.error for t in bench.turns if t.error)
     if failures:
