@@ -29,7 +29,7 @@ from fastapi import FastAPI
 
 from gns3server.agent.gns3_copilot.agent.model.prompts import PromptFileError
 from gns3server.agent.gns3_copilot.api.launcher import install
-from gns3server.agent.gns3_copilot.api.lifecycle import copilot_running, exit_signals
+from gns3server.agent.gns3_copilot.api.lifecycle import copilot_running, exit_signals, young_generation_widened
 from gns3server.agent.gns3_copilot.api.llm_config_store import DATABASE_NAME as LLM_DB
 from gns3server.agent.gns3_copilot.api.settings import CopilotSettings
 from gns3server.agent.gns3_copilot.changes.store import CHANGES_DB_NAME
@@ -253,6 +253,8 @@ async def test_the_lifespan_runs_the_host_start_up_first_and_its_shutdown_last(t
     messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     sent: list[dict[str, Any]] = []
     frozen: list[int] = []  # objects out of the cyclic collector's passes, while it runs
+    thresholds: list[tuple[int, ...]] = []  # the collector's, while it runs
+    set_before = gc.get_threshold()
     started = asyncio.Event()
 
     async def send(message: dict[str, Any]) -> None:
@@ -260,6 +262,7 @@ async def test_the_lifespan_runs_the_host_start_up_first_and_its_shutdown_last(t
         if message["type"] == "lifespan.startup.complete":
             order.append("copilot " + ("running" if app.state.copilot is not None else "missing"))
             frozen.append(gc.get_freeze_count())
+            thresholds.append(gc.get_threshold())
             started.set()
 
     lifespan = asyncio.create_task(app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}},
@@ -271,6 +274,7 @@ async def test_the_lifespan_runs_the_host_start_up_first_and_its_shutdown_last(t
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
     assert order == ["host start", "copilot running", "host stop (copilot gone)"]
     assert frozen[0] > 10_000 and gc.get_freeze_count() == 0  # start-up's heap, frozen while it ran
+    assert thresholds == [(lifecycle.YOUNG_GENERATION, *set_before[1:])] and gc.get_threshold() == set_before
     assert _opened_since(before, tmp_path) == NOTHING
 
 
@@ -322,3 +326,21 @@ async def test_a_start_up_whose_model_stack_cannot_be_imported_goes_on_and_says_
     monkeypatch.setattr(lifecycle, "preload_openai", lambda: False)
     assert await lifecycle.preload_models() is False
     assert "could not be imported at start-up" in caplog.text
+
+
+def test_the_young_generation_is_widened_while_inside_and_a_wider_one_is_kept() -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with young_generation_widened(10_000) as inside:
+            assert inside == gc.get_threshold() == (10_000, 10, 10)  # the older generations as they were
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(50_000, 20, 5)
+        with young_generation_widened(10_000):
+            assert gc.get_threshold() == (50_000, 20, 5)  # someone's higher threshold is kept
+        assert gc.get_threshold() == (50_000, 20, 5)
+        with pytest.raises(RuntimeError), young_generation_widened(10_000):
+            raise RuntimeError("start-up failed")
+        assert gc.get_threshold() == (50_000, 20, 5)  # restored however it is left
+    finally:
+        gc.set_threshold(*before)
