@@ -499,6 +499,7 @@ async def run(args: argparse.Namespace) -> str:
     window = 10 if args.quick else WINDOW
     turns = args.turns or (60 if args.quick else 500)
     concurrent_turns = args.concurrent_turns or (3 if args.quick else 10)
+    restart_turn = turns + 100  # the number of each copy's first turn after the restart
     profile_dir = Path(args.profile).resolve() if args.profile else None
     if profile_dir:
         profile_dir.mkdir(parents=True, exist_ok=True)
@@ -564,7 +565,7 @@ async def run(args: argparse.Namespace) -> str:
 
                 async def drive(session_id: str) -> None:
                     for n in range(concurrent_turns):
-                        await bench.ours("concurrent", session_id, turns + 100 + n, n % 5 == 4)
+                        await bench.ours("concurrent", session_id, restart_turn + n, n % 5 == 4)
 
                 async with web_ui(bench):
                     cpu = bench.cpu()
@@ -590,8 +591,8 @@ async def run(args: argparse.Namespace) -> str:
                 f"| {pct_ms([t.overhead for t in good], 95):.1f} | {median_ms([t.before_model for t in good]):.1f} "
                 f"| {median_ms([t.after_model for t in good]):.1f} | {per_turn * 1000:.1f} |")
 
-    first_after_restart = [t.overhead for t in ok("concurrent") if t.number == turns + 100]
-    later = [t.overhead for t in ok("concurrent") if t.number != turns + 100]
+    first_after_restart = [t.overhead for t in ok("concurrent") if t.number == restart_turn]
+    later = [t.overhead for t in ok("concurrent") if t.number != restart_turn]
     ours10 = median_ms([t.overhead for t in ok("ours@10")])
     ours_long = median_ms([t.overhead for t in ok("ours@long")])
     naive10 = median_ms([t.overhead for t in ok("naive@10")])

@@ -371,6 +371,21 @@ def test_what_json_cannot_encode_is_refused_as_json_dumps_refuses_it() -> None:
     assert encode_json({"a": [1]}) == b'{"a":[1]}'  # an earlier refusal left nothing behind
 
 
+def test_without_a_c_encoder_the_same_bytes_and_refusals(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gns3server.agent.gns3_copilot.agent.model import openai_wire
+
+    monkeypatch.setattr(openai_wire, "c_make_encoder", None)  # a Python built without _json
+    openai_wire._json_encoder.cache_clear()
+    try:
+        value = {"role": "tool", "content": "R1 « up » 中文 \u2028", "n": [1, 2.5e-3, None, True]}
+        assert openai_wire.encode_json(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                                                            allow_nan=False).encode()
+        with pytest.raises(ValueError, match="JSON compliant"):
+            openai_wire.encode_json({"x": float("nan")})
+    finally:
+        openai_wire._json_encoder.cache_clear()  # the next caller builds the C one again
+
+
 async def test_an_unstreamed_call_sends_the_joined_body_and_gets_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """For a server that cannot stream tool calls the model is called unstreamed: its body is joined
     the same way, and its answer is ChatOpenAI's."""
