@@ -2,8 +2,8 @@
 
 A real gns3-server started through ``gns3server-copilot`` (as ``tests/integration`` does)
 talks to a streaming OpenAI-compatible stub model run in a process of its own (below:
-``--serve-stub``), which timestamps when it has read each request and when it has written
-its last byte (``time.monotonic``: one clock for every process of the machine). The bench
+``--serve-stub``), which timestamps when it has read each request's bytes (before parsing
+them, as a model server's parse is its own time) and when it has written its last byte (``time.monotonic``: one clock for every process of the machine). The bench
 drives, over the copilot's HTTP API:
 
 - one long session to ``--turns`` turns (500), every fifth asking for a topology tool call
@@ -97,8 +97,9 @@ def serve_stub() -> None:
         return ""
 
     async def completions(request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        received = time.monotonic()
+        raw = await request.read()
+        received = time.monotonic()  # the request's bytes are in: parsing them is the model's time
+        body = json.loads(raw)
         messages = body.get("messages") or []
         question = last_user(messages)
         tag = TAG.search(question)
