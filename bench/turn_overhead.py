@@ -571,7 +571,8 @@ async def run(args: argparse.Namespace) -> str:
                 async with web_ui(bench):
                     cpu = bench.cpu()
                     wall = time.monotonic()
-                    await asyncio.gather(*(drive(s) for s in copies))
+                    with profiled(bench.pid, profile_dir / "concurrent.raw" if profile_dir else None):
+                        await asyncio.gather(*(drive(s) for s in copies))
                 concurrent_cpu, concurrent_wall = bench.cpu() - cpu, time.monotonic() - wall
             finally:
                 server.stop()
@@ -638,8 +639,8 @@ async def run(args: argparse.Namespace) -> str:
         f"| from-scratch / steady | {hook['baseline'] / hook['steady']:.0f}x |",
     ]
     if profile_dir:
-        for name in ("long", "short"):
-            lines += ["", f"py-spy, {name} session: share of busy samples (inclusive)", ""]
+        for name in ("long", "short", "concurrent"):  # concurrent: --concurrent-turns 1 for the first round alone
+            lines += ["", f"py-spy, {name} session(s): share of busy samples (inclusive)", ""]
             lines += [f"- {share:5.1%} {function}" for function, share in top_functions(profile_dir / f"{name}.raw")]
     return "\n".join(lines)
 
