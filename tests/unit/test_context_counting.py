@@ -9,13 +9,23 @@ import tracemalloc
 import pydantic
 import pydantic.v1
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    ToolMessageChunk,
+)
 from langchain_core.tools import tool
 
 from gns3server.agent.gns3_copilot.agent.context.counting import (
     IMAGE_TOKENS,
     REPLY_PRIMING_TOKENS,
     TokenCounter,
+    message_key,
+    tool_call_id_of,
 )
 from gns3server.agent.gns3_copilot.agent.context_manager import count_tokens, estimate_tool_tokens
 
@@ -227,3 +237,34 @@ def test_unreadable_tool_falls_back_to_1000(caplog):
     assert estimate_tool_tokens([object()]) == 1000
     assert "Cannot estimate tokens of tool object" in caplog.text
     assert estimate_tool_tokens([object(), start_node]) == 1000 + estimate_tool_tokens([start_node])
+
+
+@pytest.mark.parametrize("message", [
+    ToolMessage("out", tool_call_id="c1"),
+    HumanMessage("q", tool_call_id="an extra one"),  # an extra field, as a message accepts any
+    AIMessage("a"),
+    HumanMessage("q"),
+    ChatMessage("c", role="planner"),
+    ToolMessageChunk(content="part", tool_call_id="c2"),
+], ids=lambda m: type(m).__name__)
+def test_a_messages_tool_call_id_is_what_getattr_gives(message: BaseMessage) -> None:
+    assert tool_call_id_of(message) == getattr(message, "tool_call_id", None)
+
+
+def test_counting_a_message_without_a_call_id_raises_nothing_inside_pydantic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failing attribute look-up on a pydantic message raises inside its ``__getattr__`` (~2 us a message):
+    a history read back after a restart is counted without one."""
+    missed: list[str] = []
+    real = pydantic.BaseModel.__getattr__
+
+    def recorded(self: pydantic.BaseModel, name: str) -> object:
+        missed.append(name)
+        return real(self, name)
+
+    monkeypatch.setattr(pydantic.BaseModel, "__getattr__", recorded)
+    history = [SystemMessage("s"), HumanMessage("q"), AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "c"}]),
+               ToolMessage("out", tool_call_id="c"), AIMessage("a")]
+    counter = TokenCounter()
+    assert all(counter.message(m) > 0 for m in history)
+    assert [message_key(m) for m in history]
+    assert missed == []

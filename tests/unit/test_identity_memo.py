@@ -4,7 +4,6 @@ PositionMemo: values kept by place in the last lists seen."""
 from __future__ import annotations
 
 import gc
-import weakref
 
 import pytest
 
@@ -52,7 +51,7 @@ def test_an_entry_of_a_dead_object_whose_id_was_reused_is_not_found() -> None:
     dead, alive = Thing(), Thing()
     memo.put(dead, "k", "of the dead one")
     # As if ``alive`` had been given the id of ``dead`` before the entry went.
-    memo._objects[id(alive)] = (weakref.ref(dead), {"k": "of the dead one"})
+    memo._objects[id(alive)] = memo._objects[id(dead)]
     assert memo.peek_all([alive], "k") == [MISSING]
     assert memo.peek(alive, "k") == (False, None)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+import ormsgpack
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -97,3 +98,41 @@ def test_a_row_of_another_type_or_broken_fails_as_the_serializer_fails() -> None
         SERDE.loads_typed(("msgpack", broken))
     with pytest.raises(type(theirs.value)):
         message_from_row(SERDE, "msgpack", broken)
+
+
+def test_a_row_of_every_field_in_order_is_built_without_looking_each_one_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``model_construct`` looks every field up again (half a row's read): a row holding them all is not passed to it."""
+    rows = [stored(m) for m in (HumanMessage("q", id="h"), ToolMessage("out", tool_call_id="c1", id="t"),
+                                AIMessage("a", id="a", usage_metadata={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}))]
+    expected = [SERDE.loads_typed(row) for row in rows]
+
+    def refused(*_: Any, **__: Any) -> Any:
+        raise AssertionError("built through model_construct")
+
+    serde = JsonPlusSerializer()
+    monkeypatch.setattr(serde, "loads_typed", refused)  # (the way a refused build would end up)
+    for cls in (AIMessage, HumanMessage, ToolMessage):
+        monkeypatch.setattr(cls, "model_construct", refused)
+    for row, theirs in zip(rows, expected, strict=True):
+        same(message_from_row(serde, *row), theirs)
+
+
+def _row_with(message: BaseMessage, change: Any) -> bytes:
+    """``message``'s row with its fields changed by ``change`` (as another release, or another writer, stored them)."""
+    fields = message.model_dump()
+    change(fields)
+    inner = ormsgpack.packb([type(message).__module__, type(message).__name__, fields, "model_validate_json"])
+    return ormsgpack.packb(ormsgpack.Ext(5, inner))
+
+
+@pytest.mark.parametrize("change", [
+    lambda fields: fields.pop("usage_metadata"),  # a field missing: its default
+    lambda fields: fields.update(note="kept"),  # one more: an extra, as the constructor keeps it
+    lambda fields: fields.update(content=fields.pop("content")),  # every field, another order
+], ids=["missing", "extra", "reordered"])
+def test_a_row_of_other_fields_reads_back_as_the_serializer_reads_it(change: Any) -> None:
+    blob = _row_with(AIMessage("R1 is up", id="a1", usage_metadata={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}),
+                     change)
+    mine, theirs = message_from_row(SERDE, "msgpack", blob), SERDE.loads_typed(("msgpack", blob))
+    assert type(mine) is type(theirs) and mine == theirs and mine.model_dump() == theirs.model_dump()
+    assert mine.__pydantic_extra__ == theirs.__pydantic_extra__

@@ -707,18 +707,27 @@ def test_a_payload_keeps_its_own_extra_body_and_structured_output_is_left_alone(
 async def _sent_bodies_and_conversions(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch, config: dict[str, Any],
                                        model: Any) -> tuple[list[dict[str, Any]], list[int]]:
     """Three calls of one model on a growing conversation (the same message objects, as a run's
-    history keeps them): the bodies sent, and how many messages langchain-openai converted each time."""
+    history keeps them): the bodies sent, and how many messages were converted each time (by
+    langchain-openai, or by the copilot's own conversion of a plain message)."""
     from langchain_core.messages import SystemMessage, ToolMessage
     from langchain_openai.chat_models import base as openai_base
 
+    from gns3server.agent.gns3_copilot.agent.model import openai_payload
+
     converted: list[int] = []
-    original = openai_base._convert_message_to_dict
+    original, ours = openai_base._convert_message_to_dict, openai_payload.plain_message_dict
 
     def counted(message: Any, *args: Any, **kwargs: Any) -> Any:
         converted[-1] += 1
         return original(message, *args, **kwargs)
 
+    def counted_plain(message: Any) -> Any:
+        made = ours(message)
+        converted[-1] += made is not None  # None: langchain-openai converts it (counted there)
+        return made
+
     monkeypatch.setattr(openai_base, "_convert_message_to_dict", counted)
+    monkeypatch.setattr(openai_payload, "plain_message_dict", counted_plain)
     history: list[Any] = [HumanMessage("question 0"), AIMessage("", tool_calls=[
         {"id": "c1", "name": "get_topology", "args": {}, "type": "tool_call"}]),
         ToolMessage("R1 R2", tool_call_id="c1", name="get_topology"), AIMessage("answer 0")]
@@ -728,6 +737,7 @@ async def _sent_bodies_and_conversions(stub: OpenAIStub, monkeypatch: pytest.Mon
         converted.append(0)
         [chunk async for chunk in model.astream([SystemMessage("You are the copilot."), *history])]
     monkeypatch.setattr(openai_base, "_convert_message_to_dict", original)
+    monkeypatch.setattr(openai_payload, "plain_message_dict", ours)
     return stub.requests[-3:], converted
 
 

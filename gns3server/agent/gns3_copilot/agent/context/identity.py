@@ -24,44 +24,61 @@ MISSING: Any = object()
 """What :meth:`IdentityMemo.peek_all` gives for an object with no value kept under the key."""
 
 
+class _Entry(weakref.ref):
+    """A weak reference to an object that carries what is kept for it, and its ``id`` (its key):
+    one small object an entry, and one callback for all (a closure and a tuple an entry cost twice
+    as much to make, ~1,250 of them in each memo on the first call of a long history read back)."""
+
+    __slots__ = ("ident", "values")
+    ident: int
+    values: dict[Hashable, Any]
+
+
 class IdentityMemo:
-    """``id(object) -> (weak reference, {key: value})``; objects must support weak references.
+    """``id(object) -> weak reference carrying {key: value}``; objects must support weak references.
 
     Safe across threads for what it is used for: a lost race computes a value twice, and
     both are the same pure function of the object.
     """
 
     def __init__(self) -> None:
-        self._objects: dict[int, tuple[weakref.ref[Any], dict[Hashable, Any]]] = {}
+        self._objects: dict[int, _Entry] = {}
+        objects = self._objects
+
+        def gone(entry: _Entry) -> None:  # an entry goes with its object (not one that took its id since)
+            if objects.get(entry.ident) is entry:
+                del objects[entry.ident]
+
+        self._gone = gone
 
     def __len__(self) -> int:
         return len(self._objects)
 
+    def _values(self, obj: object) -> dict[Hashable, Any]:
+        """The values kept for ``obj``, a new entry if it has none."""
+        entry = self._objects.get(id(obj))
+        if entry is not None and entry() is obj:
+            return entry.values
+        entry = _Entry(obj, self._gone)
+        entry.ident, entry.values = id(obj), {}
+        self._objects[entry.ident] = entry
+        return entry.values
+
     def get(self, obj: object, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept under ``key`` for as long as ``obj`` lives."""
         entry = self._objects.get(id(obj))
-        if entry is not None and entry[0]() is obj:
-            values = entry[1]
+        if entry is not None and entry() is obj:
+            values = entry.values
             if key in values:
                 return values[key]
         else:
-            values = {}
-            ident = id(obj)
-            objects = self._objects
-
-            def gone(_ref: weakref.ref[Any]) -> None:
-                current = objects.get(ident)
-                if current is not None and current[0] is _ref:
-                    del objects[ident]
-
-            objects[ident] = (weakref.ref(obj, gone), values)
+            values = self._values(obj)
         value = values[key] = compute()
         return value
 
     def put(self, obj: object, key: Hashable, value: Any) -> None:
         """Keep ``value`` under ``key`` for as long as ``obj`` lives (replacing any kept before)."""
-        self.get(obj, key, lambda: None)
-        self._objects[id(obj)][1][key] = value
+        self._values(obj)[key] = value
 
     def peek_all(self, objs: Sequence[object], key: Hashable) -> list[Any]:
         """The value kept under ``key`` for each of ``objs``, :data:`MISSING` where none is: one
@@ -71,14 +88,14 @@ class IdentityMemo:
         append = found.append
         for obj in objs:
             entry = objects.get(id(obj))
-            append(entry[1].get(key, MISSING) if entry is not None and entry[0]() is obj else MISSING)
+            append(entry.values.get(key, MISSING) if entry is not None and entry() is obj else MISSING)
         return found
 
     def peek(self, obj: object, key: Hashable) -> tuple[bool, Any]:
         """(True, the value) when one is kept for ``obj`` under ``key``, else (False, None)."""
         entry = self._objects.get(id(obj))
-        if entry is not None and entry[0]() is obj and key in entry[1]:
-            return True, entry[1][key]
+        if entry is not None and entry() is obj and key in entry.values:
+            return True, entry.values[key]
         return False, None
 
 

@@ -17,7 +17,8 @@ conversation too (24 ms a call at 500 turns). A model now outlives its run (the
 agent's assembly keeps one per user and LLM profile), and the history's message
 objects outlive the calls (the checkpointer and the context hook keep them), so each
 object's dict is kept with it (:class:`~..context.identity.IdentityMemo`, weak) and
-only the messages not seen before are converted, by ``langchain-openai`` itself.
+only the messages not seen before are converted: a plain one here (:mod:`.openai_plain`, the
+same dict), any other by ``langchain-openai`` itself.
 
 Imported only when a model is built (``langchain_openai`` is heavy).
 """
@@ -35,6 +36,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr, model_validator
 
 from ..context.identity import MISSING, IdentityMemo, PositionMemo
+from .openai_plain import plain_message_dict
 from .openai_wire import DictChunkCompletions, EncodedMessages, encode_json
 
 __all__ = ["LeanChatOpenAI", "remembered_payload", "untransformed"]
@@ -183,7 +185,17 @@ class LeanChatOpenAI(ChatOpenAI):
         return all(self._text_positions.values(messages, _plain_text))
 
     def _adjusted_payload(self, messages: list[BaseMessage], *, stop: list[str] | None = None, **kwargs: Any) -> dict:
-        return self._adjusted(super()._get_request_payload(messages, stop=stop, **kwargs))
+        """``ChatOpenAI``'s payload of ``messages``, the plain ones converted here (:mod:`.openai_plain`)."""
+        plain = list(map(plain_message_dict, messages))
+        others = [message for message, converted in zip(messages, plain, strict=True) if converted is None]
+        payload = super()._get_request_payload(others, stop=stop, **kwargs)
+        theirs = payload.get("messages")
+        if not (isinstance(theirs, list) and len(theirs) == len(others)):  # not one dict per message (Responses)
+            return self._adjusted(super()._get_request_payload(messages, stop=stop, **kwargs))
+        if len(others) < len(messages):
+            converted = iter(theirs)
+            payload["messages"] = [next(converted) if mine is None else mine for mine in plain]
+        return self._adjusted(payload)
 
     def _adjusted(self, payload: dict[str, Any]) -> dict[str, Any]:
         """What a subclass changes in ``ChatOpenAI``'s payload before it is sent (nothing here)."""
