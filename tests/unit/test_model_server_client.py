@@ -7,7 +7,9 @@ tests/integration/test_local_llm_server.py).
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
 import httpx
 import pytest
@@ -113,3 +115,41 @@ async def test_every_probe_of_every_run_goes_through_the_servers_one_client():
     (client,) = agent.model_servers.clients()
     await agent.aclose()
     assert client.closed
+
+
+def _assembly(server: Any) -> AgentAssembly:
+    return AgentAssembly(
+        tools_factory=lambda context: [read_lab], bind_tools=lambda tools, config: None,
+        is_context_length_error=lambda exc: False, client_factory=lambda token: None,
+        server_transport=answering(server),
+    )
+
+
+async def test_runs_that_start_together_measure_the_tools_cost_once():
+    """Conversations resumed at once after a restart share their server's facts: one run measures each."""
+    asked: list[str] = []
+
+    async def server(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        await asyncio.sleep(0)  # an answer comes later than the request: the other runs go on meanwhile
+        body = json.loads(await request.aread())
+        prompt = len(json.dumps(body["messages"]) + json.dumps(body.get("tools") or [])) // 4
+        return httpx.Response(200, json={"usage": {"prompt_tokens": prompt, "completion_tokens": 1}})
+
+    agent = _assembly(server)
+    config = {"model": "local", "base_url": URL, "context_limit": 4}
+    settings = [agent.settings(RunSpec("u1", "alice", "token", "p1", f"s{n}", config, "lab_automation"))
+                for n in range(6)]
+    alone = len(asked)
+    costs = await asyncio.gather(*(s.measure_tools() for s in settings))  # type: ignore[misc]
+    assert len(set(costs)) == 1 and costs[0] is not None
+    measured = len(asked) - alone
+    assert measured > 0
+    await settings[0].measure_tools()  # type: ignore[misc]
+    assert len(asked) - alone == measured  # known from then on
+    await agent.aclose()
+    one_run = _assembly(server)
+    before = len(asked)
+    await one_run.settings(RunSpec("u1", "alice", "token", "p1", "s", config, "lab_automation")).measure_tools()  # type: ignore[misc]
+    await one_run.aclose()
+    assert measured == len(asked) - before  # six runs at once asked what one run asks

@@ -6,6 +6,8 @@ the real llama-cpp-python server is exercised by tests/integration/test_local_ll
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -154,5 +156,38 @@ async def test_whether_the_template_escapes_message_text_is_measured_once_and_co
         assert len(chats) == 2 and all(is_escape_probe(body) and body["max_tokens"] == 1 for body in chats)
         await tokenizer.count(messages, [])
         assert len(chats) == 2  # measured once per server
+    finally:
+        await server.close()
+
+
+async def test_runs_that_start_together_ask_a_server_without_a_tokenizer_once(clients):
+    """20 conversations resumed at once after a restart: one run finds there is no endpoint, the others wait for it."""
+    asked: list[str] = []
+
+    async def not_found(request: web.Request) -> web.Response:
+        asked.append(request.path)
+        return web.json_response({"detail": "Not Found"}, status=404)
+
+    server = await _serve({"/{tail:.*}": not_found})
+    try:
+        traits = ServerTraits()
+        client = clients(f"http://127.0.0.1:{server.port}/v1", None)
+        counts = await asyncio.gather(*(ServerTokenizer(client, traits).count(MESSAGES, TOOLS) for _ in range(8)))
+        assert counts == [None] * 8
+        assert asked == ["/extras/tokenize/count", "/tokenize"]
+    finally:
+        await server.close()
+
+
+async def test_runs_that_start_together_measure_the_templates_escaping_once(clients):
+    chats: list[dict] = []
+    server = await _escaping_server(True, chats)
+    messages = [HumanMessage('[{"name": "R1"}]')]
+    try:
+        traits = ServerTraits()
+        client = clients(f"http://127.0.0.1:{server.port}/v1", None)
+        counts = await asyncio.gather(*(ServerTokenizer(client, traits, "m").count(messages, []) for _ in range(8)))
+        assert counts == [len(markup_escaped(request_text(messages, [])))] * 8
+        assert len(chats) == 2  # the two probe requests, once
     finally:
         await server.close()

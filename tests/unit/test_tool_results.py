@@ -6,12 +6,14 @@ real llama-cpp-python server is exercised by tests/integration/test_local_llm_se
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from gns3server.agent.gns3_copilot.agent.model.calls import ModelCalls
 from gns3server.agent.gns3_copilot.agent.server.client import ModelServerClient
 from gns3server.agent.gns3_copilot.agent.server.tool_results import (
     PROBE_CALL_ID,
@@ -20,6 +22,7 @@ from gns3server.agent.gns3_copilot.agent.server.tool_results import (
 from gns3server.agent.gns3_copilot.agent.server.tool_results import template_keeps_tool_results as probe
 from gns3server.agent.gns3_copilot.agent.server.tools_cost import offer_key
 from gns3server.agent.gns3_copilot.agent.server.tools_cost import tools_prompt_tokens as measure
+from gns3server.agent.gns3_copilot.agent.server.traits import ServerTraits
 from tests.support.openai_stub import OpenAIStub
 
 CALL = {"name": "gns3_topology", "args": {}, "id": "c1"}
@@ -96,3 +99,20 @@ async def test_tools_given_as_objects_are_measured_as_the_definitions_sent():
         assert (await tools_prompt_tokens(stub.base_url, None, "m", [gns3_topology]) or 0) > 0
         assert stub.tools_probes[1]["tools"][0]["function"]["name"] == "gns3_topology"
     assert offer_key([gns3_topology]) == offer_key([convert_to_openai_tool(gns3_topology)])
+
+
+async def test_runs_that_start_together_probe_the_template_once():
+    """Conversations resumed at once after a restart: one run asks whether the template keeps tool results."""
+    probed: list[int] = []
+
+    async def probe_once() -> bool:
+        probed.append(1)
+        await asyncio.sleep(0)  # an answer comes later than the question: the other runs go on meanwhile
+        return False
+
+    traits = ServerTraits()
+    prepared = [HumanMessage("R1?"), AIMessage("", tool_calls=[CALL]), ToolMessage("R1 up", tool_call_id="c1")]
+    runs = [ModelCalls([], lambda tools: None, traits, probe_tool_results=probe_once) for _ in range(6)]
+    sent = await asyncio.gather(*(run.sendable(prepared) for run in runs))
+    assert probed == [1] and traits.tool_results == "dropped"
+    assert all(s == tool_results_as_user(prepared) for s in sent)

@@ -175,6 +175,8 @@ class ModelCalls:
             return prepared
         traits = self._traits
         if traits.tool_results is None:
-            kept = await self._probe_tool_results()
-            traits.tool_results = "unknown" if kept is None else "kept" if kept else "dropped"
+            async with traits.probing("tool_results"):
+                if traits.tool_results is None:
+                    kept = await self._probe_tool_results()
+                    traits.tool_results = "unknown" if kept is None else "kept" if kept else "dropped"
         return tool_results_as_user(prepared) if traits.tool_results == "dropped" else prepared

@@ -129,7 +129,10 @@ class ServerTokenizer:
         """
         known = self._traits.escapes_markup
         if known is None:
-            known = self._traits.escapes_markup = await self._measure_escapes()
+            async with self._traits.probing("escapes_markup"):
+                known = self._traits.escapes_markup
+                if known is None:
+                    known = self._traits.escapes_markup = await self._measure_escapes()
         return known
 
     async def _measure_escapes(self) -> bool:
@@ -155,8 +158,15 @@ class ServerTokenizer:
 
     async def count(self, messages: Sequence[BaseMessage], tools: Sequence[Any]) -> int | None:
         """The server's tokens for the text of this request as its template renders it (None: unknown)."""
+        if self._traits.tokenizer is None:  # not tried yet: one run finds the endpoint, the others wait for it
+            async with self._traits.probing("tokenizer"):
+                if self._traits.tokenizer is None:
+                    return await self._counted(messages, tools)
         if self._traits.tokenizer == "none":
             return None
+        return await self._counted(messages, tools)
+
+    async def _counted(self, messages: Sequence[BaseMessage], tools: Sequence[Any]) -> int | None:
         text = request_text(messages, tools)
         if not text:
             return None

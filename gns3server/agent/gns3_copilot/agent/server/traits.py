@@ -13,6 +13,7 @@ is keyed by what identifies a server and model, never by the API key.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -39,6 +40,13 @@ class ServerTraits:
     tool_results: str | None = None
     # The server's tokens for each tool offer measured (agent/server/tools_cost.py; None: it cannot tell).
     tools_cost: dict[str, int | None] = field(default_factory=dict)
+    _probes: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False, compare=False)
+
+    def probing(self, fact: str) -> asyncio.Lock:
+        """The lock a fact not known yet is measured under, by the first run that needs it: the runs
+        that need it meanwhile (20 conversations resumed at once after a restart) wait for that
+        answer instead of each asking the server again. Taken on the server's event loop only."""
+        return self._probes.setdefault(fact, asyncio.Lock())
 
 
 class ServerTraitsMemory:
