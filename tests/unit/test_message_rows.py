@@ -136,3 +136,20 @@ def test_a_row_of_other_fields_reads_back_as_the_serializer_reads_it(change: Any
     mine, theirs = message_from_row(SERDE, "msgpack", blob), SERDE.loads_typed(("msgpack", blob))
     assert type(mine) is type(theirs) and mine == theirs and mine.model_dump() == theirs.model_dump()
     assert mine.__pydantic_extra__ == theirs.__pydantic_extra__
+
+
+def test_messages_read_back_share_a_fields_set_that_nothing_they_do_changes() -> None:
+    """A third of a message read back was its own set of its field names: one set per class is
+    shared, which pydantic only adds a field's name to (one it holds); a copy gets its own."""
+    rows = [stored(AIMessage(f"answer {n}", id=f"a{n}")) for n in range(3)]
+    first, second, third = (message_from_row(SERDE, *row) for row in rows)
+    assert first.model_fields_set is second.model_fields_set  # shared, not a set per message
+    every = set(AIMessage.model_fields)
+    first.id = "renamed"  # a field assigned (LangGraph gives ids so)
+    first.note = "an extra"  # an extra assigned: the message's own extras
+    copy = second.model_copy(update={"content": "masked", "marker": 1})
+    assert first.model_fields_set == second.model_fields_set == third.model_fields_set == every
+    assert copy.model_fields_set == every | {"marker"} and copy.model_fields_set is not second.model_fields_set
+    assert first.__pydantic_extra__ == {"note": "an extra"} and second.__pydantic_extra__ == {} == third.__pydantic_extra__
+    assert (second.content, second.id, first.id) == ("answer 1", "a1", "renamed")
+    assert second == SERDE.loads_typed(rows[1]) and first.model_dump()["id"] == "renamed"
