@@ -9,6 +9,8 @@ import tracemalloc
 import pydantic
 import pydantic.v1
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -268,3 +270,25 @@ def test_counting_a_message_without_a_call_id_raises_nothing_inside_pydantic(mon
     assert all(counter.message(m) > 0 for m in history)
     assert [message_key(m) for m in history]
     assert missed == []
+
+
+_texts = st.text(max_size=20)
+_any_message = st.one_of(
+    st.builds(HumanMessage, content=_texts | st.lists(st.builds(lambda t: {"type": "text", "text": t}, _texts), max_size=2),
+              name=st.none() | _texts),
+    st.builds(SystemMessage, content=_texts, name=st.none() | _texts),
+    st.builds(ToolMessage, content=_texts, tool_call_id=_texts, name=st.none() | _texts),
+    st.builds(AIMessage, content=_texts, tool_calls=st.lists(st.builds(
+        lambda n, i: {"name": n, "args": {"k": n}, "id": i, "type": "tool_call"}, _texts, _texts), max_size=2)),
+    st.builds(ChatMessage, content=_texts, role=_texts),
+    st.builds(ToolMessageChunk, content=_texts, tool_call_id=_texts),
+)
+
+
+@given(_any_message)
+def test_a_text_messages_key_made_directly_is_the_general_one(message: BaseMessage) -> None:
+    from gns3server.agent.gns3_copilot.agent.context import counting
+
+    general = (counting.role_of(message), counting._content_key(message.content), message.name,
+               tuple(counting._tool_calls(message)), tool_call_id_of(message))
+    assert message_key(message) == general

@@ -50,7 +50,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import tiktoken
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from .identity import IdentityMemo
@@ -130,14 +130,25 @@ def _content_key(content: str | Sequence[Any]) -> Hashable:
 
 
 def message_key(message: BaseMessage) -> Hashable:
-    """A hashable fingerprint of what a message sends (not its object identity)."""
+    """A hashable fingerprint of what a message sends (not its object identity).
+
+    A text message of the three classes that carry no tool calls has its key made directly (the
+    same tuple): the hook's first call on a history read back after a restart keys every message.
+    """
+    content = message.content
+    role = _TEXT_ROLES.get(type(message))
+    if role is not None and type(content) is str:
+        return (role, content, message.name, (), tool_call_id_of(message))
     return (
         role_of(message),
-        _content_key(message.content),
+        _content_key(content),
         message.name,
         tuple(_tool_calls(message)),
         tool_call_id_of(message),
     )
+
+
+_TEXT_ROLES: dict[type[BaseMessage], str] = {HumanMessage: "user", SystemMessage: "system", ToolMessage: "tool"}
 
 
 DEFAULT_CACHE_BYTES = 32 * 1024 * 1024
