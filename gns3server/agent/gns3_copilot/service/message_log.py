@@ -107,12 +107,14 @@ class MessageLog:
             rows = connection.execute(
                 "SELECT type, message FROM copilot_messages WHERE thread_id = ? AND position < ? ORDER BY position",
                 (thread_id, count),
-            ).fetchall()
-            if len(rows) != count:
+            )
+            # Decoded as they come: each row's bytes freed before the next (their memory reused, not new pages).
+            read = [message_from_row(self.serde, type_, blob) for type_, blob in rows]
+            if len(read) != count:
                 raise StoredMessagesError(
-                    f"The stored state of conversation {thread_id} names {count} messages, {len(rows)} are stored"
+                    f"The stored state of conversation {thread_id} names {count} messages, {len(read)} are stored"
                 )
-            messages = indexed_copy([message_from_row(self.serde, type_, blob) for type_, blob in rows])
+            messages = indexed_copy(read)
             self.keep(thread_id, messages)
         else:
             self._kept.move_to_end(thread_id)
