@@ -100,14 +100,18 @@ async def test_llama_cpp_server_endpoint_is_found_after_the_other(clients):
         await server.close()
 
 
-async def test_a_server_without_a_tokenizer_is_asked_once(clients):
-    asked: list[str] = []
-
+async def _without_tokenizer(asked: list[str]) -> TestServer:
+    """A server answering 404 to everything, recording the paths asked."""
     async def not_found(request: web.Request) -> web.Response:
         asked.append(request.path)
         return web.json_response({"detail": "Not Found"}, status=404)
 
-    server = await _serve({"/{tail:.*}": not_found})
+    return await _serve({"/{tail:.*}": not_found})
+
+
+async def test_a_server_without_a_tokenizer_is_asked_once(clients):
+    asked: list[str] = []
+    server = await _without_tokenizer(asked)
     try:
         traits = ServerTraits()
         tokenizer = ServerTokenizer(clients(f"http://127.0.0.1:{server.port}/v1", None), traits)
@@ -163,12 +167,7 @@ async def test_whether_the_template_escapes_message_text_is_measured_once_and_co
 async def test_runs_that_start_together_ask_a_server_without_a_tokenizer_once(clients):
     """20 conversations resumed at once after a restart: one run finds there is no endpoint, the others wait for it."""
     asked: list[str] = []
-
-    async def not_found(request: web.Request) -> web.Response:
-        asked.append(request.path)
-        return web.json_response({"detail": "Not Found"}, status=404)
-
-    server = await _serve({"/{tail:.*}": not_found})
+    server = await _without_tokenizer(asked)
     try:
         traits = ServerTraits()
         client = clients(f"http://127.0.0.1:{server.port}/v1", None)
