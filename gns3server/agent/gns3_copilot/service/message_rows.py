@@ -7,8 +7,8 @@ again: reading a long conversation back after a restart (some 1,250 messages, th
 of every session) spent ~40% of its time there, ~20 ms in the server. Those fields are the
 validated fields of a message the copilot made, so the plain message classes below are built
 from them as ``model_construct`` builds them: an equal object, with the same fields set (a row
-holding every field of its class, in order, is given that dict as it is: ``model_construct`` looks
-each field up again, half the cost of reading a row back). Anything else
+holding every field of its class, in order, is given that dict as it is: ``model_construct``, which
+looks each field up again, was half of a row's read in the server's profile). Anything else
 in a row (another class, another msgpack extension, another serializer's type, a row this
 does not read) is decoded by LangGraph's serializer, exactly as before. Only the classes named
 here are built: nothing is imported by a name a row gives.
