@@ -6,6 +6,7 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
@@ -222,3 +223,28 @@ async def test_the_list_read_back_after_replacements_and_removals_knows_exactly_
         assert [m.content for m in final[:3]] == ["q0", "cut", "q1"] and "q3" not in {m.id for m in final}
     finally:
         await storage.close()
+
+
+def test_a_row_that_cannot_be_decoded_leaves_no_statement_open(tmp_path: Path) -> None:
+    """The rows are decoded as the cursor gives them: one that cannot be decoded must not leave the
+    read's statement active on the database's connection (it would block a WAL checkpoint, and the
+    cursor would be freed by whichever thread drops the error)."""
+    from langgraph.checkpoint.base import CheckpointTuple
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from gns3server.agent.gns3_copilot.service.message_log import MESSAGES_TABLE, MessageLog
+
+    serde = JsonPlusSerializer()
+    with contextlib.closing(sqlite3.connect(tmp_path / "c.sqlite3", isolation_level=None)) as connection:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute(MESSAGES_TABLE)
+        rows = [("t", 0, *serde.dumps_typed(HumanMessage("q"))), ("t", 1, "msgpack", b"\xc1"),
+                ("t", 2, *serde.dumps_typed(AIMessage("a")))]
+        connection.executemany("INSERT INTO copilot_messages VALUES (?, ?, ?, ?)", rows)
+        found = CheckpointTuple({"configurable": {"thread_id": "t"}},
+                                {"channel_values": {"messages": {REFERENCE: 3}}}, {}, None, None)  # type: ignore[typeddict-item]
+        with pytest.raises(ValueError) as failed:  # msgpack's decoding error, as LangGraph's serializer raises it
+            MessageLog(serde).read(connection, found)
+        assert failed.value is not None  # the error (and its traceback) still held here
+        busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        assert busy == 0

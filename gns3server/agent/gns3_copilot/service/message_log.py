@@ -20,6 +20,7 @@ them there), so the memory needs no lock.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import sqlite3
 from collections import OrderedDict
@@ -104,12 +105,14 @@ class MessageLog:
         thread_id = str(found.config["configurable"]["thread_id"])
         messages = self._kept.get(thread_id)
         if messages is None or len(messages) != count:
-            rows = connection.execute(
+            # Decoded as they come: each row's bytes freed before the next (their memory reused, not new
+            # pages). Closed here whatever happens: a cursor left open by a row that cannot be decoded
+            # would keep its statement active, and be freed by whichever thread drops the error.
+            with contextlib.closing(connection.execute(
                 "SELECT type, message FROM copilot_messages WHERE thread_id = ? AND position < ? ORDER BY position",
                 (thread_id, count),
-            )
-            # Decoded as they come: each row's bytes freed before the next (their memory reused, not new pages).
-            read = [message_from_row(self.serde, type_, blob) for type_, blob in rows]
+            )) as rows:
+                read = [message_from_row(self.serde, type_, blob) for type_, blob in rows]
             if len(read) != count:
                 raise StoredMessagesError(
                     f"The stored state of conversation {thread_id} names {count} messages, {len(read)} are stored"

@@ -8,7 +8,9 @@ turn's server time with 20 conversations starting at once). Almost every message
 conversation is plain: text content, no name, nothing in ``additional_kwargs``. For those the
 dict is a handful of keys, built here in the order ``langchain-openai`` writes them, so the JSON
 sent is the same bytes. Anything else (another class, content blocks, a name, extra keyword
-arguments, an invalid tool call) gets None, and ``langchain-openai`` converts it as before.
+arguments, an invalid tool call) gets None, and ``langchain-openai`` converts it as before; so
+does a system message: ``ChatOpenAI`` changes its role for some models (``developer`` for the
+o-series), and a request has one, made anew for each call anyway.
 """
 
 from __future__ import annotations
@@ -16,12 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 __all__ = ["plain_message_dict"]
-
-_ROLES: dict[type[BaseMessage], str] = {HumanMessage: "user", SystemMessage: "system"}
-
 
 def plain_message_dict(message: BaseMessage) -> dict[str, Any] | None:
     """``langchain-openai``'s chat-completions dict of ``message`` if it is plain, else None."""
@@ -33,9 +32,8 @@ def plain_message_dict(message: BaseMessage) -> dict[str, Any] | None:
         return {"content": content, "role": "tool", "tool_call_id": message.tool_call_id}  # type: ignore[attr-defined]
     if message.name:
         return None
-    role = _ROLES.get(kind)
-    if role is not None:
-        return {"content": content, "role": role}
+    if kind is HumanMessage:
+        return {"content": content, "role": "user"}
     if kind is not AIMessage:
         return None
     ai: AIMessage = message  # type: ignore[assignment]
