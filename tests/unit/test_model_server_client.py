@@ -128,10 +128,12 @@ def _assembly(server: Any) -> AgentAssembly:
 async def test_runs_that_start_together_measure_the_tools_cost_once():
     """Conversations resumed at once after a restart share their server's facts: one run measures each."""
     asked: list[str] = []
+    first, answer = asyncio.Event(), asyncio.Event()
 
     async def server(request: httpx.Request) -> httpx.Response:
         asked.append(request.url.path)
-        await asyncio.sleep(0)  # an answer comes later than the request: the other runs go on meanwhile
+        first.set()
+        await answer.wait()  # answers are held until the other runs have gone as far as they can
         body = json.loads(await request.aread())
         prompt = len(json.dumps(body["messages"]) + json.dumps(body.get("tools") or [])) // 4
         return httpx.Response(200, json={"usage": {"prompt_tokens": prompt, "completion_tokens": 1}})
@@ -141,7 +143,10 @@ async def test_runs_that_start_together_measure_the_tools_cost_once():
     settings = [agent.settings(RunSpec("u1", "alice", "token", "p1", f"s{n}", config, "lab_automation"))
                 for n in range(6)]
     alone = len(asked)
-    costs = await asyncio.gather(*(s.measure_tools() for s in settings))  # type: ignore[misc]
+    runs = [asyncio.create_task(s.measure_tools()) for s in settings]  # type: ignore[misc]
+    await first.wait()  # (the other runs, started before, have run up to where they wait)
+    answer.set()
+    costs = await asyncio.gather(*runs)
     assert len(set(costs)) == 1 and costs[0] is not None
     measured = len(asked) - alone
     assert measured > 0

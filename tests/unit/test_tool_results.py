@@ -104,15 +104,20 @@ async def test_tools_given_as_objects_are_measured_as_the_definitions_sent():
 async def test_runs_that_start_together_probe_the_template_once():
     """Conversations resumed at once after a restart: one run asks whether the template keeps tool results."""
     probed: list[int] = []
+    asked, answer = asyncio.Event(), asyncio.Event()
 
     async def probe_once() -> bool:
         probed.append(1)
-        await asyncio.sleep(0)  # an answer comes later than the question: the other runs go on meanwhile
+        asked.set()
+        await answer.wait()  # the answer is held until the other runs have gone as far as they can
         return False
 
     traits = ServerTraits()
     prepared = [HumanMessage("R1?"), AIMessage("", tool_calls=[CALL]), ToolMessage("R1 up", tool_call_id="c1")]
-    runs = [ModelCalls([], lambda tools: None, traits, probe_tool_results=probe_once) for _ in range(6)]
-    sent = await asyncio.gather(*(run.sendable(prepared) for run in runs))
+    runs = [asyncio.create_task(ModelCalls([], lambda tools: None, traits, probe_tool_results=probe_once).sendable(prepared))
+            for _ in range(6)]
+    await asked.wait()  # (the other runs, started before, have run up to where they wait)
+    answer.set()
+    sent = await asyncio.gather(*runs)
     assert probed == [1] and traits.tool_results == "dropped"
     assert all(s == tool_results_as_user(prepared) for s in sent)

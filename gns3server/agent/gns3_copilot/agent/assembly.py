@@ -369,17 +369,17 @@ class _ServerProbes:
             return None
 
     async def measure_tools(self) -> int | None:
-        costs = self._traits.tools_cost
-        if self._offer_key not in costs:
-            async with self._traits.probing(f"tools_cost {self._offer_key}"):
-                if self._offer_key not in costs:
-                    try:
-                        cost = await tools_prompt_tokens(await self._client(), self._model, self._offered)
-                    except Exception:  # a measure that fails never fails the run: calibrate as before
-                        log.exception("Measuring what the tool definitions cost on the model server failed")
-                        cost = None
-                    costs[self._offer_key] = cost
-        return costs[self._offer_key]
+        costs, key = self._traits.tools_cost, self._offer_key
+
+        async def measure() -> None:
+            try:
+                costs[key] = await tools_prompt_tokens(await self._client(), self._model, self._offered)
+            except Exception:  # a measure that fails never fails the run: calibrate as before
+                log.exception("Measuring what the tool definitions cost on the model server failed")
+                costs[key] = None
+
+        await self._traits.learn(f"tools_cost {key}", lambda: key in costs, measure)
+        return costs[key]
 
     async def probe_tool_results(self) -> bool | None:
         return await template_keeps_tool_results(await self._client(), self._model)

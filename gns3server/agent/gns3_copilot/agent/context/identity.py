@@ -66,13 +66,9 @@ class IdentityMemo:
 
     def get(self, obj: object, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept under ``key`` for as long as ``obj`` lives."""
-        entry = self._objects.get(id(obj))
-        if entry is not None and entry() is obj:
-            values = entry.values
-            if key in values:
-                return values[key]
-        else:
-            values = self._values(obj)
+        values = self._values(obj)
+        if key in values:
+            return values[key]
         value = values[key] = compute()
         return value
 

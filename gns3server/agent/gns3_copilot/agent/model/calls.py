@@ -173,10 +173,11 @@ class ModelCalls:
         for a server whose chat template drops them (measured the first time it matters)."""
         if self._probe_tool_results is None or not any(isinstance(m, ToolMessage) for m in prepared):
             return prepared
-        traits = self._traits
-        if traits.tool_results is None:
-            async with traits.probing("tool_results"):
-                if traits.tool_results is None:
-                    kept = await self._probe_tool_results()
-                    traits.tool_results = "unknown" if kept is None else "kept" if kept else "dropped"
+        traits, probe = self._traits, self._probe_tool_results
+
+        async def measure() -> None:
+            kept = await probe()
+            traits.tool_results = "unknown" if kept is None else "kept" if kept else "dropped"
+
+        await traits.learn("tool_results", lambda: traits.tool_results is not None, measure)
         return tool_results_as_user(prepared) if traits.tool_results == "dropped" else prepared

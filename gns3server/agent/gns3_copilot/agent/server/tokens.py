@@ -127,13 +127,13 @@ class ServerTokenizer:
         A server that reports no prompt counts, or whose counts fit neither reading, is
         taken at its tokenizer's word (not escaping).
         """
-        known = self._traits.escapes_markup
-        if known is None:
-            async with self._traits.probing("escapes_markup"):
-                known = self._traits.escapes_markup
-                if known is None:
-                    known = self._traits.escapes_markup = await self._measure_escapes()
-        return known
+        traits = self._traits
+
+        async def measure() -> None:
+            traits.escapes_markup = await self._measure_escapes()
+
+        await traits.learn("escapes_markup", lambda: traits.escapes_markup is not None, measure)
+        return bool(traits.escapes_markup)
 
     async def _measure_escapes(self) -> bool:
         plain, marked = ESCAPE_PROBE_TEXT, ESCAPE_PROBE_TEXT + _ESCAPE_PROBE_BODY

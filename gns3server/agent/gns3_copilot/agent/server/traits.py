@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,15 @@ class ServerTraits:
         that need it meanwhile (20 conversations resumed at once after a restart) wait for that
         answer instead of each asking the server again. Taken on the server's event loop only."""
         return self._probes.setdefault(fact, asyncio.Lock())
+
+    async def learn(self, fact: str, known: Callable[[], bool], measure: Callable[[], Awaitable[None]]) -> None:
+        """``measure()`` (which records ``fact``) unless ``known()``: under :meth:`probing`, checked again
+        once the lock is held, so the runs that waited find what the first one measured."""
+        if known():
+            return
+        async with self.probing(fact):
+            if not known():
+                await measure()
 
 
 class ServerTraitsMemory:
